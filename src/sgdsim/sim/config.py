@@ -1,0 +1,88 @@
+"""What to simulate: the execution strategy and the hardware, separate from the model (profile)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from ..profile.model import Profile
+
+MODES = ("async", "sync")
+ARCHS = ("ps", "allreduce")
+SHARINGS = ("ps", "fcfs", "hybrid")
+STREAMS = ("fifo", "http2")
+ORDERS = ("profiled", "tic", "reverse", "random")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Strategy and hardware of one simulated configuration (the worker count comes apart).
+
+    Units: bandwidth and flow cap in bits/s, window in bytes, alpha in s/byte, beta in s.
+    ``steps_per_worker=None`` means automatic: run until the 95 % CI half-width is at most
+    ``ci_rel_target`` of the mean (between ``min_steps_per_worker`` and a ceiling).
+    """
+
+    bandwidth_bps: float
+    mode: str = "async"
+    arch: str = "ps"
+    sharing: str = "ps"
+    flow_cap_bps: float | None = None
+    streams: str = "fifo"
+    window_bytes: float = 28e6
+    order: str = "profiled"
+    overhead_alpha_s_per_byte: float = 0.0
+    overhead_beta_s: float = 0.0
+    ps_count: int | None = None
+    seed: int = 0
+    warmup_steps: int = 50
+    steps_per_worker: int | None = None
+    ci_rel_target: float = 0.01
+    min_steps_per_worker: int = 20
+    max_ops: int = 200_000_000
+    auto_max_ops: int = 20_000_000
+    timeline: bool = False
+
+    def __post_init__(self):
+        _choice("mode", self.mode, MODES)
+        _choice("arch", self.arch, ARCHS)
+        _choice("sharing", self.sharing, SHARINGS)
+        _choice("streams", self.streams, STREAMS)
+        _choice("order", self.order, ORDERS)
+        if not self.bandwidth_bps > 0:
+            raise ConfigError(f"bandwidth must be positive, got {self.bandwidth_bps}")
+        if self.flow_cap_bps is not None and not self.flow_cap_bps > 0:
+            raise ConfigError(f"flow cap must be positive, got {self.flow_cap_bps}")
+        if not self.window_bytes > 0:
+            raise ConfigError(f"HTTP/2 window must be positive, got {self.window_bytes}")
+        if self.overhead_alpha_s_per_byte < 0 or self.overhead_beta_s < 0:
+            raise ConfigError("overhead alpha and beta must be non-negative")
+        if self.ps_count is not None and self.ps_count < 1:
+            raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
+        if self.arch == "allreduce" and (self.ps_count or 1) > 1:
+            raise ConfigError("--ps-count applies to --arch ps, not allreduce")
+        if self.arch == "allreduce" and self.mode == "async":
+            raise ConfigError("ring all-reduce is synchronous: use --mode sync with --arch allreduce")
+        if self.streams == "http2" and self.order != "profiled":
+            raise ConfigError("--order applies to --streams fifo (HTTP/2 serves streams in arrival order)")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"--warmup must be non-negative, got {self.warmup_steps}")
+        if self.steps_per_worker is not None and self.steps_per_worker < 1:
+            raise ConfigError(f"--steps must be at least 1, got {self.steps_per_worker}")
+
+
+@dataclass(frozen=True)
+class WorkerClass:
+    """``count`` workers computing with ``profile`` (heterogeneous workers, TPDS §4.2.3)."""
+
+    name: str
+    profile: Profile
+    count: int
+
+    def __post_init__(self):
+        if self.count < 1:
+            raise ConfigError(f"worker class {self.name!r}: count must be at least 1, got {self.count}")
+
+
+def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"unknown {what} {value!r} (choose from {', '.join(allowed)})")

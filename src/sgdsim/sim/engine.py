@@ -1,0 +1,216 @@
+"""Discrete-event simulation of W workers running a step DAG (ICPE Alg. 3.1, TPDS Alg. 1).
+
+Resources per worker: ``0`` = worker compute, and per parameter server p: ``1+3p`` downlink,
+``2+3p`` uplink, ``3+3p`` PS compute. Compute resources are exclusive per worker (Share = 1);
+downlink/uplink of PS p are shared links (``links``) unless the plan maps them to exclusive
+resources (all-reduce). Kernel timers: ``w*R + r`` for exclusive resource r of worker w, then
+``W*R + l`` for link l.
+
+Everything here works on flat arrays so the same code runs compiled (numba) or as Python.
+``P`` is the read-only plan (``plan.py``), ``S`` the mutable state (``state.py``).
+"""
+from __future__ import annotations
+
+from .heap import heap_pop, heap_set
+from .jit import jit
+from .kernel import next_seq, pop_next, schedule
+from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
+from .streams import chunk_bytes, queue_key
+
+# counters in S.ctr
+C_OPS, C_COMPLETIONS, C_SYNC, C_TIMELINE, C_REFILL = 0, 1, 2, 3, 4
+
+DONE, STALLED, TIMELINE_FULL, BUDGET, REFILL = 0, 1, 2, 3, 4
+
+
+@jit
+def run(P, S, K, LK, Q, target_completions, max_ops):
+    """Process events until ``target_completions`` steps completed in total (or a limit)."""
+    WR = P.W * P.R
+    while S.ctr[C_COMPLETIONS] < target_completions:
+        if S.ctr[C_OPS] >= max_ops:
+            return BUDGET
+        if S.tl_on[0] and S.ctr[C_TIMELINE] >= len(S.tl_w) - 1:
+            return TIMELINE_FULL
+        if S.ctr[C_REFILL]:
+            return REFILL
+        timer = pop_next(K)
+        if timer < 0:
+            return STALLED
+        if timer < WR:
+            _exclusive_done(P, S, K, LK, Q, timer, K.clock[0])
+        elif timer < WR + len(P.link_res):
+            _link_event(P, S, K, LK, Q, timer - WR, K.clock[0])
+        else:  # a worker's delayed first step
+            _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), K.clock[0])
+    return DONE
+
+
+@jit
+def start(P, S, K, LK, Q, offsets):
+    """Start every worker's first step, worker w at ``offsets[w]`` (seconds)."""
+    first = P.W * P.R + len(P.link_res)
+    for w in range(P.W):
+        if offsets[w] > 0.0:
+            schedule(K, first + w, offsets[w])
+        else:
+            _start_step(P, S, K, LK, Q, w, 0.0)
+
+
+@jit
+def open_window(P, S, K, LK):
+    """Start measuring: busy times and link bytes count from now on."""
+    now = K.clock[0]
+    S.win[0] = now
+    for i in range(len(S.busy)):
+        S.busy[i] = 0.0
+    sync_links(S, LK, now)
+    for l in range(len(S.bytes0)):
+        S.bytes0[l] = LK.bytes[l]
+
+
+@jit
+def sync_links(S, LK, now):
+    for l in range(len(S.bytes0)):
+        advance(LK, l, now)
+
+
+@jit
+def _exclusive_done(P, S, K, LK, Q, slot, now):
+    w = slot // P.R
+    r = slot - w * P.R
+    op = S.run_op[slot]
+    _chunk_end(S, slot, w, r, op, now)
+    _complete_op(P, S, K, LK, Q, w, op, now)
+    _try_start(P, S, K, LK, Q, w, r, now)
+
+
+@jit
+def _link_event(P, S, K, LK, Q, l, now):
+    advance(LK, l, now)
+    w = next_flow(LK, l) - l * P.W
+    r = P.link_res[l]
+    slot = w * P.R + r
+    op = S.run_op[slot]
+    _chunk_end(S, slot, w, r, op, now)
+    i = w * P.n_ops + op
+    S.op_rem[i] -= S.run_bytes[slot]
+    S.sent[l] += S.run_bytes[slot]
+    if S.op_rem[i] > 1e-9 * (1.0 + P.op_size[op]):
+        _enqueue(P, S, K, Q, w, op)  # HTTP/2: back of the queue for its second service
+        _try_start(P, S, K, LK, Q, w, r, now)
+    else:
+        S.op_rem[i] = 0.0
+        _complete_op(P, S, K, LK, Q, w, op, now)
+        _try_start(P, S, K, LK, Q, w, r, now)
+    if S.run_op[slot] < 0:
+        remove_flow(LK, l, w, now, next_seq(K))
+    schedule(K, P.W * P.R + l, next_time(LK, l))
+
+
+@jit
+def _chunk_end(S, slot, w, r, op, now):
+    start_t = S.run_start[slot]
+    S.busy[slot] += now - (start_t if start_t > S.win[0] else S.win[0])
+    S.run_op[slot] = -1
+    if S.tl_on[0]:
+        k = S.ctr[C_TIMELINE]
+        S.tl_w[k] = w
+        S.tl_r[k] = r
+        S.tl_op[k] = op
+        S.tl_t0[k] = start_t
+        S.tl_t1[k] = now
+        S.tl_step[k] = S.w_steps[w]
+        S.ctr[C_TIMELINE] = k + 1
+
+
+@jit
+def _complete_op(P, S, K, LK, Q, w, op, now):
+    """Release ``op``'s dependents; finish the step when it was the last op."""
+    S.ctr[C_OPS] += 1
+    S.w_left[w] -= 1
+    base = w * P.n_ops
+    lo, hi = P.succ_ptr[op], P.succ_ptr[op + 1]
+    for k in range(lo, hi):  # enqueue every released op before starting any
+        d = P.succ_idx[k]
+        S.waiting[base + d] -= 1
+        if S.waiting[base + d] == 0:
+            _enqueue(P, S, K, Q, w, d)
+    for k in range(lo, hi):
+        d = P.succ_idx[k]
+        if S.waiting[base + d] == 0:
+            _try_start(P, S, K, LK, Q, w, P.op_res[d], now)
+    if S.w_left[w] == 0:
+        _step_done(P, S, K, LK, Q, w, now)
+
+
+@jit
+def _enqueue(P, S, K, Q, w, op):
+    key = queue_key(P, S, K, w, op)
+    heap_set(Q, w * P.R + P.op_res[op], w * P.n_ops + op, key, next_seq(K))
+
+
+@jit
+def _try_start(P, S, K, LK, Q, w, r, now):
+    """Start the next chunk on (w, r) if the resource is idle and something is queued."""
+    slot = w * P.R + r
+    if S.run_op[slot] >= 0:
+        return
+    item = heap_pop(Q, slot)
+    if item < 0:
+        return
+    op = item - w * P.n_ops
+    S.run_op[slot] = op
+    S.run_start[slot] = now
+    l = P.res_link[r]
+    if l < 0:
+        schedule(K, slot, now + P.dur[S.w_row[w] * P.n_ops + op])
+        return
+    size = chunk_bytes(P, S, item)
+    S.run_bytes[slot] = size
+    if LK.on[l * P.W + w]:
+        continue_flow(LK, l, w, size, now, next_seq(K))
+    else:
+        add_flow(LK, l, w, size, now, next_seq(K))
+    schedule(K, P.W * P.R + l, next_time(LK, l))
+
+
+@jit
+def _step_done(P, S, K, LK, Q, w, now):
+    c = S.ctr[C_COMPLETIONS]
+    S.comp_t[c] = now
+    S.comp_w[c] = w
+    S.ctr[C_COMPLETIONS] = c + 1
+    S.w_steps[w] += 1
+    if P.sync:
+        S.ctr[C_SYNC] += 1
+        if S.ctr[C_SYNC] == P.W:  # barrier: everyone starts the next step together
+            S.ctr[C_SYNC] = 0
+            for v in range(P.W):
+                _start_step(P, S, K, LK, Q, v, now)
+    else:
+        _start_step(P, S, K, LK, Q, w, now)
+
+
+@jit
+def _start_step(P, S, K, LK, Q, w, now):
+    """Sample a profiled step (with replacement) for worker w and release its root ops."""
+    cap = len(S.samp) // P.W
+    k = S.samp_cur[w]
+    S.samp_cur[w] = k + 1
+    if k + 2 >= cap:  # the driver refills samples before the next event
+        S.ctr[C_REFILL] = 1
+    code = S.samp[w * cap + k]
+    rows = P.worker_rows[w]
+    S.w_row[w] = P.worker_row0[w] + code % rows
+    S.w_perm[w] = code // rows
+    base = w * P.n_ops
+    for op in range(P.n_ops):
+        S.waiting[base + op] = P.op_npred[op]
+        S.op_rem[base + op] = P.op_size[op]
+        S.op_served[base + op] = 0
+    S.w_left[w] = P.n_ops
+    for j in range(len(P.roots)):
+        _enqueue(P, S, K, Q, w, P.roots[j])
+    for r in range(P.R):
+        _try_start(P, S, K, LK, Q, w, r, now)

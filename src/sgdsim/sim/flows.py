@@ -1,0 +1,85 @@
+"""Flow bookkeeping of shared links: virtual time, tags, weights (used by links and policies).
+
+Every flow on link ``l`` is served at ``weight * rate[l]`` bytes/s. Rather than updating every
+flow's remaining bytes when the rate changes (O(active flows)), the link keeps a virtual time
+``V`` with dV/dt = rate, as in fair queueing: a flow with ``rem`` bytes left and weight ``w``
+finishes when V reaches its tag ``V + rem / w``. A rate change only touches V, so it costs
+O(1). Flows with weight 0 (waiting, as under FCFS) keep their remaining bytes in ``rem``.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .heap import heap_remove, heap_set, make_heaps
+from .jit import jit
+
+Links = namedtuple(
+    "Links",
+    "W policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
+    "weight rem on arrival served waiting",
+)
+
+
+def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps) -> Links:
+    n_flows = n_links * n_workers
+    return Links(
+        W=n_workers,
+        policy=policy,
+        bw_Bps=np.asarray(bw_Bps, np.float64),
+        cap_Bps=np.asarray(cap_Bps, np.float64),
+        V=np.zeros(n_links), t=np.zeros(n_links), rate=np.zeros(n_links),
+        n=np.zeros(n_links, np.int64), n_served=np.zeros(n_links, np.int64),
+        partial=np.full(n_links, -1, np.int64), wsum=np.zeros(n_links), bytes=np.zeros(n_links),
+        weight=np.zeros(n_flows), rem=np.zeros(n_flows), on=np.zeros(n_flows, np.int64),
+        arrival=np.zeros(n_flows, np.int64),
+        served=make_heaps(n_links, n_workers, n_flows),
+        waiting=make_heaps(n_links, n_workers, n_flows),
+    )
+
+
+@jit
+def advance(LK, l, now):
+    """Bring link l's virtual time and byte counter up to ``now``."""
+    dt = now - LK.t[l]
+    if dt > 0.0:
+        dv = LK.rate[l] * dt
+        LK.V[l] += dv
+        LK.bytes[l] += dv * LK.wsum[l]
+    LK.t[l] = now
+
+
+@jit
+def serve(LK, l, f, rem_bytes, weight, seq):
+    """Put flow f into service with ``rem_bytes`` left at ``weight``."""
+    if LK.weight[f] == 0.0:
+        LK.n_served[l] += 1
+    LK.wsum[l] += weight - LK.weight[f]
+    LK.weight[f] = weight
+    heap_set(LK.served, l, f, LK.V[l] + rem_bytes / weight, seq)
+
+
+@jit
+def remaining(LK, l, f):
+    """Bytes left of flow f's current chunk (exact at the link's last update)."""
+    if LK.weight[f] == 0.0:
+        return LK.rem[f]
+    i = LK.served.pos[f]
+    return (LK.served.key[LK.served.base[l] + i] - LK.V[l]) * LK.weight[f]
+
+
+@jit
+def reweight(LK, l, f, weight, seq):
+    serve(LK, l, f, remaining(LK, l, f), weight, seq)
+
+
+@jit
+def unserve(LK, l, f):
+    """Take flow f out of service (it keeps no bytes)."""
+    if LK.weight[f] > 0.0:
+        LK.n_served[l] -= 1
+        LK.wsum[l] -= LK.weight[f]
+        LK.weight[f] = 0.0
+        heap_remove(LK.served, l, f)
+    heap_remove(LK.waiting, l, f)

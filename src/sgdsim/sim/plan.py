@@ -1,0 +1,199 @@
+"""Turn profiles and a configuration into the simulator's read-only plan of flat arrays."""
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
+from .config import SimConfig, WorkerClass
+from .streams import SCHEDULERS
+
+Plan = namedtuple(
+    "Plan",
+    "W R n_ops sync streams window_bytes op_res op_size op_npred succ_ptr succ_idx roots "
+    "rank comp_key res_link link_res dur worker_row0 worker_rows",
+)
+
+N_RANDOM_ORDERS = 16  # distinct random transmission orders sampled per step
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    """What the Python side needs to interpret results."""
+
+    ps_count: int
+    resource_names: tuple[str, ...]  # by local resource index
+    link_bw_Bps: np.ndarray  # per link
+    n_perm: int
+    worker_batch: np.ndarray  # examples per step, per worker
+    worker_class: tuple[str, ...]
+    op_ps: np.ndarray
+
+
+def resource_index(resource: str, ps: int) -> int:
+    return 0 if resource == WORKER else {DOWNLINK: 1, UPLINK: 2, PS: 3}[resource] + 3 * ps
+
+
+def resource_names(ps_count: int) -> tuple[str, ...]:
+    names = ["worker"]
+    for p in range(ps_count):
+        sfx = f"[{p}]" if ps_count > 1 else ""
+        names += [f"downlink{sfx}", f"uplink{sfx}", f"ps{sfx}"]
+    return tuple(names)
+
+
+def assign_ps(profile: Profile, ps_count: int) -> np.ndarray:
+    """Whole layers to the PS holding the fewest bytes so far, in profile order (ICPE §5)."""
+    layer_bytes: dict[str, float] = {}
+    for op in profile.ops:
+        if op.resource == DOWNLINK:
+            layer_bytes[op.layer] = layer_bytes.get(op.layer, 0.0) + op.size_bytes
+    load = [0.0] * ps_count
+    owner: dict[str, int] = {}
+    for layer, size in layer_bytes.items():
+        p = min(range(ps_count), key=lambda i: (load[i], i))
+        owner[layer] = p
+        load[p] += size
+    return np.array([owner.get(op.layer, 0) if op.resource != WORKER else 0
+                     for op in profile.ops], np.int64)
+
+
+def _dag(profile: Profile):
+    idx = profile.index()
+    n = profile.n_ops
+    succ: list[list[int]] = [[] for _ in range(n)]
+    npred = np.zeros(n, np.int64)
+    for i, op in enumerate(profile.ops):
+        for d in op.deps:
+            succ[idx[d]].append(i)
+            npred[i] += 1
+    ptr = np.zeros(n + 1, np.int64)
+    ptr[1:] = np.cumsum([len(s) for s in succ])
+    flat = np.array([j for s in succ for j in sorted(s)], np.int64)
+    return npred, ptr, flat, succ
+
+
+def _topological(npred: np.ndarray, succ: list[list[int]]) -> list[int]:
+    left = npred.copy()
+    ready = [i for i in range(len(left)) if left[i] == 0]
+    out: list[int] = []
+    while ready:
+        i = ready.pop(0)
+        out.append(i)
+        for j in succ[i]:
+            left[j] -= 1
+            if left[j] == 0:
+                ready.append(j)
+    return out
+
+
+def tic_keys(profile: Profile, succ: list[list[int]], npred: np.ndarray) -> np.ndarray:
+    """TicTac-like priority: when the critical path first needs the op (ICPE §3.3).
+
+    Earliest start times come from the DAG with mean compute durations and free
+    communication; an op's key is the earliest start of its first dependent.
+    """
+    mean = profile.durations_s.mean(axis=0)
+    dur = np.where([op.kind == COMM for op in profile.ops], 0.0, mean)
+    est = np.zeros(profile.n_ops)
+    for i in _topological(npred, succ):
+        for j in succ[i]:
+            est[j] = max(est[j], est[i] + dur[i])
+    return np.array([min((est[j] for j in succ[i]), default=est[i] + dur[i])
+                     for i in range(profile.n_ops)])
+
+
+def order_ranks(profile, succ, npred, order: str, rng: np.random.Generator) -> np.ndarray:
+    """Transmission rank of every op, one row per sampled order (``--order``)."""
+    n = profile.n_ops
+    if order == "profiled":
+        return np.arange(n, dtype=np.float64)[None, :]
+    if order == "reverse":
+        return (n - np.arange(n, dtype=np.float64))[None, :]
+    if order == "tic":
+        keys = tic_keys(profile, succ, npred)
+        return np.argsort(np.lexsort((np.arange(n), keys))).astype(np.float64)[None, :]
+    return np.stack([rng.permutation(n).astype(np.float64) for _ in range(N_RANDOM_ORDERS)])
+
+
+def check_same_dag(classes: list[WorkerClass]) -> None:
+    ref = classes[0].profile
+    sig = [(o.id, o.kind, o.resource, o.ps, o.size_bytes, o.deps) for o in ref.ops]
+    for c in classes[1:]:
+        other = [(o.id, o.kind, o.resource, o.ps, o.size_bytes, o.deps) for o in c.profile.ops]
+        if other != sig:
+            raise ConfigError(f"worker class {c.name!r}: its profile's op DAG differs from "
+                              f"class {classes[0].name!r} (ids, resources, sizes and deps must match)")
+
+
+def _overhead_targets(profile: Profile, succ) -> list[tuple[int, int]]:
+    """(comm op, first dependent compute op) pairs that carry the parsing overhead."""
+    pairs = []
+    for i, op in enumerate(profile.ops):
+        if op.kind == COMM:
+            comp = [j for j in succ[i] if profile.ops[j].kind != COMM]
+            if comp:
+                pairs.append((i, min(comp)))
+    return pairs
+
+
+def _durations(classes, config: SimConfig, op_res, succ, W: int, link_Bps: float) -> np.ndarray:
+    ref = classes[0].profile
+    sizes = np.array([op.size_bytes for op in ref.ops])
+    extra = np.zeros(ref.n_ops)
+    a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
+    for c, t in _overhead_targets(ref, succ):
+        if config.arch == "allreduce" and ref.ops[c].resource == DOWNLINK:
+            continue  # skipped transfers have nothing to parse
+        extra[t] += a * sizes[c] + b
+    rows = np.concatenate([c.profile.durations_s for c in classes]) + extra
+    if config.arch == "allreduce":
+        is_up = np.array([op.resource == UPLINK for op in ref.ops])
+        rows[:, is_up] = 2.0 * (W - 1) / W * sizes[is_up] / link_Bps  # TPDS §3.2.2
+        rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0
+    return rows
+
+
+def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, PlanInfo, np.ndarray, np.ndarray]:
+    """Return the plan, its info, and per-link bandwidth/cap in bytes/s."""
+    check_same_dag(classes)
+    ref = classes[0].profile
+    W = sum(c.count for c in classes)
+    M = config.ps_count or ref.ps_count
+    op_ps = assign_ps(ref, M) if config.ps_count else np.array([o.ps for o in ref.ops], np.int64)
+    R = 1 + 3 * M
+    op_res = np.array([resource_index(o.resource, int(p)) for o, p in zip(ref.ops, op_ps)], np.int64)
+    npred, ptr, flat, succ = _dag(ref)
+    bw = config.bandwidth_bps / 8.0
+    cap = min(bw, (config.flow_cap_bps or config.bandwidth_bps) / 8.0)
+    ranks = order_ranks(ref, succ, npred, config.order, np.random.default_rng(config.seed))
+    res_link = np.full(R, -1, np.int64)
+    if config.arch == "ps":  # link 2p is PS p's downlink, 2p+1 its uplink
+        for p in range(M):
+            res_link[1 + 3 * p], res_link[2 + 3 * p] = 2 * p, 2 * p + 1
+    link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
+    counts = [c.profile.n_steps for c in classes]
+    row0 = np.cumsum([0] + counts[:-1])
+    worker_cls = [k for k, c in enumerate(classes) for _ in range(c.count)]
+    plan = Plan(
+        W=W, R=R, n_ops=ref.n_ops, sync=1 if config.mode == "sync" else 0,
+        streams=SCHEDULERS[config.streams], window_bytes=float(config.window_bytes),
+        op_res=op_res, op_size=np.array([o.size_bytes for o in ref.ops], np.float64),
+        op_npred=npred, succ_ptr=ptr, succ_idx=flat,
+        roots=np.array([i for i in range(ref.n_ops) if npred[i] == 0], np.int64),
+        rank=ranks.ravel().copy(), comp_key=np.arange(ref.n_ops, dtype=np.float64),
+        res_link=res_link, link_res=link_res,
+        dur=_durations(classes, config, op_res, succ, W, cap).ravel().copy(),
+        worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
+        worker_rows=np.array([counts[k] for k in worker_cls], np.int64),
+    )
+    info = PlanInfo(
+        ps_count=M, resource_names=resource_names(M), link_bw_Bps=np.full(len(link_res), bw),
+        n_perm=ranks.shape[0],
+        worker_batch=np.array([classes[k].profile.job.batch_size for k in worker_cls], np.float64),
+        worker_class=tuple(classes[k].name for k in worker_cls), op_ps=op_ps,
+    )
+    return plan, info, np.full(len(link_res), bw), np.full(len(link_res), cap)

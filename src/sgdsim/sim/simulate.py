@@ -1,0 +1,234 @@
+"""Run one configuration: warm-up, measurement in rounds until the CI is tight, results."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError, SgdsimError
+from . import engine
+from .config import SimConfig, WorkerClass
+from .flows import remaining
+from .heap import make_heaps
+from .kernel import make_kernel
+from .links import POLICIES, make_links
+from .plan import PlanInfo, build_plan
+from .state import SAMPLES_PER_WORKER, for_backend, make_state
+from .stats import Estimate, estimate
+
+TIMELINE_CHUNK = 1 << 16
+
+
+class SimulationStalled(SgdsimError):
+    """No event is pending but steps are unfinished (should not happen for a valid DAG)."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Executed chunks: parallel arrays, one entry per chunk (times in seconds)."""
+
+    worker: np.ndarray
+    resource: np.ndarray
+    op: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+    step: np.ndarray
+    resource_names: tuple[str, ...]
+    op_ids: tuple[str, ...]
+    op_names: tuple[str, ...]
+    op_ps: np.ndarray
+    worker_class: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SimResult:
+    workers: int
+    throughput: float  # examples/s
+    ci_low: float
+    ci_high: float
+    step_time_s: float  # mean time per step of one worker
+    ops_simulated: int
+    steps_measured: int
+    measured_s: float  # simulated time in the measurement window
+    utilization: dict[str, float]
+    bottleneck: str
+    wall_s: float
+    link_bytes: dict[str, dict[str, float]] = field(default_factory=dict)
+    timeline: Timeline | None = None
+
+
+class _Sim:
+    """Holds one configuration's arrays and drives the compiled engine over them."""
+
+    def __init__(self, classes: list[WorkerClass], config: SimConfig):
+        self.config = config
+        plan, self.info, bw, cap = build_plan(classes, config)
+        self.bw_Bps = bw
+        W, R, n, L = plan.W, plan.R, plan.n_ops, len(plan.link_res)
+        self.rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7]))
+        self.P = for_backend(plan)
+        self.K = for_backend(make_kernel(W * R + L + W))
+        self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap))
+        self.Q = for_backend(make_heaps(W * R, n, W * n))
+        tl = TIMELINE_CHUNK if config.timeline else 0
+        self.S = for_backend(make_state(plan, L, 1024, tl))
+        self.plan, self.timeline_parts = plan, []
+        self.classes_ref = classes[0].profile
+        self._refill()
+        engine.start(self.P, self.S, self.K, self.LK, self.Q, for_backend(self._offsets(classes)))
+
+    def _offsets(self, classes) -> np.ndarray:
+        """Async workers start at random offsets within one uncontended step, so that a
+        deterministic profile does not keep them in artificial lockstep; sync starts together."""
+        W = self.plan.W
+        if self.config.mode == "sync" or W == 1:
+            return np.zeros(W)
+        prof = classes[0].profile
+        step_s = prof.durations_s.sum(axis=1).mean() + 2 * prof.model_bytes() * 8 / self.config.bandwidth_bps
+        return self.rng.uniform(0.0, step_s, size=W)
+
+    def _refill(self):
+        S, W, cap = self.S, self.plan.W, SAMPLES_PER_WORKER
+        n_codes = self.plan.worker_rows * self.info.n_perm
+        for w in range(W):
+            used = int(S.samp_cur[w])
+            keep = list(S.samp[w * cap + used:(w + 1) * cap])
+            fresh = self.rng.integers(0, n_codes[w], size=min(used, cap)).tolist()
+            S.samp[w * cap:(w + 1) * cap] = _like(S.samp, keep + fresh)
+            S.samp_cur[w] = 0
+        S.ctr[engine.C_REFILL] = 0
+
+    def _flush_timeline(self):
+        S, k = self.S, int(self.S.ctr[engine.C_TIMELINE])
+        self.timeline_parts.append(tuple(np.array(a[:k]) for a in
+                                         (S.tl_w, S.tl_r, S.tl_op, S.tl_t0, S.tl_t1, S.tl_step)))
+        S.ctr[engine.C_TIMELINE] = 0
+
+    def completions(self) -> int:
+        return int(self.S.ctr[engine.C_COMPLETIONS])
+
+    def ops(self) -> int:
+        return int(self.S.ctr[engine.C_OPS])
+
+    def now(self) -> float:
+        return float(self.K.clock[0])
+
+    def run_until(self, total: int, max_ops: int) -> bool:
+        """Run to ``total`` completed steps; False if the op budget ran out first."""
+        if len(self.S.comp_t) < total:
+            grow = max(total, 2 * len(self.S.comp_t)) - len(self.S.comp_t)
+            self.S = self.S._replace(comp_t=_concat(self.S.comp_t, [0.0] * grow),
+                                     comp_w=_concat(self.S.comp_w, [0] * grow))
+        while True:
+            status = engine.run(self.P, self.S, self.K, self.LK, self.Q, total, max_ops)
+            if status == engine.REFILL:
+                self._refill()
+            elif status == engine.TIMELINE_FULL:
+                self._flush_timeline()
+            elif status == engine.STALLED:
+                raise SimulationStalled("simulation stalled: no pending event but unfinished steps")
+            else:
+                return status == engine.DONE
+
+
+def _like(ref, values):
+    return values if isinstance(ref, list) else np.asarray(values, dtype=ref.dtype)
+
+
+def _concat(ref, extra):
+    return ref + extra if isinstance(ref, list) else np.concatenate([ref, np.asarray(extra, ref.dtype)])
+
+
+def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
+    """Simulate ``classes`` of workers under ``config``; see ``SimConfig`` for the options."""
+    if config.sharing == "hybrid":
+        raise ConfigError("sharing 'hybrid' is the mean of two runs: use sgdsim.predict")
+    wall0 = time.perf_counter()
+    sim = _Sim(classes, config)
+    W = sim.plan.W
+    warm = config.warmup_steps * W
+    if warm:
+        sim.run_until(warm, config.max_ops)
+    engine.open_window(sim.P, sim.S, sim.K, sim.LK)
+    t0, c0 = sim.now(), sim.completions()
+    est = _measure(sim, config, t0, c0)
+    if est.duration_s <= 0:
+        raise ConfigError("a step takes no time in this configuration (all durations and sizes are 0)")
+    engine.sync_links(sim.S, sim.LK, sim.now())
+    if config.timeline:
+        sim._flush_timeline()
+    return _result(sim, est, t0, wall0)
+
+
+def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
+    W = sim.plan.W
+    if config.steps_per_worker is not None:
+        sim.run_until(c0 + config.steps_per_worker * W, config.max_ops)
+        return _estimate(sim, t0, c0)
+    n = max(config.min_steps_per_worker * W, 100)
+    while True:
+        finished = sim.run_until(c0 + n, config.auto_max_ops)
+        est = _estimate(sim, t0, c0)
+        if not finished or est.rel_half_width <= config.ci_rel_target:
+            return est
+        n *= 2
+
+
+def _estimate(sim: _Sim, t0: float, c0: int) -> Estimate:
+    c = sim.completions()
+    times = np.asarray(sim.S.comp_t[c0:c], float)
+    workers = np.asarray(sim.S.comp_w[c0:c], int)
+    return estimate(t0, times, sim.info.worker_batch[workers])
+
+
+def _result(sim: _Sim, est: Estimate, t0: float, wall0: float) -> SimResult:
+    util, link_bytes = _utilization(sim, est.duration_s)
+    bottleneck = max(util, key=lambda k: util[k]) if util else ""
+    W = sim.plan.W
+    return SimResult(
+        workers=W, throughput=est.throughput,
+        ci_low=max(0.0, est.throughput - est.half_width), ci_high=est.throughput + est.half_width,
+        step_time_s=est.duration_s * W / est.steps if est.steps else float("inf"),
+        ops_simulated=sim.ops(), steps_measured=est.steps, measured_s=est.duration_s,
+        utilization=util, bottleneck=bottleneck, wall_s=time.perf_counter() - wall0,
+        link_bytes=link_bytes, timeline=_timeline(sim) if sim.config.timeline else None,
+    )
+
+
+def _utilization(sim: _Sim, T: float):
+    P, S, LK, info = sim.plan, sim.S, sim.LK, sim.info
+    busy = np.asarray(S.busy, float).reshape(P.W, P.R)
+    util: dict[str, float] = {}
+    link_bytes: dict[str, dict[str, float]] = {}
+    for r, name in enumerate(info.resource_names):
+        l = int(P.res_link[r])
+        if l < 0:
+            util[name] = float(busy[:, r].mean() / T) if T > 0 else 0.0
+            continue
+        carried = float(LK.bytes[l])
+        util[name] = (carried - float(S.bytes0[l])) / (sim.bw_Bps[l] * T) if T > 0 else 0.0
+        link_bytes[name] = {"carried": carried, "completed_chunks": float(S.sent[l]),
+                            "in_flight": _in_flight(sim, l, r)}
+    return util, link_bytes
+
+
+def _in_flight(sim: _Sim, l: int, r: int) -> float:
+    """Bytes already sent of chunks still in flight on link l."""
+    P, S, LK = sim.plan, sim.S, sim.LK
+    total = 0.0
+    for w in range(P.W):
+        f = l * P.W + w
+        if LK.on[f] and S.run_op[w * P.R + r] >= 0:
+            total += float(S.run_bytes[w * P.R + r]) - remaining(LK, l, f)
+    return total
+
+
+def _timeline(sim: _Sim) -> Timeline:
+    parts = sim.timeline_parts
+    cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(6)]
+    ops = sim.info
+    return Timeline(*cols, resource_names=ops.resource_names,
+                    op_ids=tuple(o.id for o in sim.classes_ref.ops),
+                    op_names=tuple(o.name for o in sim.classes_ref.ops),
+                    op_ps=ops.op_ps, worker_class=ops.worker_class)

@@ -1,0 +1,58 @@
+"""Mutable simulator state: flat arrays allocated once per simulated configuration."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .flows import Links
+from .heap import Heaps
+from .jit import HAVE_NUMBA
+from .kernel import Kernel
+
+State = namedtuple(
+    "State",
+    "samp samp_cur waiting op_rem op_served w_left w_row w_perm w_steps run_op run_start "
+    "run_bytes busy ctr win bytes0 sent comp_t comp_w tl_on tl_w tl_r tl_op tl_t0 tl_t1 tl_step",
+)
+
+SAMPLES_PER_WORKER = 256
+
+
+def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int) -> State:
+    W, n, R = plan.W, plan.n_ops, plan.R
+    i64, f64 = np.int64, np.float64
+    tl = max(2, timeline_capacity)
+    return State(
+        samp=np.zeros(W * SAMPLES_PER_WORKER, i64), samp_cur=np.full(W, SAMPLES_PER_WORKER, i64),
+        waiting=np.zeros(W * n, i64), op_rem=np.zeros(W * n, f64), op_served=np.zeros(W * n, i64),
+        w_left=np.zeros(W, i64), w_row=np.zeros(W, i64), w_perm=np.zeros(W, i64),
+        w_steps=np.zeros(W, i64),
+        run_op=np.full(W * R, -1, i64), run_start=np.zeros(W * R, f64),
+        run_bytes=np.zeros(W * R, f64), busy=np.zeros(W * R, f64),
+        ctr=np.zeros(8, i64), win=np.zeros(1, f64),
+        bytes0=np.zeros(n_links, f64), sent=np.zeros(n_links, f64),
+        comp_t=np.zeros(comp_capacity, f64), comp_w=np.zeros(comp_capacity, i64),
+        tl_on=np.array([1 if timeline_capacity > 0 else 0], i64),
+        tl_w=np.zeros(tl, i64), tl_r=np.zeros(tl, i64), tl_op=np.zeros(tl, i64),
+        tl_t0=np.zeros(tl, f64), tl_t1=np.zeros(tl, f64), tl_step=np.zeros(tl, i64),
+    )
+
+
+def for_backend(x):
+    """Plain Python runs the same code much faster on lists than on numpy scalars."""
+    if HAVE_NUMBA:
+        return x
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (State, Links, Heaps, Kernel)) or _is_plan(x):
+        return type(x)(*[for_backend(v) for v in x])
+    return x
+
+
+def _is_plan(x) -> bool:
+    return type(x).__name__ == "Plan"
+
+
+def arr(x, dtype=None) -> np.ndarray:
+    return np.asarray(x, dtype=dtype)
