@@ -39,7 +39,7 @@ class SimConfig:
     ci_rel_target: float = 0.01
     min_steps_per_worker: int = 20
     max_ops: int = 200_000_000
-    auto_max_ops: int = 20_000_000
+    auto_max_ops: int = 5_000_000
     timeline: bool = False
 
     def __post_init__(self):

@@ -13,7 +13,7 @@ Compute resources always serve ready ops in profile order (one at a time).
 """
 from __future__ import annotations
 
-from .jit import jit_inline
+from .jit import jit
 from .kernel import next_seq
 
 FIFO = 0

@@ -1,0 +1,177 @@
+"""``sgdsim`` command line: a thin layer over the Python API (``sgdsim.predict`` & co)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .errors import ConfigError, SgdsimError
+from .units import format_bps, parse_bandwidth_bps
+
+TABLE_COLS = ("workers", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, like every other user error
+        self.exit(2, f"sgdsim: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="sgdsim", description="Predict distributed SGD training throughput.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _predict_parser(sub)
+    _import_parser(sub)
+    info = sub.add_parser("info", help="summarise a profile")
+    info.add_argument("profile")
+    return p
+
+
+def _predict_parser(sub) -> None:
+    q = sub.add_parser("predict", help="predict throughput per worker count (fine-grained simulator)")
+    q.add_argument("profile", nargs="?", help="profile JSON (.json or .json.gz)")
+    q.add_argument("--workers", default="1-16", help="range 1-16, list 1,2,4,8 or one number")
+    q.add_argument("--bandwidth", default="10Gbps", help="NIC bandwidth, e.g. 10Gbps, 100Mbps")
+    q.add_argument("--mode", default="async", choices=["async", "sync"])
+    q.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
+    q.add_argument("--sharing", default="ps", choices=["ps", "fcfs", "hybrid"])
+    q.add_argument("--flow-cap", default=None, help="cap on any single flow, e.g. 10Gbps")
+    q.add_argument("--streams", default="fifo", choices=["fifo", "http2"])
+    q.add_argument("--window", default="28MB", help="HTTP/2 flow-control window WIN")
+    q.add_argument("--order", default="profiled", choices=["profiled", "tic", "reverse", "random"])
+    q.add_argument("--overhead-alpha", type=float, default=0.0, metavar="S_PER_BYTE")
+    q.add_argument("--overhead-beta", default="0", metavar="S", help="e.g. 0.2ms")
+    q.add_argument("--ps-count", type=int, default=None)
+    q.add_argument("--worker-profile", action="append", default=[], metavar="CLASS=PROFILE.json:COUNT")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--warmup", type=int, default=50, help="warm-up steps per worker")
+    q.add_argument("--steps", default="auto", help="measured steps per worker, or auto")
+    q.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    q.add_argument("--timeline", default=None, metavar="FILE.json", help="write a Chrome/Perfetto trace")
+    q.add_argument("--force", action="store_true", help="overwrite an existing --timeline file")
+
+
+def _import_parser(sub) -> None:
+    imp = sub.add_parser("import", help="convert a profile from another tool")
+    isub = imp.add_subparsers(dest="source", required=True, parser_class=_Parser)
+    pd = isub.add_parser("pipedream", help="PipeDream graph.txt per-layer profile")
+    pd.add_argument("graph")
+    pd.add_argument("--batch-size", type=int, required=True)
+    ov = pd.add_mutually_exclusive_group()
+    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True)
+    ov.add_argument("--no-overlap", dest="overlap", action="store_false")
+    pd.add_argument("--update-s-per-mb", type=float, default=0.0)
+    pd.add_argument("--model-name", default=None)
+    pd.add_argument("-o", "--output", required=True)
+    pd.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"predict": cmd_predict, "import": cmd_import, "info": cmd_info}[args.command](args)
+    except SgdsimError as e:
+        print(f"sgdsim: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sgdsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def cmd_predict(args) -> int:
+    from .predict import parse_worker_profile, predict
+    from .timeline import write_chrome_trace
+
+    if args.timeline and os.path.exists(args.timeline) and not args.force:
+        raise ConfigError(f"{args.timeline} exists; refusing to overwrite (use --force)")
+    classes = [parse_worker_profile(s) for s in args.worker_profile]
+    points = predict(
+        args.profile, workers=args.workers, bandwidth=args.bandwidth, mode=args.mode,
+        arch=args.arch, sharing=args.sharing, flow_cap=args.flow_cap, streams=args.streams,
+        window=args.window, order=args.order, overhead_alpha=args.overhead_alpha,
+        overhead_beta=args.overhead_beta, ps_count=args.ps_count, worker_profiles=classes or None,
+        seed=args.seed, warmup=args.warmup, steps=args.steps, timeline=bool(args.timeline))
+    print(format_points(points, args.format))
+    if args.timeline:
+        _write_timelines(points, args.timeline, args.force, write_chrome_trace)
+    return 0
+
+
+def _write_timelines(points, path: str, force: bool, writer) -> None:
+    for pt in points:
+        target = path
+        if len(points) > 1:
+            stem, ext = os.path.splitext(path)
+            target = f"{stem}-w{pt.workers}{ext or '.json'}"
+        if os.path.exists(target):
+            if not force:
+                raise ConfigError(f"{target} exists; refusing to overwrite (use --force)")
+            os.remove(target)
+        n = writer(pt.timeline, target)
+        print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
+
+
+def format_points(points, fmt: str) -> str:
+    rows = [p.to_dict() for p in points]
+    if fmt == "json":
+        return json.dumps(rows, indent=2)
+    util_keys = sorted({k for r in rows for k in r["utilization"]})
+    if fmt == "csv":
+        head = list(TABLE_COLS) + ["steps_measured"] + [f"util_{k}" for k in util_keys]
+        lines = [",".join(head)]
+        for r in rows:
+            vals = [r[c] for c in TABLE_COLS] + [r["steps_measured"]]
+            vals += [round(r["utilization"].get(k, 0.0), 6) for k in util_keys]
+            lines.append(",".join(_csv(v) for v in vals))
+        return "\n".join(lines)
+    return _table(rows)
+
+
+def _csv(v) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _table(rows) -> str:
+    head = ["workers", "examples/s", "95% CI", "step time", "bottleneck (util)", "ops simulated"]
+    body = []
+    for r in rows:
+        util = r["utilization"].get(r["bottleneck"], 0.0)
+        body.append([str(r["workers"]), f"{r['throughput']:.1f}",
+                     f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['step_time_s'] * 1e3:.1f} ms",
+                     f"{r['bottleneck']} ({util:.0%})", f"{r['ops_simulated']:,}"])
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return "\n".join(fmt.format(*line) for line in [head, *body])
+
+
+def cmd_import(args) -> int:
+    from .profile.io import save_profile
+    from .profile.pipedream import import_pipedream
+
+    prof = import_pipedream(args.graph, args.batch_size, overlap=args.overlap,
+                            update_s_per_mb=args.update_s_per_mb, model_name=args.model_name)
+    save_profile(prof, args.output, overwrite=args.force)
+    print(f"wrote {args.output}: {prof.job.model}, {prof.n_ops} ops, "
+          f"{prof.model_bytes() / 1e6:.1f} MB of parameters, batch {prof.job.batch_size}", file=sys.stderr)
+    return 0
+
+
+def cmd_info(args) -> int:
+    from .profile.io import load_profile
+
+    p = load_profile(args.profile)
+    kinds: dict[str, int] = {}
+    for op in p.ops:
+        kinds[op.resource] = kinds.get(op.resource, 0) + 1
+    bw = format_bps(p.job.bandwidth_bps) if p.job.bandwidth_bps else "unknown"
+    print(f"model {p.job.model}, batch {p.job.batch_size}, {p.n_steps} step(s), {p.n_ops} ops "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
+    print(f"parameters {p.model_bytes() / 1e6:.2f} MB over {p.ps_count} PS; forward+backward "
+          f"{p.mean_compute_s() * 1e3:.1f} ms; overlap {p.job.overlap}; profiled bandwidth {bw}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
