@@ -17,15 +17,15 @@ from .jit import jit
 
 Links = namedtuple(
     "Links",
-    "W policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
-    "weight rem on arrival served waiting",
+    "W n_ps policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
+    "weight rem on arrival served waiting nic_share nic_done",
 )
 
 
 def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps) -> Links:
     n_flows = n_links * n_workers
     return Links(
-        W=n_workers,
+        W=n_workers, n_ps=n_links // 2,
         policy=policy,
         bw_Bps=np.asarray(bw_Bps, np.float64),
         cap_Bps=np.asarray(cap_Bps, np.float64),
@@ -36,6 +36,7 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps) -> Li
         arrival=np.zeros(n_flows, np.int64),
         served=make_heaps(n_links, n_workers, n_flows),
         waiting=make_heaps(n_links, n_workers, n_flows),
+        nic_share=np.zeros(n_links), nic_done=np.zeros(n_links, np.int64),
     )
 
 

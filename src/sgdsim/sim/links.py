@@ -14,7 +14,7 @@ import numpy as np
 from .flows import Links, advance, make_links, serve, unserve  # noqa: F401
 from .heap import heap_top, heap_top_key
 from .jit import jit
-from .sharing import fair, fcfs
+from .sharing import fair, fcfs, nic
 
 POLICY_PS = 0  # processor sharing: equal shares (TPDS "PS", ICPE 1/n)
 POLICY_FCFS = 1  # first come first served: the earliest flow gets the bandwidth (TPDS "FCFS")
@@ -35,6 +35,8 @@ def add_flow(LK, l, w, size_bytes, now, seq):
         fcfs.admit(LK, l, f, seq)
     else:
         fair.admit(LK, l, f, seq)
+        if LK.n_ps > 1:
+            nic.rebalance_link(LK, l, w, now, seq)
 
 
 @jit
@@ -61,6 +63,8 @@ def remove_flow(LK, l, w, now, seq):
         fcfs.release(LK, l, f, was_weight, seq)
     else:
         fair.release(LK, l, f, was_weight, seq)
+        if LK.n_ps > 1:
+            nic.rebalance_link(LK, l, w, now, seq)
 
 
 @jit

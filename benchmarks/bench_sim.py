@@ -1,0 +1,77 @@
+"""Simulator speed and memory: resnet50 example, async PS, W in {1, 4, 16, 64}.
+
+Each W runs in a fresh subprocess (so peak RSS is per configuration) after one untimed
+warm-up call that loads the compiled core. Prints a Markdown table; ``--write`` also puts it
+into docs/benchmarks.md between the BENCH markers.
+
+    python benchmarks/bench_sim.py [--write]
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+WORKERS = (1, 4, 16, 64)
+TARGET_OPS = 3_000_000
+
+CHILD = r"""
+import json, resource, sys, time
+from sgdsim.profile.io import load_profile
+from sgdsim.sim import SimConfig, WorkerClass, simulate
+from sgdsim.sim.jit import HAVE_NUMBA
+W, steps, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+prof = load_profile(path)
+simulate([WorkerClass("w", prof, 1)], SimConfig(bandwidth_bps=10e9, steps_per_worker=2, warmup_steps=0))
+cfg = SimConfig(bandwidth_bps=10e9, steps_per_worker=steps, warmup_steps=0)
+t = time.perf_counter()
+r = simulate([WorkerClass("w", prof, W)], cfg)
+wall = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"W": W, "ops": r.ops_simulated, "wall_s": wall, "rss_mb": rss,
+                  "throughput": r.throughput, "numba": HAVE_NUMBA}))
+"""
+
+
+def run_one(W: int) -> dict:
+    n_ops = 673  # ops per resnet50 step; sizes the run to about TARGET_OPS
+    steps = max(5, TARGET_OPS // (n_ops * W))
+    out = subprocess.run([sys.executable, "-c", CHILD, str(W), str(steps), PROFILE],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| workers | ops simulated | wall (s) | ops/s | peak RSS (MB) |",
+             "|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['W']} | {r['ops']:,} | {r['wall_s']:.2f} | {r['ops'] / r['wall_s']:,.0f} "
+                     f"| {r['rss_mb']:.0f} |")
+    core = "numba" if rows and rows[0]["numba"] else "pure Python"
+    lines.append("")
+    lines.append(f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()} "
+                 f"({os.cpu_count()} cores, Python {platform.python_version()}, {core} core), one core "
+                 f"per run, with `python benchmarks/bench_sim.py --write`.")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    rows = [run_one(W) for W in WORKERS]
+    text = table(rows)
+    print(text)
+    if "--write" in sys.argv:
+        doc = open(DOC, encoding="utf-8").read()
+        doc = re.sub(r"(<!-- BENCH -->\n).*?(\n<!-- /BENCH -->)", lambda m: m.group(1) + text + m.group(2),
+                     doc, flags=re.S)
+        open(DOC, "w", encoding="utf-8").write(doc)
+
+
+if __name__ == "__main__":
+    main()
