@@ -47,7 +47,7 @@ class SimResult:
     throughput: float  # examples/s
     ci_low: float
     ci_high: float
-    step_time_s: float  # mean time per step of one worker
+    step_time_s: float  # time per step of a worker (sum of batches / throughput)
     ops_simulated: int
     steps_measured: int
     measured_s: float  # simulated time in the measurement window
@@ -179,7 +179,7 @@ def _estimate(sim: _Sim, t0: float, c0: int) -> Estimate:
     c = sim.completions()
     times = np.asarray(sim.S.comp_t[c0:c], float)
     workers = np.asarray(sim.S.comp_w[c0:c], int)
-    return estimate(t0, times, sim.info.worker_batch[workers])
+    return estimate(t0, times, workers, sim.info.worker_batch)
 
 
 def _result(sim: _Sim, est: Estimate, t0: float, wall0: float) -> SimResult:
@@ -189,7 +189,7 @@ def _result(sim: _Sim, est: Estimate, t0: float, wall0: float) -> SimResult:
     return SimResult(
         workers=W, throughput=est.throughput,
         ci_low=max(0.0, est.throughput - est.half_width), ci_high=est.throughput + est.half_width,
-        step_time_s=est.duration_s * W / est.steps if est.steps else float("inf"),
+        step_time_s=float(sim.info.worker_batch.sum()) / est.throughput if est.throughput > 0 else float("inf"),
         ops_simulated=sim.ops(), steps_measured=est.steps, measured_s=est.duration_s,
         utilization=util, bottleneck=bottleneck, wall_s=time.perf_counter() - wall0,
         link_bytes=link_bytes, timeline=_timeline(sim) if sim.config.timeline else None,

@@ -30,18 +30,26 @@ def t95(df: int) -> float:
     return _T95.get(df, 1.96 + 2.5 / df) if df >= 1 else math.inf
 
 
-def estimate(t0: float, times: np.ndarray, examples: np.ndarray) -> Estimate:
-    """Time-average throughput of step completions ``times`` (sorted) after ``t0``.
+def estimate(t0: float, times: np.ndarray, workers: np.ndarray, batch: np.ndarray) -> Estimate:
+    """Throughput of step completions ``times`` (sorted, after ``t0``) of ``workers``.
 
-    Batches are runs of consecutive completions; each batch's throughput is its examples over
-    the time since the previous batch ended. The interval is centred on the time average.
+    Point estimate: the sum over workers of batch / (mean time between the worker's own
+    completions in the window). Counting completions in [t0, t_end] instead would credit the
+    steps other workers had partly done before t0 (an O(W/N) over-estimate in async runs).
+    Falls back to the plain time average when a worker completed fewer than 2 steps.
+
+    Interval: batch means over 20 runs of consecutive completions (each batch's examples over
+    the time since the previous batch ended), Student t, centred on the point estimate.
     """
     n = len(times)
-    if n == 0 or times[-1] <= t0:
-        return Estimate(0.0, math.inf, 0.0, n, float(np.sum(examples)))
+    examples = batch[workers] if n else np.zeros(0)
     total = float(np.sum(examples))
+    if n == 0 or times[-1] <= t0:
+        return Estimate(0.0, math.inf, 0.0, n, total)
     duration = float(times[-1] - t0)
-    thr = total / duration
+    thr = _cycle_rate(times, workers, batch)
+    if thr is None:
+        thr = total / duration
     nb = min(N_BATCHES, n)
     if nb < 2:
         return Estimate(thr, math.inf, duration, n, total)
@@ -51,6 +59,16 @@ def estimate(t0: float, times: np.ndarray, examples: np.ndarray) -> Estimate:
     spans = np.diff(ends)
     if np.any(spans <= 0):
         return Estimate(thr, math.inf, duration, n, total)
-    batch = (cum[edges[1:]] - cum[edges[:-1]]) / spans
-    hw = t95(nb - 1) * float(np.std(batch, ddof=1)) / math.sqrt(nb)
+    per_batch = (cum[edges[1:]] - cum[edges[:-1]]) / spans
+    hw = t95(nb - 1) * float(np.std(per_batch, ddof=1)) / math.sqrt(nb)
     return Estimate(thr, hw, duration, n, total)
+
+
+def _cycle_rate(times: np.ndarray, workers: np.ndarray, batch: np.ndarray) -> float | None:
+    rate = 0.0
+    for w in range(len(batch)):
+        t = times[workers == w]
+        if len(t) < 2 or t[-1] <= t[0]:
+            return None
+        rate += batch[w] * (len(t) - 1) / (t[-1] - t[0])
+    return rate
