@@ -262,3 +262,31 @@ def test_simulate_link_bytes_one_worker():
         assert lb["carried"] == pytest.approx(3 * p.model_bytes(), rel=1e-12)
         assert lb["completed_chunks"] == pytest.approx(3 * p.model_bytes(), rel=1e-12)
         assert lb["in_flight"] == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("K,mode", [(1, "async"), (4, "sync")])
+def test_automatic_step_count_reaches_the_oracle(K, mode):
+    """``steps='auto'`` (the default): at least max(20·W, 100) steps; deterministic runs stop at
+    the first round since the interval has collapsed."""
+    p = example("vgg16-nooverlap")
+    b, M, C = _parts(p)
+    pt = sgdsim.predict(p, workers=K, bandwidth=BPS, mode=mode, sharing="fcfs", warmup=2)[0]
+    assert pt.throughput == pytest.approx(K * b / ((K + 1) * M / B + C), rel=REL)
+    assert pt.steps_measured >= max(20 * K, 100)
+    assert pt.steps_measured % K == 0
+    assert pt.ci_high - pt.ci_low <= 2 * 0.01 * pt.throughput
+
+
+@pytest.mark.parametrize("K,steps", [
+    (3, 10), (6, 10), (4, 5),
+    (4, 25),
+])
+def test_sync_deterministic_interval_collapses(K, steps):
+    """Sync steps of a one-step profile are all identical: the CI has zero width."""
+    p = example("vgg16-nooverlap")
+    b, M, C = _parts(p)
+    pt = _one(p, workers=K, mode="sync", sharing="fcfs", steps=steps)
+    expected = K * b / ((K + 1) * M / B + C)
+    assert pt.throughput == pytest.approx(expected, rel=REL)
+    assert pt.ci_low == pytest.approx(expected, rel=1e-9)
+    assert pt.ci_high == pytest.approx(expected, rel=1e-9)

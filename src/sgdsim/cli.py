@@ -44,6 +44,8 @@ def _predict_parser(sub) -> None:
     q.add_argument("--ps-count", type=int, default=None)
     q.add_argument("--worker-profile", action="append", default=[], metavar="CLASS=PROFILE.json:COUNT")
     q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--jitter", type=float, default=0.0, metavar="CV",
+                   help="multiply compute durations by seeded noise of this coefficient of variation")
     q.add_argument("--warmup", type=int, default=50, help="warm-up steps per worker")
     q.add_argument("--steps", default="auto", help="measured steps per worker, or auto")
     q.add_argument("--format", default="table", choices=["table", "csv", "json"])
@@ -81,36 +83,40 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_predict(args) -> int:
-    from .predict import parse_worker_profile, predict
+    from .predict import parse_worker_profile, parse_workers, predict
     from .timeline import write_chrome_trace
 
-    if args.timeline and os.path.exists(args.timeline) and not args.force:
-        raise ConfigError(f"{args.timeline} exists; refusing to overwrite (use --force)")
     classes = [parse_worker_profile(s) for s in args.worker_profile]
+    targets = _timeline_targets(args.timeline, parse_workers(args.workers) if not classes else [0],
+                                args.force) if args.timeline else {}
     points = predict(
         args.profile, workers=args.workers, bandwidth=args.bandwidth, mode=args.mode,
         arch=args.arch, sharing=args.sharing, flow_cap=args.flow_cap, streams=args.streams,
         window=args.window, order=args.order, overhead_alpha=args.overhead_alpha,
         overhead_beta=args.overhead_beta, ps_count=args.ps_count, worker_profiles=classes or None,
-        seed=args.seed, warmup=args.warmup, steps=args.steps, timeline=bool(args.timeline))
+        jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps, timeline=bool(args.timeline))
     print(format_points(points, args.format))
-    if args.timeline:
-        _write_timelines(points, args.timeline, args.force, write_chrome_trace)
+    for pt in points:
+        if pt.timeline is not None and targets:
+            target = targets.get(pt.workers) or next(iter(targets.values()))
+            n = write_chrome_trace(pt.timeline, target, overwrite=args.force)
+            print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
     return 0
 
 
-def _write_timelines(points, path: str, force: bool, writer) -> None:
-    for pt in points:
-        target = path
-        if len(points) > 1:
-            stem, ext = os.path.splitext(path)
-            target = f"{stem}-w{pt.workers}{ext or '.json'}"
-        if os.path.exists(target):
-            if not force:
-                raise ConfigError(f"{target} exists; refusing to overwrite (use --force)")
-            os.remove(target)
-        n = writer(pt.timeline, target)
-        print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
+def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
+    """Every file --timeline will write, checked before anything is simulated."""
+    stem, ext = os.path.splitext(path)
+    targets = {w: path if len(workers) == 1 else f"{stem}-w{w}{ext or '.json'}" for w in workers}
+    for target in targets.values():
+        folder = os.path.dirname(target) or "."
+        if not os.path.isdir(folder):
+            raise ConfigError(f"cannot write {target}: folder {folder} does not exist")
+        if os.path.isdir(target):
+            raise ConfigError(f"cannot write {target}: it is a folder")
+        if os.path.exists(target) and not force:
+            raise ConfigError(f"{target} exists; refusing to overwrite (use --force)")
+    return targets
 
 
 def format_points(points, fmt: str) -> str:

@@ -46,6 +46,8 @@ def parse_workers(spec: str | int | list[int]) -> list[int]:
         try:
             for part in str(spec).split(","):
                 lo, _, hi = part.strip().partition("-")
+                if hi and int(hi) < int(lo):
+                    raise ConfigError(f"empty worker range {part.strip()!r} in {spec!r}")
                 out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
         except ValueError:
             raise ConfigError(f"cannot parse worker counts {spec!r} (use e.g. 1-16, 1,2,4,8 or 4)") from None
@@ -78,7 +80,7 @@ def predict(profile: Profile | str | os.PathLike | None = None, *, workers="1-16
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
             ps_count: int | None = None,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
-            seed: int = 0, warmup: int = 50, steps: int | str = "auto",
+            jitter: float = 0.0, seed: int = 0, warmup: int = 50, steps: int | str = "auto",
             timeline: bool = False) -> list[PredictionPoint]:
     """Predict throughput per worker count with the fine-grained simulator.
 
@@ -93,6 +95,7 @@ def predict(profile: Profile | str | os.PathLike | None = None, *, workers="1-16
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),
         overhead_beta_s=parse_duration_s(overhead_beta), ps_count=ps_count, seed=seed,
+        jitter_cv=float(jitter),
         warmup_steps=int(warmup), steps_per_worker=_steps(steps), timeline=timeline)
     if worker_profiles:
         if profile is not None:

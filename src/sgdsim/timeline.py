@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from .errors import ConfigError
 from .sim.simulate import Timeline
 
 _PS_PID0 = 100_000
@@ -39,9 +40,14 @@ def _meta(name: str, pid: int, tid: int, args: dict) -> dict:
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
 
 
-def write_chrome_trace(tl: Timeline, path: str) -> int:
-    """Write the trace; returns the number of op slices."""
+def write_chrome_trace(tl: Timeline, path: str, overwrite: bool = False) -> int:
+    """Write the trace; returns the number of op slices. Never overwrites unless asked."""
     data = chrome_trace(tl)
-    with open(path, "x", encoding="utf-8") as f:  # "x": never overwrite what a user saved
-        json.dump(data, f)
+    try:
+        with open(path, "w" if overwrite else "x", encoding="utf-8") as f:
+            json.dump(data, f)
+    except FileExistsError:
+        raise ConfigError(f"{path} exists; refusing to overwrite (use --force)") from None
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: {e.strerror}") from None
     return len(tl.op)

@@ -33,6 +33,7 @@ class SimConfig:
     overhead_alpha_s_per_byte: float = 0.0
     overhead_beta_s: float = 0.0
     ps_count: int | None = None
+    jitter_cv: float = 0.0
     seed: int = 0
     warmup_steps: int = 50
     steps_per_worker: int | None = None
@@ -56,6 +57,8 @@ class SimConfig:
             raise ConfigError(f"HTTP/2 window must be positive, got {self.window_bytes}")
         if self.overhead_alpha_s_per_byte < 0 or self.overhead_beta_s < 0:
             raise ConfigError("overhead alpha and beta must be non-negative")
+        if not 0 <= self.jitter_cv < 10:
+            raise ConfigError(f"--jitter must be a coefficient of variation in [0, 10), got {self.jitter_cv}")
         if self.ps_count is not None and self.ps_count < 1:
             raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
         if self.arch == "allreduce" and (self.ps_count or 1) > 1:

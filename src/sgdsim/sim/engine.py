@@ -92,6 +92,9 @@ def _link_event(P, S, K, LK, Q, l, now):
     r = P.link_res[l]
     slot = w * P.R + r
     op = S.run_op[slot]
+    since = LK.since[l * P.W + w]
+    if since > S.run_start[slot]:
+        S.run_start[slot] = since  # the timeline shows transmission, not waiting
     _chunk_end(S, slot, w, r, op, now)
     i = w * P.n_ops + op
     S.op_rem[i] -= S.run_bytes[slot]

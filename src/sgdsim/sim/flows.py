@@ -18,7 +18,7 @@ from .jit import jit
 Links = namedtuple(
     "Links",
     "W n_ps policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
-    "weight rem on arrival served waiting nic_share nic_done",
+    "weight rem on arrival since served waiting nic_share nic_done",
 )
 
 
@@ -33,7 +33,7 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps) -> Li
         n=np.zeros(n_links, np.int64), n_served=np.zeros(n_links, np.int64),
         partial=np.full(n_links, -1, np.int64), wsum=np.zeros(n_links), bytes=np.zeros(n_links),
         weight=np.zeros(n_flows), rem=np.zeros(n_flows), on=np.zeros(n_flows, np.int64),
-        arrival=np.zeros(n_flows, np.int64),
+        arrival=np.zeros(n_flows, np.int64), since=np.zeros(n_flows),
         served=make_heaps(n_links, n_workers, n_flows),
         waiting=make_heaps(n_links, n_workers, n_flows),
         nic_share=np.zeros(n_links), nic_done=np.zeros(n_links, np.int64),
@@ -56,6 +56,7 @@ def serve(LK, l, f, rem_bytes, weight, seq):
     """Put flow f into service with ``rem_bytes`` left at ``weight``."""
     if LK.weight[f] == 0.0:
         LK.n_served[l] += 1
+        LK.since[f] = LK.t[l]  # when its bytes started to flow (after waiting, under FCFS)
     LK.wsum[l] += weight - LK.weight[f]
     LK.weight[f] = weight
     heap_set(LK.served, l, f, LK.V[l] + rem_bytes / weight, seq)

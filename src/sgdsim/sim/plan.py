@@ -140,6 +140,21 @@ def _overhead_targets(profile: Profile, succ) -> list[tuple[int, int]]:
     return pairs
 
 
+N_JITTER_COPIES = 32  # noisy copies of each profiled step when --jitter is set
+
+
+def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
+    """Each profiled step, and with ``jitter_cv`` > 0 noisy copies of it: every compute
+    duration times an independent lognormal factor of mean 1 and that coefficient of variation."""
+    if config.jitter_cv <= 0:
+        return durations_s
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 11]))
+    sigma2 = np.log1p(config.jitter_cv ** 2)
+    shape = (N_JITTER_COPIES,) + durations_s.shape
+    factor = rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=shape)
+    return (durations_s[None] * factor).reshape(-1, durations_s.shape[1])
+
+
 def _durations(classes, config: SimConfig, op_res, succ, W: int, link_Bps: float) -> np.ndarray:
     ref = classes[0].profile
     sizes = np.array([op.size_bytes for op in ref.ops])
@@ -149,7 +164,7 @@ def _durations(classes, config: SimConfig, op_res, succ, W: int, link_Bps: float
         if config.arch == "allreduce" and ref.ops[c].resource == DOWNLINK:
             continue  # skipped transfers have nothing to parse
         extra[t] += a * sizes[c] + b
-    rows = np.concatenate([c.profile.durations_s for c in classes]) + extra
+    rows = np.concatenate([_jittered(c.profile.durations_s, config) for c in classes]) + extra
     if config.arch == "allreduce":
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
         rows[:, is_up] = 2.0 * (W - 1) / W * sizes[is_up] / link_Bps  # TPDS §3.2.2
@@ -175,7 +190,8 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         for p in range(M):
             res_link[1 + 3 * p], res_link[2 + 3 * p] = 2 * p, 2 * p + 1
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
-    counts = [c.profile.n_steps for c in classes]
+    copies = N_JITTER_COPIES if config.jitter_cv > 0 else 1
+    counts = [c.profile.n_steps * copies for c in classes]
     row0 = np.cumsum([0] + counts[:-1])
     worker_cls = [k for k, c in enumerate(classes) for _ in range(c.count)]
     plan = Plan(

@@ -38,7 +38,8 @@ def estimate(t0: float, times: np.ndarray, workers: np.ndarray, batch: np.ndarra
     steps other workers had partly done before t0 (an O(W/N) over-estimate in async runs).
     Falls back to the plain time average when a worker completed fewer than 2 steps.
 
-    Interval: batch means over 20 runs of consecutive completions (each batch's examples over
+    Interval: batch means over about 20 runs of consecutive completions, each a whole number
+    of rounds (W completions) (each batch's examples over
     the time since the previous batch ended), Student t, centred on the point estimate.
     """
     n = len(times)
@@ -50,10 +51,13 @@ def estimate(t0: float, times: np.ndarray, workers: np.ndarray, batch: np.ndarra
     thr = _cycle_rate(times, workers, batch)
     if thr is None:
         thr = total / duration
-    nb = min(N_BATCHES, n)
+    # batches of whole rounds (W completions) so that sync barriers are never cut
+    W = len(batch)
+    per = W * max(1, (n // W) // N_BATCHES)
+    nb = n // per
     if nb < 2:
         return Estimate(thr, math.inf, duration, n, total)
-    edges = np.linspace(0, n, nb + 1).round().astype(int)
+    edges = np.arange(nb + 1) * per
     cum = np.concatenate([[0.0], np.cumsum(examples)])
     ends = np.concatenate([[t0], times[edges[1:] - 1]])
     spans = np.diff(ends)
