@@ -108,7 +108,10 @@ def _link_event(P, S, K, LK, Q, l, now):
         _try_start(P, S, K, LK, Q, w, r, now)
     if S.run_op[slot] < 0:
         remove_flow(LK, l, w, now, next_seq(K))
-    _reschedule_links(P, K, LK, l, now)
+    if LK.n_ps == 1:
+        schedule(K, P.W * P.R + l, next_time(LK, l))
+    else:
+        _reschedule_links(P, K, LK, now)
 
 
 @jit
@@ -175,15 +178,15 @@ def _try_start(P, S, K, LK, Q, w, r, now):
         continue_flow(LK, l, w, size, now, next_seq(K))
     else:
         add_flow(LK, l, w, size, now, next_seq(K))
-    _reschedule_links(P, K, LK, l, now)
+    if LK.n_ps == 1:
+        schedule(K, P.W * P.R + l, next_time(LK, l))
+    else:
+        _reschedule_links(P, K, LK, now)
 
 
 @jit
-def _reschedule_links(P, K, LK, l, now):
-    """Re-time link l; with several PS, NIC sharing may have re-weighted flows on any link."""
-    if LK.n_ps == 1:
-        schedule(K, P.W * P.R + l, next_time(LK, l))
-        return
+def _reschedule_links(P, K, LK, now):
+    """With several PS, NIC sharing may have re-weighted flows on any link: re-time them all."""
     for m in range(len(P.link_res)):
         advance(LK, m, now)
         schedule(K, P.W * P.R + m, next_time(LK, m))

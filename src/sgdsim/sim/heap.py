@@ -86,6 +86,10 @@ def heap_set(H, h, item, key, seq):
         H.size[h] = i + 1
         H.item[b + i] = item
         H.pos[item] = i
+        H.key[b + i] = key
+        H.seq[b + i] = seq
+        _sift_up(H, b, i)
+        return
     H.key[b + i] = key
     H.seq[b + i] = seq
     _sift_up(H, b, i)
