@@ -80,7 +80,7 @@ def test_predict_csv(capsys):
     rc, out, err = cli(capsys, "predict", PROFILE, "--workers", "1,2,4", "--format", "csv", *FAST)
     assert rc == 0, err
     lines = out.strip().splitlines()
-    assert lines[0] == ("workers,throughput,ci_low,ci_high,step_time_s,bottleneck,ops_simulated,"
+    assert lines[0] == ("workers,model,throughput,ci_low,ci_high,step_time_s,bottleneck,ops_simulated,"
                         "steps_measured,util_downlink,util_ps,util_uplink,util_worker")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [int(r["workers"]) for r in rows] == [1, 2, 4]

@@ -9,7 +9,7 @@ import sys
 from .errors import ConfigError, SgdsimError
 from .units import format_bps, parse_bandwidth_bps
 
-TABLE_COLS = ("workers", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
+TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,6 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
     _import_parser(sub)
     info = sub.add_parser("info", help="summarise a profile")
     info.add_argument("profile")
+    cal = sub.add_parser("calibrate-threshold", help="pick the Eq. 5 threshold from measured throughputs")
+    cal.add_argument("measured", help="CSV with columns workers,throughput (examples/s)")
+    cal.add_argument("profile")
+    cal.add_argument("--bandwidth", default="10Gbps")
     return p
 
 
@@ -34,7 +38,14 @@ def _predict_parser(sub) -> None:
     q.add_argument("--bandwidth", default="10Gbps", help="NIC bandwidth, e.g. 10Gbps, 100Mbps")
     q.add_argument("--mode", default="async", choices=["async", "sync"])
     q.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
-    q.add_argument("--sharing", default="ps", choices=["ps", "fcfs", "hybrid"])
+    q.add_argument("--model", default="fine", choices=["fine", "coarse", "lin", "cynthia", "all"],
+                   help="fine = simulator; coarse = TPDS analytical models; lin, cynthia = baselines")
+    q.add_argument("--coarse", default=None, metavar="SPEC",
+                   help="coarse profile instead of PROFILE: size=102MB,fwd=182ms,bwd=261ms,batch=128")
+    q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
+                   help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
+    q.add_argument("--rho-threshold", type=float, default=0.6,
+                   help="Eq. 5 threshold on the FCFS network utilization (coarse async)")
     q.add_argument("--flow-cap", default=None, help="cap on any single flow, e.g. 10Gbps")
     q.add_argument("--streams", default="fifo", choices=["fifo", "http2"])
     q.add_argument("--window", default="28MB", help="HTTP/2 flow-control window WIN")
@@ -71,7 +82,9 @@ def _import_parser(sub) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"predict": cmd_predict, "import": cmd_import, "info": cmd_info}[args.command](args)
+        commands = {"predict": cmd_predict, "import": cmd_import, "info": cmd_info,
+                    "calibrate-threshold": cmd_calibrate}
+        return commands[args.command](args)
     except SgdsimError as e:
         print(f"sgdsim: error: {e}", file=sys.stderr)
         return 2
@@ -94,7 +107,9 @@ def cmd_predict(args) -> int:
         arch=args.arch, sharing=args.sharing, flow_cap=args.flow_cap, streams=args.streams,
         window=args.window, order=args.order, overhead_alpha=args.overhead_alpha,
         overhead_beta=args.overhead_beta, ps_count=args.ps_count, worker_profiles=classes or None,
-        jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps, timeline=bool(args.timeline))
+        jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps,
+        timeline=bool(args.timeline), model=args.model, coarse=args.coarse,
+        rho_threshold=args.rho_threshold, on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
     print(format_points(points, args.format))
     for pt in points:
         if pt.timeline is not None and targets:
@@ -123,6 +138,8 @@ def format_points(points, fmt: str) -> str:
     rows = [p.to_dict() for p in points]
     if fmt == "json":
         return json.dumps(rows, indent=2)
+    if fmt == "table" and len({r["model"] for r in rows}) > 1:
+        return _side_by_side(rows)
     util_keys = sorted({k for r in rows for k in r["utilization"]})
     if fmt == "csv":
         head = list(TABLE_COLS) + ["steps_measured"] + [f"util_{k}" for k in util_keys]
@@ -150,6 +167,41 @@ def _table(rows) -> str:
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
     return "\n".join(fmt.format(*line) for line in [head, *body])
+
+
+def _side_by_side(rows) -> str:
+    """One line per worker count, one throughput column per model (examples/s)."""
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    by_w: dict[int, dict[str, dict]] = {}
+    for r in rows:
+        by_w.setdefault(r["workers"], {})[r["model"]] = r
+    head = ["workers"] + models + ["fine bottleneck" if "fine" in models else "bottleneck"]
+    body = []
+    for w, per in by_w.items():
+        cells = [str(w)]
+        for m in models:
+            r = per.get(m)
+            cells.append("-" if r is None else f"{r['throughput']:.1f}" + (
+                f" ±{(r['ci_high'] - r['ci_low']) / 2:.1f}" if m == "fine" else ""))
+        ref = per.get("fine") or next(iter(per.values()))
+        cells.append(ref["bottleneck"])
+        body.append(cells)
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return "\n".join(fmt.format(*line) for line in [head, *body]) + "\n(examples/s)"
+
+
+def cmd_calibrate(args) -> int:
+    from .calibrate import calibrate_threshold, read_measured
+
+    measured = read_measured(args.measured)
+    result = calibrate_threshold(args.profile, measured, args.bandwidth)
+    print("rho_T  mean |err| %  max |err| %")
+    for rho, mean, worst in result.table:
+        mark = "  <- best" if rho == result.best else ""
+        print(f"{rho:5.1f}  {mean:11.2f}  {worst:10.2f}{mark}")
+    print(f"best --rho-threshold {result.best:g}")
+    return 0
 
 
 def cmd_import(args) -> int:

@@ -4,6 +4,13 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+import json
+from dataclasses import replace
+
+from .analytic.async_ps import DEFAULT_RHO_THRESHOLD
+from .analytic.coarse_profile import CoarseProfile, from_profile, load_coarse, parse_coarse, to_profile
+from .analytic.models import MODELS, run_analytic, unsupported
+from .analytic.results import CoarseResult
 from .errors import ConfigError
 from .profile.io import load_profile
 from .profile.model import Profile
@@ -27,6 +34,8 @@ class PredictionPoint:
     steps_measured: int
     wall_s: float
     model: str = "fine"
+    regime: str = ""
+    response_time_s: dict[str, float] = field(default_factory=dict)
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -69,43 +78,123 @@ def parse_worker_profile(spec: str) -> tuple[str, str, int]:
     return name, path, n
 
 
-def _profile(p: Profile | str | os.PathLike) -> Profile:
-    return p if isinstance(p, Profile) else load_profile(p)
+def _profile(p) -> Profile | CoarseProfile:
+    """A profile object, a fine profile file, or a coarse profile file (format sgdsim-coarse)."""
+    if isinstance(p, (Profile, CoarseProfile)):
+        return p
+    if str(p).endswith(".json") and _json_format(p) == "sgdsim-coarse":
+        return load_coarse(str(p))
+    return load_profile(p)
 
 
-def predict(profile: Profile | str | os.PathLike | None = None, *, workers="1-16",
+def _json_format(path) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data.get("format") if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None  # load_profile reports the problem properly
+
+
+def _fine(p: Profile | CoarseProfile) -> Profile:
+    return to_profile(p) if isinstance(p, CoarseProfile) else p
+
+
+def _coarse(p: Profile | CoarseProfile) -> CoarseProfile:
+    return p if isinstance(p, CoarseProfile) else from_profile(p)
+
+
+def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
-            sharing: str = "ps", flow_cap: str | float | None = None, streams: str = "fifo",
+            sharing: str | None = None, flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
             ps_count: int | None = None,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
             jitter: float = 0.0, seed: int = 0, warmup: int = 50, steps: int | str = "auto",
-            timeline: bool = False) -> list[PredictionPoint]:
-    """Predict throughput per worker count with the fine-grained simulator.
+            timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
+            rho_threshold: float = DEFAULT_RHO_THRESHOLD, on_skip=None) -> list[PredictionPoint]:
+    """Predict throughput per worker count.
 
     Mirrors ``sgdsim predict``: human units are accepted (``bandwidth="10Gbps"``,
     ``window="28MB"``), ``workers`` takes ``"1-16"``, ``"1,2,4"``, an int or a list.
-    ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point
-    with every class. ``sharing="hybrid"`` averages the PS and FCFS estimates (TPDS §3.2.1).
+    ``model``: "fine" (simulator), "coarse" (TPDS analytical models), "lin", "cynthia"
+    (baselines) or "all" (every model that can honour the options; ``on_skip(reason)`` is
+    told about the others). ``sharing`` defaults to the papers' choices: hybrid (the mean of
+    PS and FCFS, TPDS §3.1.1/§3.2.1) for sync PS; for async, ps in the simulator and Eq. 5
+    ("threshold") in the coarse model. ``coarse`` gives a coarse
+    profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
+    ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
     """
+    if sharing not in (None, "ps", "fcfs", "hybrid", "threshold"):
+        raise ConfigError(f"unknown sharing {sharing!r} (choose from ps, fcfs, hybrid, threshold)")
     config = SimConfig(
-        bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch, sharing=sharing,
+        bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch,
+        sharing=sharing if sharing in ("ps", "fcfs", "hybrid") else _fine_default(mode, arch),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),
         overhead_beta_s=parse_duration_s(overhead_beta), ps_count=ps_count, seed=seed,
-        jitter_cv=float(jitter),
-        warmup_steps=int(warmup), steps_per_worker=_steps(steps), timeline=timeline)
+        jitter_cv=float(jitter), warmup_steps=int(warmup), steps_per_worker=_steps(steps),
+        timeline=timeline)
+    classes = _classes(profile, coarse, worker_profiles)
+    counts = [sum(c for _, _, c in classes)] if worker_profiles else parse_workers(workers)
+    n_ps = ps_count or max(_fine(p).ps_count for _, p, _ in classes)
+    names = _models(model, config, sharing, n_ps, on_skip)
+    points = []
+    for W in counts:
+        scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
+        for name in names:
+            if name == "fine":
+                points.append(_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled], config))
+            else:
+                each = [_coarse(p) for _, p, c in scaled for _ in range(c)]
+                points.append(_from_coarse(run_analytic(name, each, config, sharing, rho_threshold)))
+    return points
+
+
+def _fine_default(mode: str, arch: str) -> str:
+    return "hybrid" if (mode, arch) == ("sync", "ps") else "ps"
+
+
+def _classes(profile, coarse, worker_profiles):
     if worker_profiles:
-        if profile is not None:
+        if profile is not None or coarse is not None:
             raise ConfigError("give either a profile or --worker-profile classes, not both")
-        classes = [WorkerClass(n, _profile(p), c) for n, p, c in worker_profiles]
-        return [_point(classes, config)]
+        return [(n, _profile(p), c) for n, p, c in worker_profiles]
+    if coarse is not None:
+        if profile is not None:
+            raise ConfigError("give either a profile or --coarse, not both")
+        return [("default", coarse if isinstance(coarse, CoarseProfile) else parse_coarse(coarse), 1)]
     if profile is None:
         raise ConfigError("no profile given")
-    prof = _profile(profile)
-    return [_point([WorkerClass("default", prof, w)], config) for w in parse_workers(workers)]
+    return [("default", _profile(profile), 1)]
+
+
+def _models(model: str, config: SimConfig, sharing, n_ps: int, on_skip) -> list[str]:
+    if model == "all":
+        out = []
+        for name in MODELS:
+            reason = unsupported(name, config, sharing, n_ps)
+            if reason and on_skip:
+                on_skip(reason)
+            elif not reason:
+                out.append(name)
+        return out
+    if model not in MODELS:
+        raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)}, all)")
+    reason = unsupported(model, config, sharing, n_ps)
+    if reason:
+        raise ConfigError(reason)
+    return [model]
+
+
+def _from_coarse(r: CoarseResult) -> PredictionPoint:
+    return PredictionPoint(
+        workers=r.workers, throughput=r.throughput, ci_low=r.throughput, ci_high=r.throughput,
+        step_time_s=r.step_time_s, ops_simulated=0, bottleneck=r.bottleneck,
+        utilization=dict(r.utilization), steps_measured=0, wall_s=0.0, model=r.model,
+        regime=r.regime, response_time_s=dict(r.response_time_s))
 
 
 def _steps(steps) -> int | None:
@@ -120,8 +209,8 @@ def _steps(steps) -> int | None:
 def _point(classes: list[WorkerClass], config: SimConfig) -> PredictionPoint:
     if config.sharing != "hybrid":
         return _from_result(simulate(classes, config))
-    a = simulate(classes, _with(config, sharing="ps"))
-    b = simulate(classes, _with(config, sharing="fcfs", timeline=False))
+    a = simulate(classes, replace(config, sharing="ps"))
+    b = simulate(classes, replace(config, sharing="fcfs", timeline=False))
     util = {k: (a.utilization[k] + b.utilization[k]) / 2 for k in a.utilization}
     return PredictionPoint(
         workers=a.workers, throughput=(a.throughput + b.throughput) / 2,
@@ -131,11 +220,6 @@ def _point(classes: list[WorkerClass], config: SimConfig) -> PredictionPoint:
         bottleneck=max(util, key=lambda k: util[k]), utilization=util,
         steps_measured=a.steps_measured + b.steps_measured, wall_s=a.wall_s + b.wall_s,
         timeline=a.timeline)
-
-
-def _with(config: SimConfig, **changes) -> SimConfig:
-    from dataclasses import replace
-    return replace(config, **changes)
 
 
 def _from_result(r: SimResult) -> PredictionPoint:

@@ -1,0 +1,116 @@
+"""The coarse profile: what the analytical models need (TPDS §2.1.2), for users without a trace.
+
+Model size M, forward S^F, backward S^B and PS-update S^S times per step, batch size, and
+whether communication overlaps computation. From a JSON file, from ``--coarse
+size=102MB,fwd=182ms,bwd=261ms,batch=128[,update=5ms][,overlap=1]``, or derived from a
+fine-grained profile. ``to_profile`` turns it into a one-layer step DAG so that the simulator
+can run on it too.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ProfileError
+from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Job, Op, Profile
+from ..units import parse_duration_s, parse_size_bytes
+
+
+@dataclass(frozen=True)
+class CoarseProfile:
+    model_bytes: float  # M
+    forward_s: float  # S^F
+    backward_s: float  # S^B
+    update_s: float  # S^S
+    batch_size: int
+    overlap: bool = False
+    name: str = "coarse"
+
+    @property
+    def compute_s(self) -> float:
+        """S^W = S^F + S^B."""
+        return self.forward_s + self.backward_s
+
+
+_KEYS = {"size": "model_bytes", "fwd": "forward_s", "bwd": "backward_s", "update": "update_s",
+         "batch": "batch_size", "overlap": "overlap", "name": "name"}
+
+
+def parse_coarse(spec: str) -> CoarseProfile:
+    """``size=102MB,fwd=182ms,bwd=261ms,batch=128[,update=5ms][,overlap=1][,name=x]``."""
+    fields: dict[str, str] = {}
+    for part in spec.split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or key not in _KEYS:
+            raise ProfileError(f"bad --coarse item {part.strip()!r} (keys: {', '.join(_KEYS)})")
+        fields[key] = value.strip()
+    return _build(fields, "--coarse")
+
+
+def load_coarse(path: str) -> CoarseProfile:
+    """A JSON object with the same keys as ``--coarse`` (values may carry units)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ProfileError(f"coarse profile {path}: cannot read file ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise ProfileError(f"coarse profile {path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict) or data.get("format") != "sgdsim-coarse":
+        raise ProfileError(f"coarse profile {path}: expected an object with \"format\": \"sgdsim-coarse\"")
+    unknown = set(data) - set(_KEYS) - {"format"}
+    if unknown:
+        raise ProfileError(f"coarse profile {path}: unknown field {sorted(unknown)[0]!r}")
+    return _build({k: str(v) for k, v in data.items() if k != "format"}, f"coarse profile {path}")
+
+
+def _build(fields: dict[str, str], where: str) -> CoarseProfile:
+    for key in ("size", "fwd", "bwd", "batch"):
+        if key not in fields:
+            raise ProfileError(f"{where}: missing {key}= (need size, fwd, bwd, batch)")
+    try:
+        batch = int(fields["batch"])
+    except ValueError:
+        raise ProfileError(f"{where}: batch must be an integer, got {fields['batch']!r}") from None
+    if batch < 1:
+        raise ProfileError(f"{where}: batch must be positive, got {batch}")
+    return CoarseProfile(
+        model_bytes=parse_size_bytes(fields["size"]), forward_s=parse_duration_s(fields["fwd"]),
+        backward_s=parse_duration_s(fields["bwd"]),
+        update_s=parse_duration_s(fields.get("update", "0")), batch_size=batch,
+        overlap=fields.get("overlap", "0").lower() in ("1", "true", "yes"),
+        name=fields.get("name", "coarse"))
+
+
+def from_profile(profile: Profile) -> CoarseProfile:
+    """Service times of TPDS §2.1.2 from a fine profile: M = downlink bytes, means of the
+    forward and backward compute (ops named ``fwd:``/``bwd:``; otherwise split evenly)."""
+    d = profile.durations_s.mean(axis=0)
+    fwd = bwd = other = 0.0
+    for i, op in enumerate(profile.ops):
+        if op.resource != WORKER:
+            continue
+        if op.id.startswith("fwd"):
+            fwd += d[i]
+        elif op.id.startswith("bwd"):
+            bwd += d[i]
+        else:
+            other += d[i]
+    update = float(sum(d[i] for i, op in enumerate(profile.ops) if op.resource == PS))
+    return CoarseProfile(
+        model_bytes=profile.model_bytes(), forward_s=float(fwd + other / 2),
+        backward_s=float(bwd + other / 2), update_s=update, batch_size=profile.job.batch_size,
+        overlap=bool(profile.job.overlap), name=profile.job.model)
+
+
+def to_profile(c: CoarseProfile) -> Profile:
+    """A one-layer, no-overlap step DAG with the coarse profile's times (for the simulator)."""
+    ops = (Op("down:model", "model", "model", COMM, DOWNLINK, (), 0, c.model_bytes),
+           Op("fwd:model", "forward", "model", "compute", WORKER, ("down:model",)),
+           Op("bwd:model", "backward", "model", "compute", WORKER, ("fwd:model",)),
+           Op("up:model", "model", "model", COMM, UPLINK, ("bwd:model",), 0, c.model_bytes),
+           Op("upd:model", "update", "model", "compute", PS, ("up:model",)))
+    durations = np.array([[0.0, c.forward_s, c.backward_s, 0.0, c.update_s]])
+    return Profile(Job(c.name, c.batch_size, "coarse", "unknown", None, False, "coarse"), ops, durations)

@@ -1,0 +1,52 @@
+"""Dispatch to the analytical models, and the options each one can honour."""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..sim.config import SimConfig
+from .async_ps import DEFAULT_RHO_THRESHOLD, async_ps
+from .baselines import cynthia, lin
+from .coarse_profile import CoarseProfile
+from .results import CoarseResult
+from .sync import ring_allreduce, sync_ps
+
+ANALYTIC = ("coarse", "lin", "cynthia")
+MODELS = ("fine",) + ANALYTIC
+
+
+def unsupported(model: str, config: SimConfig, sharing: str | None, ps_count: int) -> str | None:
+    """Why ``model`` cannot honour these options (None if it can)."""
+    if model == "fine":
+        return "sharing 'threshold' is Eq. 5 of the coarse model" if sharing == "threshold" else None
+    checks = [
+        (config.streams != "fifo", "--streams http2"), (config.order != "profiled", f"--order {config.order}"),
+        (config.flow_cap_bps is not None, "--flow-cap"), (ps_count > 1, "several parameter servers"),
+        (config.overhead_alpha_s_per_byte > 0 or config.overhead_beta_s > 0, "--overhead-alpha/--overhead-beta"),
+        (config.timeline, "--timeline"),
+        (model == "lin" and (config.mode, config.arch) != ("async", "ps"), "anything but --mode async --arch ps"),
+        (model == "cynthia" and config.arch != "ps", "--arch allreduce"),
+        (model == "cynthia" and sharing is not None, f"--sharing {sharing}"),
+        (config.mode == "async" and sharing == "hybrid", "--sharing hybrid in async mode (use threshold)"),
+        (config.mode == "sync" and sharing == "threshold", "--sharing threshold in sync mode (use hybrid)"),
+        (config.arch == "allreduce" and sharing is not None, f"--sharing {sharing} with all-reduce"),
+    ]
+    for bad, what in checks:
+        if bad:
+            return f"the {model} model cannot honour {what}"
+    return None
+
+
+def run_analytic(model: str, workers: list[CoarseProfile], config: SimConfig, sharing: str | None,
+                 rho_threshold: float = DEFAULT_RHO_THRESHOLD) -> CoarseResult:
+    """One analytical prediction for the given workers (one CoarseProfile per worker)."""
+    B = config.bandwidth_bps
+    if model == "cynthia":
+        return cynthia(workers, B)
+    if model == "lin":
+        return lin(workers, B, sharing or "threshold", rho_threshold)
+    if model != "coarse":
+        raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)})")
+    if config.arch == "allreduce":
+        return ring_allreduce(workers, B)
+    if config.mode == "sync":
+        return sync_ps(workers, B, sharing or "hybrid")
+    return async_ps(workers, B, sharing or "threshold", rho_threshold)
