@@ -12,7 +12,7 @@ PROFILE = "examples/profiles/resnet50-nooverlap.json"
 
 def _measured_at(rho, tmp_path, bw=1e9):
     c = from_profile(load_profile(PROFILE))
-    rows = [(w, async_ps([c] * w, bw, "threshold", rho).throughput) for w in range(1, 9)]
+    rows = [(w, async_ps([(c, w)], bw, "threshold", rho).throughput) for w in range(1, 9)]
     path = tmp_path / "m.csv"
     path.write_text("workers,throughput\n" + "".join(f"{w},{x!r}\n" for w, x in rows))
     return path

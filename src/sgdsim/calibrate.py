@@ -49,7 +49,7 @@ def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -
     B = parse_bandwidth_bps(bandwidth)
     table = []
     for rho in CANDIDATES:
-        errs = [abs(async_ps([c] * w, B, "threshold", rho).throughput - x) / x * 100 for w, x in measured]
+        errs = [abs(async_ps([(c, w)], B, "threshold", rho).throughput - x) / x * 100 for w, x in measured]
         table.append((rho, float(np.mean(errs)), float(np.max(errs))))
     best = min(table, key=lambda t: (t[1], t[0]))[0]
     return Calibration(best=best, table=tuple(table))

@@ -141,16 +141,19 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     counts = [sum(c for _, _, c in classes)] if worker_profiles else parse_workers(workers)
     n_ps = ps_count or max(_fine(p).ps_count for _, p, _ in classes)
     names = _models(model, config, sharing, n_ps, on_skip)
-    points = []
-    for W in counts:
-        scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
-        for name in names:
-            if name == "fine":
+    points: list[PredictionPoint] = []
+    for name in names:
+        if name == "fine":
+            for W in counts:
+                scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
                 points.append(_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled], config))
-            else:
-                each = [_coarse(p) for _, p, c in scaled for _ in range(c)]
-                points.append(_from_coarse(run_analytic(name, each, config, sharing, rho_threshold)))
-    return points
+        else:
+            coarse_classes = [(_coarse(p), c) for _, p, c in classes]
+            Ks = None if worker_profiles else counts
+            points += [_from_coarse(r) for r in
+                       run_analytic(name, coarse_classes, Ks, config, sharing, rho_threshold)]
+    order = {m: i for i, m in enumerate(MODELS)}
+    return sorted(points, key=lambda p: (p.workers, order[p.model]))
 
 
 def _fine_default(mode: str, arch: str) -> str:

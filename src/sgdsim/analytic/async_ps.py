@@ -3,84 +3,122 @@
 A closed queueing network with one class per worker (population 1): the worker's own
 compute station (delay, G/G/∞), then the shared uplink U, PS update S and downlink D.
 Solved by mean value analysis (``mva``): the uplink and downlink as FCFS (Eq. 2) or PS (Eq. 1)
-stations, the update station always PS.
+stations, the update station always PS. Workers come as classes ``[(profile, count), ...]``;
+identical workers use the O(K) symmetric recursion, and a sweep over worker counts is one
+compiled call.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .coarse_profile import CoarseProfile
-from .mva import solve
+from .mva import solve, symmetric_sweep
 from .results import CoarseResult
 
 STATIONS = ("compute", "uplink", "update", "downlink")
 KINDS_FCFS = ("delay", "fcfs", "ps", "fcfs")
 KINDS_PS = ("delay", "ps", "ps", "ps")
 DEFAULT_RHO_THRESHOLD = 0.6
+# Eq. 5 and Eq. 6 take up to four MVA solves per point: above 16 heterogeneous workers the
+# approximate (Schweitzer) solver keeps a point well under a second (docs/mva.md has the
+# timings of one exact solve, up to K = 19 in under 1 s).
+EXACT_WORKERS = 16
+Classes = list[tuple[CoarseProfile, int]]
 
 
-def service_times(workers: list[CoarseProfile], bandwidth_bps: float,
-                  compute_s: np.ndarray | None = None) -> np.ndarray:
-    """S_k^l: (K, 4) with S^U = S^D = M/B (TPDS §2.1.2); ``compute_s`` overrides S_k^W."""
-    comm = np.array([w.model_bytes * 8.0 / bandwidth_bps for w in workers])
-    comp = np.array([w.compute_s for w in workers]) if compute_s is None else compute_s
-    upd = np.array([w.update_s for w in workers])
-    return np.stack([comp, comm, upd, comm], axis=1)
+def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None = None) -> list[float]:
+    """S_k^l for one worker: S^U = S^D = M/B (TPDS §2.1.2); ``compute_s`` overrides S_k^W."""
+    comm = c.model_bytes * 8.0 / bandwidth_bps
+    return [c.compute_s if compute_s is None else compute_s, comm, c.update_s, comm]
 
 
-def _solve(S: np.ndarray, kinds, batch: np.ndarray):
-    """Throughput (examples/s) as in Eqs. 3/4, response times and the MVA result."""
-    r = solve(S, kinds)
-    cycle = r.T.sum(axis=1)  # T_k^k + T_k^U + T_k^S + T_k^D
-    return float(np.sum(batch / cycle)), r
-
-
-def async_ps(workers: list[CoarseProfile], bandwidth_bps: float, sharing: str = "threshold",
+def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
              rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None) -> CoarseResult:
-    """Async PS throughput, TPDS Eqs. 1–6.
+    """Async PS throughput of the workers in ``classes``, TPDS Eqs. 1–6.
 
     ``sharing``: "fcfs" (X^FCFS, Eq. 3), "ps" (X^PS, Eq. 4) or "threshold" (Eq. 5: X^FCFS if the
     FCFS network utilization ρ^FCFS ≤ ρ_T, else X^PS). With ``overlap`` (default: the
     profiles' flag), Eq. 6: solve, replace the compute time by
     max(0, S^F − T^D) + max(0, S^B − T^U), and solve again.
     """
+    if len(classes) == 1:
+        c, K = classes[0]
+        return async_ps_sweep(c, bandwidth_bps, [K], sharing, rho_threshold, overlap)[0]
+    workers = [c for c, n in classes for _ in range(n)]
+    overlap = all(c.overlap for c, _ in classes) if overlap is None else overlap
     batch = np.array([w.batch_size for w in workers], float)
-    overlap = all(w.overlap for w in workers) if overlap is None else overlap
-    S = service_times(workers, bandwidth_bps)
-    res = _combined(S, batch, sharing, rho_threshold)
+    S = np.array([service_row(w, bandwidth_bps) for w in workers])
+    X, T, U, regime = _combined(lambda kinds: _solve_classes(S, kinds, batch), sharing, rho_threshold)
     if overlap:
-        _, r, _ = res
         fwd = np.array([w.forward_s for w in workers])
         bwd = np.array([w.backward_s for w in workers])
-        corrected = np.maximum(0.0, fwd - r.T[:, 3]) + np.maximum(0.0, bwd - r.T[:, 1])
-        res = _combined(service_times(workers, bandwidth_bps, corrected), batch, sharing, rho_threshold)
-    X, r, regime = res
-    K = len(workers)
+        S[:, 0] = np.maximum(0.0, fwd - T[:, 3]) + np.maximum(0.0, bwd - T[:, 1])
+        X, T, U, regime = _combined(lambda kinds: _solve_classes(S, kinds, batch), sharing, rho_threshold)
+    return _result(len(workers), X, T.mean(axis=0), U, regime, overlap, float(batch.sum()))
+
+
+def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "threshold",
+                   rho_threshold: float = DEFAULT_RHO_THRESHOLD,
+                   overlap: bool | None = None) -> list[CoarseResult]:
+    """:func:`async_ps` for ``K`` identical workers, for every K in ``Ks`` at once."""
+    Ks = np.asarray(Ks, dtype=np.int64)
+    overlap = c.overlap if overlap is None else overlap
+    rows = np.tile(service_row(c, bandwidth_bps), (len(Ks), 1))
+    out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold)
+    if overlap:
+        T = out[1]
+        rows[:, 0] = np.maximum(0.0, c.forward_s - T[:, 3]) + np.maximum(0.0, c.backward_s - T[:, 1])
+        out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold)
+    X, T, U, regimes = out
+    return [_result(int(K), X[i], T[i], U[i], regimes[i], overlap, float(K * c.batch_size))
+            for i, K in enumerate(Ks)]
+
+
+def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float):
+    """Eq. 3/4/5 for identical workers: examples/s, T (n, L), station utilizations, regimes."""
+    def solve_kinds(kinds):
+        X_steps, T = symmetric_sweep(rows, kinds, Ks)
+        U = X_steps[:, None] * rows  # total utilization of each station (Little)
+        U[:, 0] = U[:, 0] / Ks  # the compute station is each worker's own
+        return X_steps * batch, T, U
+
+    if sharing != "threshold":
+        X, T, U = solve_kinds(KINDS_PS if sharing == "ps" else KINDS_FCFS)
+        return X, T, U, [sharing] * len(Ks)
+    X_f, T_f, U_f = solve_kinds(KINDS_FCFS)
+    X_p, T_p, U_p = solve_kinds(KINDS_PS)
+    rho = U_f[:, 1]
+    use_f = rho <= rho_threshold
+    regimes = [f"{'fcfs' if f else 'ps'} (rho={r:.2f} {'<=' if f else '>'} {rho_threshold:g})"
+               for f, r in zip(use_f, rho)]
+    pick = use_f[:, None]
+    return np.where(use_f, X_f, X_p), np.where(pick, T_f, T_p), np.where(pick, U_f, U_p), regimes
+
+
+def _solve_classes(S, kinds, batch):
+    r = solve(S, kinds, exact_limit=EXACT_WORKERS)
+    U = r.U.sum(axis=0)
+    U[0] = r.U[:, 0].mean()
+    return float(np.sum(batch / r.T.sum(axis=1))), r.T, U
+
+
+def _combined(solve_kinds, sharing: str, rho_threshold: float):
+    """Eq. 5 (or one branch of it): (examples/s, T, utilization, regime)."""
+    if sharing in ("ps", "fcfs"):
+        return (*solve_kinds(KINDS_PS if sharing == "ps" else KINDS_FCFS), sharing)
+    X_f, T_f, U_f = solve_kinds(KINDS_FCFS)
+    rho = float(U_f[1])
+    if rho <= rho_threshold:
+        return X_f, T_f, U_f, f"fcfs (rho={rho:.2f} <= {rho_threshold:g})"
+    X_p, T_p, U_p = solve_kinds(KINDS_PS)
+    return X_p, T_p, U_p, f"ps (rho={rho:.2f} > {rho_threshold:g})"
+
+
+def _result(K: int, X: float, T_row, U_row, regime: str, overlap: bool, batch_total: float) -> CoarseResult:
+    names = ("worker", "uplink", "ps", "downlink")
     return CoarseResult(
-        model="coarse", workers=K, throughput=X, step_time_s=float(batch.sum() / X),
-        response_time_s={s: float(r.T[:, i].mean()) for i, s in enumerate(STATIONS)},
-        utilization=_utilization(r, K),
+        model="coarse", workers=K, throughput=float(X), step_time_s=batch_total / float(X),
+        response_time_s={s: float(T_row[i]) for i, s in enumerate(STATIONS)},
+        utilization={n: float(U_row[i]) for i, n in enumerate(names)},
         regime=regime + (" + overlap correction" if overlap else ""),
         equations="TPDS Eqs. 1-6" if overlap else "TPDS Eqs. 1-5")
-
-
-def _combined(S, batch, sharing: str, rho_threshold: float):
-    """Eq. 5 (or one branch of it): returns (X, MVA result, regime name)."""
-    if sharing == "ps":
-        X, r = _solve(S, KINDS_PS, batch)
-        return X, r, "ps"
-    X_f, r_f = _solve(S, KINDS_FCFS, batch)
-    if sharing == "fcfs":
-        return X_f, r_f, "fcfs"
-    rho = float(r_f.U[:, 1].sum())  # network utilization of the FCFS solution (uplink = downlink)
-    if rho <= rho_threshold:
-        return X_f, r_f, f"fcfs (rho={rho:.2f} <= {rho_threshold:g})"
-    X_p, r_p = _solve(S, KINDS_PS, batch)
-    return X_p, r_p, f"ps (rho={rho:.2f} > {rho_threshold:g})"
-
-
-def _utilization(r, K: int) -> dict[str, float]:
-    out = {"worker": float(r.U[:, 0].mean())}  # each worker's own compute station
-    for i, name in ((1, "uplink"), (2, "ps"), (3, "downlink")):
-        out[name] = float(r.U[:, i].sum())
-    return out

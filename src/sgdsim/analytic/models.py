@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..sim.config import SimConfig
-from .async_ps import DEFAULT_RHO_THRESHOLD, async_ps
-from .baselines import cynthia, lin
+from .async_ps import DEFAULT_RHO_THRESHOLD, async_ps, async_ps_sweep
+from .baselines import cynthia, lin, lin_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 from .sync import ring_allreduce, sync_ps
@@ -35,18 +35,31 @@ def unsupported(model: str, config: SimConfig, sharing: str | None, ps_count: in
     return None
 
 
-def run_analytic(model: str, workers: list[CoarseProfile], config: SimConfig, sharing: str | None,
-                 rho_threshold: float = DEFAULT_RHO_THRESHOLD) -> CoarseResult:
-    """One analytical prediction for the given workers (one CoarseProfile per worker)."""
+def run_analytic(model: str, classes: list[tuple[CoarseProfile, int]], Ks: list[int] | None,
+                 config: SimConfig, sharing: str | None,
+                 rho_threshold: float = DEFAULT_RHO_THRESHOLD) -> list[CoarseResult]:
+    """Analytical predictions: one class ``[(profile, 1)]`` swept over worker counts ``Ks``,
+    or fixed heterogeneous ``classes`` (``Ks`` None) for a single point."""
+    B = config.bandwidth_bps
+    if model not in ANALYTIC:
+        raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)})")
+    if Ks is None:
+        return [_one(model, classes, config, sharing, rho_threshold)]
+    c = classes[0][0]
+    if config.mode == "async" and model in ("coarse", "lin"):
+        sweep = async_ps_sweep if model == "coarse" else lin_sweep
+        return sweep(c, B, Ks, sharing or "threshold", rho_threshold)
+    return [_one(model, [(c, K)], config, sharing, rho_threshold) for K in Ks]
+
+
+def _one(model, classes, config: SimConfig, sharing, rho_threshold) -> CoarseResult:
     B = config.bandwidth_bps
     if model == "cynthia":
-        return cynthia(workers, B)
+        return cynthia(classes, B)
     if model == "lin":
-        return lin(workers, B, sharing or "threshold", rho_threshold)
-    if model != "coarse":
-        raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)})")
+        return lin(classes, B, sharing or "threshold", rho_threshold)
     if config.arch == "allreduce":
-        return ring_allreduce(workers, B)
+        return ring_allreduce(classes, B)
     if config.mode == "sync":
-        return sync_ps(workers, B, sharing or "hybrid")
-    return async_ps(workers, B, sharing or "threshold", rho_threshold)
+        return sync_ps(classes, B, sharing or "hybrid")
+    return async_ps(classes, B, sharing or "threshold", rho_threshold)

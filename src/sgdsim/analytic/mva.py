@@ -226,6 +226,47 @@ def mva_symmetric(S_row, kinds: Sequence[str], K: int) -> MvaResult:
     return MvaResult(X=np.full(K, x), T=T, N=N, U=U, method="symmetric")
 
 
+@jit
+def _sweep_kernel(S, A, C, D, Ks, X_out, T_out, t, w):
+    """The symmetric recursion once per row i, up to Ks[i] customers: O(sum(Ks) L)."""
+    L = S.shape[1]
+    for i in range(S.shape[0]):
+        for l in range(L):
+            w[l] = 0.0
+        x = 0.0
+        for m in range(1, Ks[i] + 1):
+            r = 0.0
+            for l in range(L):
+                t[l] = S[i, l] + A[i, l] * w[l]
+                r += t[l]
+            x = m / r
+            for l in range(L):
+                w[l] = x * (C[i, l] * t[l] - D[i, l])
+        X_out[i] = x
+        for l in range(L):
+            T_out[i, l] = t[l]
+
+
+def symmetric_sweep(S_rows, kinds: Sequence[str], Ks) -> tuple[np.ndarray, np.ndarray]:
+    """Exact MVA of Ks[i] identical workers with service row S_rows[i], for every i at once
+    (same reduction as :func:`mva_symmetric`). Returns the job throughput (n,) and the
+    per-visit response times (n, L). One compiled call for a whole worker-count sweep."""
+    S = _matrix(np.atleast_2d(np.asarray(S_rows, dtype=float)), kinds)
+    Ks = np.asarray(Ks, dtype=np.int64)
+    if np.any(Ks < 1):
+        raise ValueError("worker counts must be positive")
+    Sg, A, C, D = _coefficients(S, kinds)
+    X, T = np.empty(len(S)), np.empty(S.shape)
+    scratch = np.empty(S.shape[1]), np.empty(S.shape[1])
+    if HAVE_NUMBA:
+        _sweep_kernel(Sg, A, C, D, Ks, X, T, *scratch)
+    else:
+        for i in range(len(S)):  # plain Python: the 1-D kernel on lists is faster
+            s, t, curve = _symmetric(S[i], kinds, int(Ks[i]))
+            X[i], T[i] = curve[-1], t
+    return X, T
+
+
 def symmetric_curve(S_row, kinds: Sequence[str], K_max: int) -> np.ndarray:
     """Job throughput of K = 1..K_max identical workers (TPDS Eq. 3/4), from one recursion:
     the solution for K_max passes through every smaller K."""
