@@ -59,6 +59,8 @@ def _predict_parser(sub) -> None:
                    help="multiply compute durations by seeded noise of this coefficient of variation")
     q.add_argument("--warmup", type=int, default=50, help="warm-up steps per worker")
     q.add_argument("--steps", default="auto", help="measured steps per worker, or auto")
+    q.add_argument("--replications", type=int, default=1, metavar="R",
+                   help="independent simulator runs per point; the CI then comes from their spread")
     q.add_argument("--format", default="table", choices=["table", "csv", "json"])
     q.add_argument("--timeline", default=None, metavar="FILE.json", help="write a Chrome/Perfetto trace")
     q.add_argument("--force", action="store_true", help="overwrite an existing --timeline file")
@@ -109,7 +111,7 @@ def cmd_predict(args) -> int:
         overhead_beta=args.overhead_beta, ps_count=args.ps_count, worker_profiles=classes or None,
         jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps,
         timeline=bool(args.timeline), model=args.model, coarse=args.coarse,
-        rho_threshold=args.rho_threshold, on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
+        rho_threshold=args.rho_threshold, replications=args.replications, on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
     print(format_points(points, args.format))
     for pt in points:
         if pt.timeline is not None and targets:

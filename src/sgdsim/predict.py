@@ -5,7 +5,10 @@ import os
 from dataclasses import asdict, dataclass, field
 
 import json
+import math
 from dataclasses import replace
+
+import numpy as np
 
 from .analytic.async_ps import DEFAULT_RHO_THRESHOLD
 from .analytic.coarse_profile import CoarseProfile, from_profile, load_coarse, parse_coarse, to_profile
@@ -16,6 +19,7 @@ from .profile.io import load_profile
 from .profile.model import Profile
 from .sim import SimConfig, WorkerClass, simulate
 from .sim.simulate import SimResult, Timeline
+from .sim.stats import t95
 from .units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
 
 
@@ -113,7 +117,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
             jitter: float = 0.0, seed: int = 0, warmup: int = 50, steps: int | str = "auto",
             timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
-            rho_threshold: float = DEFAULT_RHO_THRESHOLD, on_skip=None) -> list[PredictionPoint]:
+            rho_threshold: float = DEFAULT_RHO_THRESHOLD, replications: int = 1,
+            on_skip=None) -> list[PredictionPoint]:
     """Predict throughput per worker count.
 
     Mirrors ``sgdsim predict``: human units are accepted (``bandwidth="10Gbps"``,
@@ -125,7 +130,11 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     ("threshold") in the coarse model. ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
     ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
+    ``replications`` > 1 runs the simulator that many times with independent seeds and takes
+    the CI from their spread.
     """
+    if replications < 1:
+        raise ConfigError(f"--replications must be at least 1, got {replications}")
     if sharing not in (None, "ps", "fcfs", "hybrid", "threshold"):
         raise ConfigError(f"unknown sharing {sharing!r} (choose from ps, fcfs, hybrid, threshold)")
     config = SimConfig(
@@ -146,7 +155,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         if name == "fine":
             for W in counts:
                 scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
-                points.append(_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled], config))
+                points.append(_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled], config,
+                                     replications))
         else:
             coarse_classes = [(_coarse(p), c) for _, p, c in classes]
             Ks = None if worker_profiles else counts
@@ -209,20 +219,38 @@ def _steps(steps) -> int | None:
         raise ConfigError(f"--steps takes a number or 'auto', got {steps!r}") from None
 
 
-def _point(classes: list[WorkerClass], config: SimConfig) -> PredictionPoint:
+def _point(classes: list[WorkerClass], config: SimConfig, replications: int = 1) -> PredictionPoint:
+    """One simulated point; with ``replications`` > 1, independent runs (seeds seed + i·1000003)
+    whose spread gives the CI, which also covers runs settling into different long-lived
+    states (docs/simulator.md, known limitations)."""
+    if replications == 1:
+        return _single(classes, config)
+    reps = [_single(classes, replace(config, seed=config.seed + i * 1_000_003,
+                                     timeline=config.timeline and i == 0)) for i in range(replications)]
+    xs = np.array([r.throughput for r in reps])
+    hw = t95(replications - 1) * float(xs.std(ddof=1)) / math.sqrt(replications)
+    return _merge(reps, float(xs.mean()), float(xs.mean()) - hw, float(xs.mean()) + hw)
+
+
+def _single(classes: list[WorkerClass], config: SimConfig) -> PredictionPoint:
     if config.sharing != "hybrid":
         return _from_result(simulate(classes, config))
-    a = simulate(classes, replace(config, sharing="ps"))
-    b = simulate(classes, replace(config, sharing="fcfs", timeline=False))
-    util = {k: (a.utilization[k] + b.utilization[k]) / 2 for k in a.utilization}
+    a = _from_result(simulate(classes, replace(config, sharing="ps")))
+    b = _from_result(simulate(classes, replace(config, sharing="fcfs", timeline=False)))
+    return _merge([a, b], (a.throughput + b.throughput) / 2, (a.ci_low + b.ci_low) / 2,
+                  (a.ci_high + b.ci_high) / 2)
+
+
+def _merge(points: list[PredictionPoint], throughput: float, lo: float, hi: float) -> PredictionPoint:
+    """Several runs of one point: means of rates and utilizations, sums of work."""
+    util = {k: sum(p.utilization[k] for p in points) / len(points) for k in points[0].utilization}
     return PredictionPoint(
-        workers=a.workers, throughput=(a.throughput + b.throughput) / 2,
-        ci_low=(a.ci_low + b.ci_low) / 2, ci_high=(a.ci_high + b.ci_high) / 2,
-        step_time_s=(a.step_time_s + b.step_time_s) / 2,
-        ops_simulated=a.ops_simulated + b.ops_simulated,
+        workers=points[0].workers, throughput=throughput, ci_low=max(0.0, lo), ci_high=hi,
+        step_time_s=sum(p.step_time_s for p in points) / len(points),
+        ops_simulated=sum(p.ops_simulated for p in points),
         bottleneck=max(util, key=lambda k: util[k]), utilization=util,
-        steps_measured=a.steps_measured + b.steps_measured, wall_s=a.wall_s + b.wall_s,
-        timeline=a.timeline)
+        steps_measured=sum(p.steps_measured for p in points), wall_s=sum(p.wall_s for p in points),
+        timeline=points[0].timeline)
 
 
 def _from_result(r: SimResult) -> PredictionPoint:
