@@ -2,25 +2,34 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# torch must be the local CPU build, installed before anything that depends on it
+# (any other torch spec pulls several GB of CUDA packages).
+WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: install demo test bench clean
+.PHONY: install install-dev demo test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[fast,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[fast]"
+
+install-dev: $(BIN)/python
+	$(BIN)/python -m pip install --quiet $(WHEELS) torch==2.13.0
+	$(BIN)/python -m pip install --quiet $(WHEELS) -e ".[fast,dev,torch]"
 
 demo: install
 	$(BIN)/sgdsim info examples/profiles/resnet50.json
 	$(BIN)/sgdsim predict examples/profiles/resnet50.json --workers 1,2,4,8,16 --bandwidth 10Gbps
 
-test: install
+test: install-dev
 	$(BIN)/python -m pytest
 
 bench: install
 	$(BIN)/python benchmarks/bench_sim.py --write
+	$(BIN)/python benchmarks/bench_coarse.py --write
+	$(BIN)/python benchmarks/bench_mva.py --write
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
