@@ -28,14 +28,24 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("measured", help="CSV with columns workers,throughput (examples/s)")
     cal.add_argument("profile")
     cal.add_argument("--bandwidth", default="10Gbps")
+    p.set_defaults(extra_commands=_register_extras(sub))
     return p
+
+
+def _register_extras(sub) -> dict:
+    """Commands that live with their own stage (lab, profiler)."""
+    from .lab.cli import register as register_lab
+
+    return register_lab(sub)
 
 
 def _predict_parser(sub) -> None:
     q = sub.add_parser("predict", help="predict throughput per worker count (fine-grained simulator)")
     q.add_argument("profile", nargs="?", help="profile JSON (.json or .json.gz)")
     q.add_argument("--workers", default="1-16", help="range 1-16, list 1,2,4,8 or one number")
-    q.add_argument("--bandwidth", default="10Gbps", help="NIC bandwidth, e.g. 10Gbps, 100Mbps")
+    q.add_argument("--bandwidth", default=None, help="NIC bandwidth, e.g. 10Gbps, 100Mbps (default 10Gbps)")
+    q.add_argument("--hardware", default=None, metavar="FILE.json",
+                   help="bandwidth and per-message overhead measured by sgdsim netbench")
     q.add_argument("--mode", default="async", choices=["async", "sync"])
     q.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
     q.add_argument("--model", default="fine", choices=["fine", "coarse", "lin", "cynthia", "all"],
@@ -51,7 +61,7 @@ def _predict_parser(sub) -> None:
     q.add_argument("--window", default="28MB", help="HTTP/2 flow-control window WIN")
     q.add_argument("--order", default="profiled", choices=["profiled", "tic", "reverse", "random"])
     q.add_argument("--overhead-alpha", type=float, default=0.0, metavar="S_PER_BYTE")
-    q.add_argument("--overhead-beta", default="0", metavar="S", help="e.g. 0.2ms")
+    q.add_argument("--overhead-beta", default=None, metavar="S", help="e.g. 0.2ms")
     q.add_argument("--ps-count", type=int, default=None)
     q.add_argument("--worker-profile", action="append", default=[], metavar="CLASS=PROFILE.json:COUNT")
     q.add_argument("--seed", type=int, default=0)
@@ -85,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         commands = {"predict": cmd_predict, "import": cmd_import, "info": cmd_info,
-                    "calibrate-threshold": cmd_calibrate}
+                    "calibrate-threshold": cmd_calibrate, **args.extra_commands}
         return commands[args.command](args)
     except SgdsimError as e:
         print(f"sgdsim: error: {e}", file=sys.stderr)
@@ -104,11 +114,18 @@ def cmd_predict(args) -> int:
     classes = [parse_worker_profile(s) for s in args.worker_profile]
     targets = _timeline_targets(args.timeline, parse_workers(args.workers) if not classes else [0],
                                 args.force) if args.timeline else {}
+    bandwidth, beta = args.bandwidth or "10Gbps", args.overhead_beta or 0.0
+    if args.hardware:
+        from .lab.hardware import load_hardware
+
+        hw = load_hardware(args.hardware)  # α there includes the wire time: only B and β apply
+        bandwidth = args.bandwidth or hw.bandwidth_bps
+        beta = args.overhead_beta if args.overhead_beta is not None else hw.overhead_beta_s
     points = predict(
-        args.profile, workers=args.workers, bandwidth=args.bandwidth, mode=args.mode,
+        args.profile, workers=args.workers, bandwidth=bandwidth, mode=args.mode,
         arch=args.arch, sharing=args.sharing, flow_cap=args.flow_cap, streams=args.streams,
         window=args.window, order=args.order, overhead_alpha=args.overhead_alpha,
-        overhead_beta=args.overhead_beta, ps_count=args.ps_count, worker_profiles=classes or None,
+        overhead_beta=beta, ps_count=args.ps_count, worker_profiles=classes or None,
         jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps,
         timeline=bool(args.timeline), model=args.model, coarse=args.coarse,
         rho_threshold=args.rho_threshold, replications=args.replications, on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))

@@ -1,0 +1,186 @@
+"""``sgdsim netbench`` and ``sgdsim lab``: argument parsers and command functions.
+
+Contract: ``register(subparsers)`` adds the two commands to an ``add_subparsers(...)`` object
+(nested sub-commands reuse the parser class of the parent, so one-line argparse errors stay
+one line) and returns ``{"netbench": cmd_netbench, "lab": cmd_lab}``; each ``cmd_*(args)``
+returns an exit code and raises ``SgdsimError`` for user errors, which the caller prints as
+one line (exit 2). Every parser also gets ``set_defaults(lab_cmd=...)`` for callers that
+dispatch on the namespace instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..errors import ConfigError
+from ..units import format_bps
+
+
+def register(subparsers) -> dict:
+    _netbench_parser(subparsers)
+    _lab_parser(subparsers)
+    return {"netbench": cmd_netbench, "lab": cmd_lab}
+
+
+def _netbench_parser(sub) -> None:
+    from .netbench import add_measure_options
+
+    p = sub.add_parser("netbench", help="measure bandwidth and latency between two hosts over TCP")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--local", action="store_true", help="server and client on loopback")
+    where.add_argument("--host", help="a running 'python -m sgdsim.lab.netbench serve' server")
+    where.add_argument("--lab", action="store_true", help="between two hosts of the running lab")
+    p.add_argument("--port", type=int, default=5201, help="server port with --host")
+    p.add_argument("--lab-server", type=int, default=0, metavar="I", help="lab host of the server")
+    p.add_argument("--lab-client", type=int, default=1, metavar="I", help="lab host of the client")
+    add_measure_options(p)
+    p.add_argument("-o", "--output", default=None, metavar="HARDWARE.json",
+                   help="write the sgdsim-hardware file")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --output file")
+    p.add_argument("--format", default="table", choices=["table", "json"])
+    p.set_defaults(lab_cmd=cmd_netbench)
+
+
+def _lab_parser(sub) -> None:
+    lab = sub.add_parser("lab", help="an emulated cluster: namespaces + shaped bridge (root)")
+    lsub = lab.add_subparsers(dest="lab_command", required=True, parser_class=type(lab))
+    up = lsub.add_parser("up", help="create hosts sgdsim-h0.. on 10.77.0.0/24")
+    up.add_argument("--hosts", type=int, default=3, help="number of hosts (workers + PS)")
+    up.add_argument("--bandwidth", default="100Mbps", help="rate of every NIC, each direction")
+    up.add_argument("--burst", default=None, help="tbf bucket size (default: 1 ms of rate, >= 16KiB)")
+    up.add_argument("--queue-latency", default="50ms", help="tbf queue limit as a delay")
+    lsub.add_parser("down", help="remove the lab recorded in the state file")
+    lsub.add_parser("status", help="show the lab and its qdiscs")
+    ex = lsub.add_parser("exec", help="run a command inside lab host I")
+    ex.add_argument("index", type=int)
+    ex.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND ...")
+    lab.set_defaults(lab_cmd=cmd_lab)
+
+
+# ----------------------------------------------------------------------------- netbench
+
+def cmd_netbench(args) -> int:
+    from .hardware import save_hardware
+    from .netbench import measure, measure_kwargs, run_lab, run_local
+
+    if args.output and os.path.exists(args.output) and not args.force:
+        raise ConfigError(f"{args.output} exists; refusing to overwrite (use --force)")
+    kw = measure_kwargs(args)
+    if args.local:
+        m = run_local(**kw)
+    elif args.lab:
+        m = run_lab(args.lab_server, args.lab_client, **kw)
+    else:
+        m = measure(args.host, args.port, **kw)
+    hw = m.hardware()
+    if args.format == "json":
+        print(json.dumps(hw.to_dict(), indent=1))
+    else:
+        _print_table(m, hw)
+    if args.output:
+        save_hardware(hw, args.output, force=args.force)
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _print_table(m, hw) -> None:
+    print(f"{'size':>12}  {'median':>11}  {'repeats':>7}  {'rate':>12}  {'fit':>11}")
+    fit = m.fit()
+    for size, t, reps in zip(m.sizes_bytes, m.median_s, m.repeats):
+        model = hw.overhead_alpha_s_per_byte * size + hw.overhead_beta_s
+        print(f"{_size(size):>12}  {t * 1e3:9.3f}ms  {reps:7d}  {format_bps(8 * size / t):>12}  "
+              f"{model * 1e3:9.3f}ms")
+    if m.skipped_bytes:
+        print(f"skipped (budget): {', '.join(_size(s) for s in m.skipped_bytes)}")
+    print(f"bandwidth {format_bps(hw.bandwidth_bps)} (1/alpha), alpha {hw.overhead_alpha_s_per_byte:.4g} "
+          f"s/B, beta {hw.overhead_beta_s * 1e6:.1f} us, latency {hw.latency_s * 1e6:.1f} us "
+          f"(RTT/2); fit R² {fit.r_squared:.4f}, max residual {fit.max_rel_residual:.0%}; "
+          f"{m.elapsed_s:.1f} s")
+
+
+def _size(n: int) -> str:
+    for unit, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult and n % mult == 0:
+            return f"{n // mult}{unit}"
+    return f"{n}B"
+
+
+# ----------------------------------------------------------------------------- lab
+
+def cmd_lab(args) -> int:
+    return {"up": _lab_up, "down": _lab_down, "status": _lab_status,
+            "exec": _lab_exec}[args.lab_command](args)
+
+
+def _lab_up(args) -> int:
+    from .cluster import LabCluster
+
+    lab = LabCluster(args.hosts, args.bandwidth, burst_bytes=args.burst,
+                     queue_latency_s=args.queue_latency).up()
+    print(f"lab up: {lab.describe()}; state in {lab.state_file}")
+    return 0
+
+
+def _lab_down(args) -> int:
+    from .cluster import lab_down
+
+    removed = lab_down()
+    print(f"lab down: removed {', '.join(removed)}" if removed else "lab down: no lab was up")
+    return 0
+
+
+def _lab_status(args) -> int:
+    from .cluster import lab_status, list_namespaces, state_path
+
+    st = lab_status()
+    if st is None:
+        others = list_namespaces()
+        print(f"no lab is up (no {state_path()})" +
+              (f"; foreign namespaces: {', '.join(others)}" if others else ""))
+        return 1
+    state = "complete" if st["complete"] else "INCOMPLETE (run 'sgdsim lab down')"
+    print(f"lab {state}: {st['hosts']} hosts, {format_bps(st['bandwidth_bps'])} per NIC direction, "
+          f"tbf burst {st['burst_bytes']} B, queue {st['queue_latency_s'] * 1e3:g} ms")
+    for ns in st["namespaces"]:
+        mark = "" if ns in st["present"] else "  (missing)"
+        print(f"  {ns}{mark}")
+        for line in st["qdiscs"].get(ns, []):
+            print(f"    {line}")
+    return 0
+
+
+def _lab_exec(args) -> int:
+    from .cluster import LabCluster
+
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise ConfigError("lab exec needs a command, e.g. sgdsim lab exec 0 -- ip addr")
+    try:
+        return LabCluster.attach().run(args.index, argv).returncode
+    except OSError as exc:
+        raise ConfigError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m sgdsim.lab.cli``) until the main CLI registers us."""
+    from ..errors import SgdsimError
+
+    parser = argparse.ArgumentParser(prog="sgdsim")
+    commands = register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return commands[args.command](args)
+    except SgdsimError as exc:
+        print(f"sgdsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sgdsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
