@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_extras(sub) -> dict:
     """Commands that live with their own stage (lab, profiler)."""
     from .lab.cli import register as register_lab
+    from .validate.cli import register as register_validate
 
-    return register_lab(sub)
+    return {**register_lab(sub), **register_validate(sub)}
 
 
 def _predict_parser(sub) -> None:

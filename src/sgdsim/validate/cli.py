@@ -1,0 +1,68 @@
+"""``sgdsim validate GRID``: argument parser and command function.
+
+Contract (as ``sgdsim.lab.cli``): ``register(subparsers)`` adds the command to an
+``add_subparsers(...)`` object and returns ``{"validate": cmd_validate}``; ``cmd_validate(args)``
+returns an exit code and raises ``SgdsimError`` for user errors, which the caller prints as one
+line (exit 2). The parser also gets ``set_defaults(validate_cmd=cmd_validate)``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> dict:
+    p = subparsers.add_parser(
+        "validate", help="measure a grid of cases in the lab and compare with every model",
+        description="Profile each case of GRID once, predict it with every model, measure it "
+                    "in the emulated lab (root), and write points.csv, summary.md/.json and a "
+                    "plot per case (docs/validation/README.md).")
+    p.add_argument("grid", help="grid file (.toml or .json)")
+    p.add_argument("-o", "--output", default="validation-out", metavar="OUTDIR",
+                   help="output folder (default validation-out/)")
+    p.add_argument("--force", action="store_true", help="overwrite the files of an earlier run")
+    p.add_argument("--dry-run", action="store_true",
+                   help="profile and predict only: no lab, nothing measured")
+    p.add_argument("--models", default="all", metavar="fine,coarse,lin,cynthia",
+                   help="models to compare (default all; those that cannot honour a case are skipped)")
+    p.set_defaults(validate_cmd=cmd_validate)
+    return {"validate": cmd_validate}
+
+
+def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
+    """The command; the keyword hooks replace profiling, measuring and the lab (tests)."""
+    from .grid import load_grid
+    from .report import summary_markdown
+    from .run import parse_models, run_validation
+
+    models = parse_models(args.models)
+    grid = load_grid(args.grid)
+    result = run_validation(grid, args.output, models=models, dry_run=args.dry_run,
+                            force=args.force, profile_fn=profile_fn, measure_fn=measure_fn,
+                            lab_fn=lab_fn)
+    print(summary_markdown(result, with_details=result.dry_run), end="")
+    print(f"wrote {len(result.files)} files to {args.output}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m sgdsim.validate.cli``) until the main CLI registers us."""
+    from ..errors import SgdsimError
+
+    parser = argparse.ArgumentParser(prog="sgdsim")
+    commands = register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return commands[args.command](args)
+    except SgdsimError as exc:
+        print(f"sgdsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sgdsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Validation grids: a TOML or JSON file listing the cases to measure and predict.
+
+```toml
+description = "what this grid is for"      # optional
+[defaults]                                  # optional: keys every case inherits
+model = "lab:mlp-20mb"
+batch_size = 16
+bandwidth = "100Mbps"
+[[case]]
+arch = "ps"
+mode = "async"
+workers = "1-4"
+```
+
+JSON: the same structure, ``{"description": ..., "defaults": {...}, "case": [{...}, ...]}``.
+Every problem is one ``ConfigError`` line naming the file, the case and the key.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from dataclasses import asdict, dataclass
+
+from ..errors import ConfigError
+from ..predict import parse_workers
+from ..units import format_bps, parse_bandwidth_bps, parse_duration_s
+
+TOP_KEYS = ("description", "defaults", "case")
+REQUIRED = ("model", "batch_size", "bandwidth", "workers")
+OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
+            "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
+            "profile_steps": 20}
+KEYS = REQUIRED + tuple(OPTIONAL)
+LAB_PREFIX = "lab:"
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One configuration: profiled once, predicted by every model, measured per worker count.
+
+    Units: bits/s and seconds. ``predict_bandwidth_bps`` is the bandwidth given to the models
+    (the lab's link rate ``bandwidth_bps`` unless the grid says otherwise). ``profile`` is a
+    saved profile to use instead of profiling (absolute, or resolved against the grid's folder).
+    """
+
+    name: str
+    model: str
+    batch_size: int
+    bandwidth_bps: float
+    workers: tuple[int, ...]
+    arch: str = "ps"
+    mode: str = "async"
+    overlap: bool = False
+    duration_s: float = 30.0
+    warmup_s: float = 5.0
+    sharing: str | None = None
+    predict_bandwidth_bps: float | None = None
+    profile: str | None = None
+    profile_steps: int = 20
+
+    @property
+    def is_lab_model(self) -> bool:
+        return self.model.startswith(LAB_PREFIX)
+
+    @property
+    def model_bandwidth_bps(self) -> float:
+        return self.predict_bandwidth_bps or self.bandwidth_bps
+
+    def describe(self) -> str:
+        overlap = "overlap" if self.overlap else "no overlap"
+        return (f"{self.model}, batch {self.batch_size}, {format_bps(self.bandwidth_bps)}, "
+                f"{self.arch} {self.mode}, {overlap}, workers {_workers_text(self.workers)}, "
+                f"{self.duration_s:g} s + {self.warmup_s:g} s warm-up")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["workers"] = list(self.workers)
+        return d
+
+
+@dataclass(frozen=True)
+class Grid:
+    path: str
+    description: str
+    cases: tuple[Case, ...]
+
+
+def load_grid(path: str | os.PathLike) -> Grid:
+    """Read and check a grid file (``.toml`` or ``.json``)."""
+    path = os.fspath(path)
+    data = _read(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a grid is a table of 'defaults' and 'case' entries")
+    return parse_grid(data, path)
+
+
+def parse_grid(data: dict, path: str = "<grid>") -> Grid:
+    for key in data:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"{path}: unknown top-level key {key!r} (known: {', '.join(TOP_KEYS)})")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{path}: 'defaults' must be a table")
+    _check_keys(defaults, f"{path}: [defaults]")
+    raw_cases = data.get("case")
+    if not isinstance(raw_cases, list) or not raw_cases:
+        raise ConfigError(f"{path}: no cases (add [[case]] tables, or a JSON list 'case')")
+    base = os.path.dirname(os.path.abspath(path)) if path != "<grid>" else os.getcwd()
+    cases = [_case({**defaults, **_table(raw, path, i)}, f"{path}: case {i}", base)
+             for i, raw in enumerate(raw_cases, 1)]
+    _check_unique(cases, path)
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError(f"{path}: 'description' must be a string")
+    return Grid(path=path, description=description, cases=tuple(cases))
+
+
+def _read(path: str):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read grid {path}: {exc.strerror or exc}") from None
+    try:
+        if path.endswith(".json"):
+            return json.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError too
+        kind = "JSON" if path.endswith(".json") else "TOML"
+        raise ConfigError(f"{path}: not valid {kind}: {exc}") from None
+
+
+def _table(raw, path: str, i: int) -> dict:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: case {i} must be a table of keys, got {type(raw).__name__}")
+    return raw
+
+
+def _check_keys(d: dict, where: str) -> None:
+    for key in d:
+        if key not in KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
+
+
+def _case(d: dict, where: str, base: str) -> Case:
+    if isinstance(d.get("name"), str):
+        where = f"{where} ({d['name']})"
+    _check_keys(d, where)
+    for key in REQUIRED:
+        if key not in d:
+            raise ConfigError(f"{where}: missing {key!r}")
+    v = {**OPTIONAL, **d}
+    try:
+        case = _build(v, base)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return case
+
+
+def _build(v: dict, base: str) -> Case:
+    arch = _choice(v, "arch", ("ps", "allreduce"))
+    mode = _choice(v, "mode", ("async", "sync"))
+    if (arch, mode) == ("allreduce", "async"):
+        raise ConfigError("ring all-reduce is synchronous: use mode = \"sync\" with arch = \"allreduce\"")
+    model = _string(v, "model")
+    if model == LAB_PREFIX:
+        raise ConfigError(f"model {model!r} names no lab model (e.g. lab:mlp-20mb)")
+    overlap = v["overlap"]
+    if not isinstance(overlap, bool):
+        raise ConfigError(f"'overlap' must be true or false, got {overlap!r}")
+    case = Case(
+        name=_name(v, model, arch, mode, overlap), model=model,
+        batch_size=_int(v, "batch_size", 1), bandwidth_bps=_bandwidth(v, "bandwidth"),
+        workers=_workers(v["workers"]), arch=arch, mode=mode, overlap=overlap,
+        duration_s=_duration(v, "duration", positive=True), warmup_s=_duration(v, "warmup"),
+        sharing=None if v["sharing"] is None else _choice(v, "sharing", ("ps", "fcfs", "hybrid", "threshold")),
+        predict_bandwidth_bps=None if v["predict_bandwidth"] is None else _bandwidth(v, "predict_bandwidth"),
+        profile=None if v["profile"] is None else os.path.join(base, _string(v, "profile")),
+        profile_steps=_int(v, "profile_steps", 1))
+    return case
+
+
+def _workers(w) -> tuple[int, ...]:
+    ok = isinstance(w, (str, int)) or (isinstance(w, list) and all(isinstance(x, int) for x in w))
+    if isinstance(w, bool) or not ok or (isinstance(w, list) and any(isinstance(x, bool) for x in w)):
+        raise ConfigError(f"'workers' must be a string like \"1-4\" or \"1,2,4\", a number or a "
+                          f"list of numbers, got {w!r}")
+    try:
+        return tuple(parse_workers(w))
+    except ConfigError as exc:
+        raise ConfigError(f"'workers': {exc}") from None
+
+
+def _name(v: dict, model: str, arch: str, mode: str, overlap: bool) -> str:
+    if v["name"] is not None:
+        name = _string(v, "name")
+        if not _NAME.match(name):
+            raise ConfigError(f"case name {name!r} may only use letters, digits, '.', '_' and '-'")
+        return name
+    short = re.sub(r"[^A-Za-z0-9._-]+", "-", model.removeprefix(LAB_PREFIX)).strip("-")
+    return f"{short}-{arch}-{mode}-{'overlap' if overlap else 'nooverlap'}"
+
+
+def _check_unique(cases: list[Case], path: str) -> None:
+    seen: set[str] = set()
+    for i, case in enumerate(cases, 1):
+        if case.name in seen:
+            raise ConfigError(f"{path}: case {i}: duplicate case name {case.name!r} "
+                              f"(give the cases distinct 'name' keys)")
+        seen.add(case.name)
+
+
+def _choice(v: dict, key: str, choices: tuple[str, ...]) -> str:
+    if v[key] not in choices:
+        raise ConfigError(f"'{key}' must be one of {', '.join(choices)}, got {v[key]!r}")
+    return v[key]
+
+
+def _string(v: dict, key: str) -> str:
+    if not isinstance(v[key], str) or not v[key]:
+        raise ConfigError(f"'{key}' must be a non-empty string, got {v[key]!r}")
+    return v[key]
+
+
+def _int(v: dict, key: str, low: int) -> int:
+    x = v[key]
+    if isinstance(x, bool) or not isinstance(x, int) or x < low:
+        raise ConfigError(f"'{key}' must be an integer >= {low}, got {x!r}")
+    return x
+
+
+def _bandwidth(v: dict, key: str) -> float:
+    if isinstance(v[key], bool):
+        raise ConfigError(f"'{key}' must be a bandwidth like \"100Mbps\", got {v[key]!r}")
+    try:
+        return parse_bandwidth_bps(v[key])
+    except ConfigError as exc:
+        raise ConfigError(f"'{key}': {exc}") from None
+
+
+def _duration(v: dict, key: str, positive: bool = False) -> float:
+    if isinstance(v[key], bool):
+        raise ConfigError(f"'{key}' must be a duration like \"20s\", got {v[key]!r}")
+    try:
+        s = parse_duration_s(v[key])
+    except ConfigError as exc:
+        raise ConfigError(f"'{key}': {exc}") from None
+    if positive and not s > 0:
+        raise ConfigError(f"'{key}' must be positive, got {v[key]!r}")
+    return s
+
+
+def _workers_text(workers: tuple[int, ...]) -> str:
+    w = list(workers)
+    if len(w) > 2 and w == list(range(w[0], w[-1] + 1)):
+        return f"{w[0]}-{w[-1]}"
+    return ",".join(map(str, w))

@@ -1,0 +1,167 @@
+"""The outputs of ``sgdsim validate``: points.csv, summary.md/.json, plots/, profiles/.
+
+Error of a prediction: ``predicted / measured − 1`` in percent (negative = the model predicts
+less than was measured). Summaries are means and maxima of its absolute value.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+from ..analytic.models import MODELS
+from ..errors import ConfigError
+from .grid import Case
+
+CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct")
+SUMMARY_FORMAT = "sgdsim-validation-summary"
+
+
+def output_files(outdir: str, cases) -> list[str]:
+    """Every file a run writes (checked before anything runs)."""
+    names = ["points.csv", "summary.md", "summary.json"]
+    for case in cases:
+        names += [os.path.join("plots", f"{case.name}.png"),
+                  os.path.join("profiles", f"{case.name}.json")]
+    return [os.path.join(outdir, n) for n in names]
+
+
+def check_targets(targets: list[str], force: bool) -> None:
+    outdir = os.path.dirname(targets[0]) or "."
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise ConfigError(f"output folder {outdir} exists and is not a folder")
+    for t in targets:
+        if os.path.isdir(t):
+            raise ConfigError(f"cannot write {t}: it is a folder")
+        if os.path.exists(t) and not force:
+            raise ConfigError(f"{t} exists; refusing to overwrite (use --force or another -o folder)")
+
+
+# ----------------------------------------------------------------------------- points
+
+def write_points(result, path: str, upto: int | None = None) -> None:
+    """One row per (case, model, workers) of the first ``upto`` cases."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for cr in result.cases[:upto]:
+            for p in cr.points:
+                w.writerow([p.case, p.model, p.workers, _num(p.measured), _num(p.predicted),
+                            _num(p.error_pct)])
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.10g}"
+
+
+def write_plot(case_result, path: str) -> None:
+    from .plot import plot_case
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    plot_case(case_result, path)
+
+
+# ----------------------------------------------------------------------------- summary
+
+def error_stats(points) -> dict[str, dict]:
+    """{model: {points, mean_abs_error_pct, max_abs_error_pct}} over the measured points."""
+    by_model: dict[str, list[float]] = {}
+    for p in points:
+        if p.error_pct is not None:
+            by_model.setdefault(p.model, []).append(abs(p.error_pct))
+    order = sorted(by_model, key=lambda m: MODELS.index(m) if m in MODELS else len(MODELS))
+    return {m: {"points": len(by_model[m]), "mean_abs_error_pct": sum(by_model[m]) / len(by_model[m]),
+                "max_abs_error_pct": max(by_model[m])} for m in order}
+
+
+def summary_dict(result) -> dict:
+    return {
+        "format": SUMMARY_FORMAT, "version": 1, "grid": result.grid.path,
+        "description": result.grid.description, "dry_run": result.dry_run,
+        "error": "predicted / measured - 1, percent",
+        "overall": error_stats(result.points),
+        "cases": [_case_dict(cr) for cr in result.cases],
+    }
+
+
+def _case_dict(cr) -> dict:
+    rows = []
+    for w in cr.case.workers:
+        preds = {p.model: p.predicted for p in cr.points if p.workers == w}
+        rows.append({"workers": w, "measured": cr.measured.get(w), "predicted": preds})
+    return {"name": cr.case.name, "config": cr.case.to_dict(), "errors": error_stats(cr.points),
+            "skipped": list(cr.skipped), "points": rows}
+
+
+def summary_markdown(result, with_details: bool = True) -> str:
+    g = result.grid
+    head = [f"# Validation: {g.path}", ""] + ([g.description, ""] if g.description else [])
+    n = sum(len(cr.measured) for cr in result.cases)
+    if result.dry_run:
+        head += ["Dry run: predictions only, nothing measured.", ""]
+    else:
+        head += [f"{len(result.cases)} case(s), {n} measured point(s). Error = predicted / "
+                 "measured − 1; the tables give its absolute value.", ""]
+        head += ["## Overall", ""] + _stats_table([(None, error_stats(result.points))], False)
+        head += ["", "## Per case", ""]
+        head += _stats_table([(cr.case.name, error_stats(cr.points)) for cr in result.cases], True)
+    if with_details:
+        for cr in result.cases:
+            head += ["", *_case_section(cr, result.dry_run)]
+    text = "\n".join(head) + "\n"
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
+def _stats_table(groups, case_column: bool) -> list[str]:
+    """``groups``: [(case name or None, {model: stats})]."""
+    cols = (["case"] if case_column else []) + ["model", "points", "mean abs error", "max abs error"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) - 3) + "---:|---:|---:|"]
+    for name, stats in groups:
+        for model, s in stats.items():
+            cells = ([name] if case_column else []) + [
+                model, str(s["points"]), f"{s['mean_abs_error_pct']:.1f} %", f"{s['max_abs_error_pct']:.1f} %"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _case_section(cr, dry_run: bool) -> list[str]:
+    c: Case = cr.case
+    models = list(dict.fromkeys(p.model for p in cr.points))
+    lines = [f"## {c.name}", "", c.describe() + ".", "", f"![{c.name}](plots/{c.name}.png)", ""]
+    cols = ["workers"] + ([] if dry_run else ["measured"]) + models
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
+    for w in c.workers:
+        cells = [str(w)] + ([] if dry_run else [_fmt(cr.measured.get(w))])
+        for m in models:
+            p = next((p for p in cr.points if p.workers == w and p.model == m), None)
+            cells.append(_cell(p))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Throughput in examples/s" + ("" if dry_run else "; prediction error in brackets") + "."]
+    if cr.skipped:
+        lines += ["", "Skipped: " + "; ".join(cr.skipped) + "."]
+    return lines
+
+
+def _cell(p) -> str:
+    if p is None:
+        return "-"
+    err = p.error_pct
+    return _fmt(p.predicted) + ("" if err is None else f" ({err:+.1f} %)")
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def write_summary(result, outdir: str) -> str:
+    """Write summary.md and summary.json; return the markdown."""
+    text = summary_markdown(result)
+    with open(os.path.join(outdir, "summary.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(outdir, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(summary_dict(result), f, indent=1)
+        f.write("\n")
+    return text

@@ -1,0 +1,198 @@
+"""``run_validation``: profile, predict with every model, measure in the lab, compare.
+
+The three steps that need torch or root are injectable (tests pass fakes):
+
+- ``profile_fn(case) -> Profile`` (or anything with ``.profile``): one worker, once per case;
+- ``lab_fn(case) -> context manager``: one emulated cluster per case, sized for its largest
+  worker count and reused for every worker count;
+- ``measure_fn(case, workers, lab) -> float`` (or anything with ``.throughput``): examples/s.
+
+Predictions for every case are made before the lab is touched, so a case the models cannot
+handle fails in seconds, not after an hour of measurements.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+
+from ..analytic.coarse_profile import CoarseProfile, to_profile
+from ..analytic.models import MODELS, unsupported
+from ..errors import ConfigError
+from ..predict import predict
+from ..profile.model import Profile
+from ..sim.config import SimConfig
+from .grid import Case, Grid
+
+
+@dataclass(frozen=True)
+class Point:
+    """One (case, model, worker count): throughputs in examples/s, error = predicted/measured − 1."""
+
+    case: str
+    model: str
+    workers: int
+    predicted: float
+    measured: float | None = None
+
+    @property
+    def error_pct(self) -> float | None:
+        if self.measured is None or not self.measured > 0:
+            return None
+        return 100.0 * (self.predicted / self.measured - 1.0)
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    points: list[Point]
+    skipped: list[str] = field(default_factory=list)
+    measured: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class ValidationResult:
+    grid: Grid
+    cases: list[CaseResult]
+    dry_run: bool
+    files: list[str]
+
+    @property
+    def points(self) -> list[Point]:
+        return [p for c in self.cases for p in c.points]
+
+
+def parse_models(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """``"all"`` or ``"fine,coarse"`` -> model names, in the order of ``MODELS``."""
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = [n.strip() for n in names if n.strip()]
+    if names == ["all"]:
+        return MODELS
+    for n in names:
+        if n not in MODELS:
+            raise ConfigError(f"unknown model {n!r} in --models (choose from {', '.join(MODELS)}, all)")
+    if not names:
+        raise ConfigError("--models names no model")
+    return tuple(m for m in MODELS if m in names)
+
+
+def run_validation(grid: Grid, outdir: str = "validation-out", *, models=MODELS,
+                   dry_run: bool = False, force: bool = False, profile_fn=None,
+                   measure_fn=None, lab_fn=None, log=None) -> ValidationResult:
+    """Run every case of ``grid`` and write the outputs (``report.output_files``) to ``outdir``."""
+    from . import report
+
+    log = log or _stderr
+    models = parse_models(models)
+    targets = report.output_files(outdir, grid.cases)
+    report.check_targets(targets, force)  # before any work: a refusal costs nothing
+    _check_matplotlib()
+    profile_fn, measure_fn = profile_fn or default_profile, measure_fn or default_measure
+    results = [_predict_case(case, profile_fn, models, outdir, log) for case in grid.cases]
+    result = ValidationResult(grid=grid, cases=results, dry_run=dry_run, files=list(targets))
+    for i, cr in enumerate(results):
+        if not dry_run:
+            _measure_case(cr, measure_fn, lab_fn or default_lab, log)
+        report.write_points(result, os.path.join(outdir, "points.csv"), upto=i + 1)
+        report.write_plot(cr, os.path.join(outdir, "plots", f"{cr.case.name}.png"))
+    report.write_summary(result, outdir)
+    return result
+
+
+def _predict_case(case: Case, profile_fn, models, outdir: str, log) -> CaseResult:
+    log(f"[{case.name}] {case.describe()}")
+    log(f"[{case.name}] profiling one worker" + (f" (from {case.profile})" if case.profile else ""))
+    profile = profile_fn(case)
+    profile = getattr(profile, "profile", profile)
+    report_profile(profile, os.path.join(outdir, "profiles", f"{case.name}.json"))
+    points, skipped = predict_case(case, profile, models)
+    for why in skipped:
+        log(f"[{case.name}] note: {why}; skipped")
+    return CaseResult(case=case, points=points, skipped=skipped)
+
+
+def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[str]]:
+    """Every model's prediction at every worker count; models that cannot honour the case's
+    options are left out, with the reason."""
+    config = SimConfig(bandwidth_bps=case.model_bandwidth_bps, mode=case.mode, arch=case.arch)
+    n_ps = getattr(profile, "ps_count", 1)
+    points, skipped = [], []
+    for name in models:
+        reason = unsupported(name, config, case.sharing, n_ps)
+        if reason:
+            skipped.append(reason)
+            continue
+        preds = predict(profile, workers=list(case.workers), bandwidth=case.model_bandwidth_bps,
+                        mode=case.mode, arch=case.arch, sharing=case.sharing, model=name)
+        points += [Point(case.name, name, p.workers, float(p.throughput)) for p in preds]
+    return points, skipped
+
+
+def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
+    case = cr.case
+    with lab_fn(case) as lab:
+        for w in case.workers:
+            log(f"[{case.name}] measuring {w} worker(s): {case.warmup_s:g} s warm-up + "
+                f"{case.duration_s:g} s")
+            got = measure_fn(case, w, lab)
+            cr.measured[w] = float(getattr(got, "throughput", got))
+            log(f"[{case.name}]   {cr.measured[w]:.2f} examples/s")
+    cr.points = [Point(p.case, p.model, p.workers, p.predicted, cr.measured.get(p.workers))
+                 for p in cr.points]
+
+
+def report_profile(profile, path: str) -> None:
+    """Save the profile the predictions used, so they can be redone without profiling."""
+    from ..profile.io import save_profile
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fine = to_profile(profile) if isinstance(profile, CoarseProfile) else profile
+    if isinstance(fine, Profile):
+        save_profile(fine, path, overwrite=True)  # check_targets has vetted the path
+
+
+# ----------------------------------------------------------------------------- defaults
+
+def default_profile(case: Case):
+    """A saved ``profile`` if the case names one; else ``lab:`` models through the lab's own
+    profiler, anything else through ``sgdsim.profiler.profile_model``."""
+    if case.profile:
+        from ..profile.io import load_profile
+
+        return load_profile(case.profile)
+    if case.is_lab_model:
+        from ..lab.train import profile_lab_model
+
+        return profile_lab_model(case.model, case.batch_size, case.overlap,
+                                 steps=case.profile_steps)
+    from ..profiler import profile_model
+
+    return profile_model(case.model, case.batch_size, steps=case.profile_steps,
+                         overlap=case.overlap).profile
+
+
+def default_lab(case: Case):
+    """One lab for the case: its largest worker count plus one host (the PS for ``arch=ps``;
+    a spare for all-reduce). Needs root."""
+    from ..lab.cluster import LabCluster
+
+    return LabCluster(hosts=max(max(case.workers) + 1, 2), bandwidth_bps=case.bandwidth_bps)
+
+
+def default_measure(case: Case, workers: int, lab):
+    from ..lab.train import run_training
+
+    return run_training(case.model, workers, case.batch_size, case.bandwidth_bps,
+                        arch=case.arch, mode=case.mode, overlap=case.overlap,
+                        duration_s=case.duration_s, warmup_s=case.warmup_s, lab=lab)
+
+
+def _check_matplotlib() -> None:
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("sgdsim validate draws its plots with matplotlib: pip install matplotlib "
+                          "(or pip install -e '.[plot]')")
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,310 @@
+"""``sgdsim validate``: grid parsing and its one-line errors, a full run with a fake profiler and
+a fake lab (measured = fine prediction × 1.1, so every error is known exactly), the outputs,
+the overwrite guard, and --dry-run. Nothing here needs torch, root or the lab."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from sgdsim.analytic.coarse_profile import parse_coarse, to_profile
+from sgdsim.errors import ConfigError
+from sgdsim.profile.io import save_profile
+from sgdsim.validate import load_grid, parse_models, predict_case, run_validation
+from sgdsim.validate.cli import cmd_validate, main, register
+
+ROOT = Path(__file__).resolve().parent.parent
+GRIDS = ROOT / "examples" / "grids"
+PROFILE = parse_coarse("size=2MB,fwd=20ms,bwd=40ms,batch=16")
+FACTOR = 1.1
+GRID = """
+description = "test grid"
+[defaults]
+model = "lab:mlp-20mb"
+batch_size = 16
+bandwidth = "100Mbps"
+duration = "3s"
+warmup = "1s"
+[[case]]
+name = "async"
+workers = "1-3"
+[[case]]
+name = "ring"
+arch = "allreduce"
+mode = "sync"
+overlap = true
+workers = [2, 4]
+"""
+
+
+def write(tmp_path, text: str, name: str = "grid.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def grid_error(tmp_path, text: str, name: str = "grid.toml") -> str:
+    with pytest.raises(ConfigError) as exc:
+        load_grid(write(tmp_path, text, name))
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg
+
+
+class FakeLab:
+    """Records how the run uses the lab: one per case, the same one for every worker count."""
+
+    def __init__(self):
+        self.opened, self.calls = [], []
+
+    def open(self, case):
+        self.opened.append(case.name)
+        return contextlib.nullcontext(f"lab-{case.name}")
+
+    def measure(self, case, workers, lab):
+        self.calls.append((case.name, workers, lab))
+        fine = {p.workers: p.predicted for p in predict_case(case, PROFILE, ("fine",))[0]}
+        return FACTOR * fine[workers]
+
+
+def run(tmp_path, grid_text=GRID, **kw):
+    lab = FakeLab()
+    kw.setdefault("profile_fn", lambda case: PROFILE)
+    result = run_validation(load_grid(write(tmp_path, grid_text)), str(tmp_path / "out"),
+                            measure_fn=lab.measure, lab_fn=lab.open, log=lambda m: None, **kw)
+    return result, lab
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+# ----------------------------------------------------------------------------- grids
+
+def test_example_grids_parse():
+    small = load_grid(GRIDS / "lab-small.toml")
+    assert len(small.cases) == 6 and len({c.name for c in small.cases}) == 6
+    for c in small.cases:
+        assert (c.model, c.batch_size, c.bandwidth_bps) == ("lab:mlp-20mb", 16, 1e8)
+        assert (c.duration_s, c.warmup_s) == (20.0, 5.0)
+        assert c.workers == ((2, 3, 4) if c.arch == "allreduce" else (1, 2, 3, 4))
+        assert c.is_lab_model
+    assert {(c.arch, c.mode, c.overlap) for c in small.cases} >= {
+        ("ps", "async", False), ("ps", "async", True), ("ps", "sync", False),
+        ("ps", "sync", True), ("allreduce", "sync", False)}
+    smoke = load_grid(GRIDS / "smoke.toml")
+    assert len(smoke.cases) == 1 and smoke.cases[0].workers == (1, 2)
+
+
+def test_defaults_inherited_and_case_overrides(tmp_path):
+    g = load_grid(write(tmp_path, GRID))
+    a, r = g.cases
+    assert (a.arch, a.mode, a.overlap, a.workers, a.duration_s) == ("ps", "async", False, (1, 2, 3), 3.0)
+    assert (r.arch, r.mode, r.overlap, r.workers) == ("allreduce", "sync", True, (2, 4))
+    assert a.model_bandwidth_bps == 1e8 and g.description == "test grid"
+
+
+def test_json_grid_and_default_names(tmp_path):
+    data = {"case": [{"model": "zoo:mlp", "batch_size": 8, "bandwidth": "1Gbps", "workers": 2,
+                      "overlap": True, "predict_bandwidth": "956Mbps"}]}
+    g = load_grid(write(tmp_path, json.dumps(data), "grid.json"))
+    c = g.cases[0]
+    assert c.name == "zoo-mlp-ps-async-overlap" and not c.is_lab_model
+    assert c.workers == (2,) and c.model_bandwidth_bps == pytest.approx(956e6)
+
+
+def test_unknown_key_names_it(tmp_path):
+    msg = grid_error(tmp_path, GRID.replace('duration = "3s"', 'duraton = "3s"'))
+    assert "'duraton'" in msg and "[defaults]" in msg and "grid.toml" in msg
+    msg = grid_error(tmp_path, GRID + 'bandwith = "1Gbps"\n')
+    assert "'bandwith'" in msg and "case 2 (ring)" in msg
+    assert "'cases'" in grid_error(tmp_path, '[[cases]]\nmodel = "x"\n')
+
+
+@pytest.mark.parametrize("bad, words", [
+    ('bandwidth = "100Mbs"', ["'bandwidth'", "unit", "100Mbs"]),
+    ('bandwidth = "fast"', ["'bandwidth'", "fast"]),
+    ('bandwidth = true', ["'bandwidth'"]),
+    ('duration = "20 parsecs"', ["'duration'", "parsecs"]),
+    ('duration = "0s"', ["'duration'", "positive"]),
+])
+def test_bad_units(tmp_path, bad, words):
+    key = bad.split(" =")[0]
+    text = "\n".join(bad if line.startswith(key + " =") else line for line in GRID.splitlines())
+    msg = grid_error(tmp_path, text)
+    assert all(w in msg for w in words), msg
+
+
+@pytest.mark.parametrize("spec", ['"1-x"', '"4-1"', '"0-2"', '""', "true", '[1, "two"]', "1.5"])
+def test_bad_workers(tmp_path, spec):
+    msg = grid_error(tmp_path, GRID.replace('workers = "1-3"', f"workers = {spec}"))
+    assert "case 1 (async)" in msg and "worker" in msg
+
+
+@pytest.mark.parametrize("text, words", [
+    (GRID.replace('batch_size = 16\n', ''), ["missing 'batch_size'", "case 1"]),
+    (GRID.replace('batch_size = 16', 'batch_size = 0'), ["'batch_size'", ">= 1"]),
+    (GRID.replace('mode = "sync"', 'mode = "async"'), ["all-reduce is synchronous", "case 2"]),
+    (GRID.replace('arch = "allreduce"', 'arch = "ring"'), ["'arch'", "ring"]),
+    (GRID.replace('overlap = true', 'overlap = "yes"'), ["'overlap'", "true or false"]),
+    (GRID.replace('name = "ring"', 'name = "async"'), ["duplicate case name 'async'"]),
+    (GRID.replace('name = "ring"', 'name = "a/b"'), ["case name 'a/b'"]),
+    ("[defaults]\nmodel = 'x'\n", ["no cases"]),
+    ("[[case]\n", ["not valid TOML"]),
+])
+def test_malformed_grids(tmp_path, text, words):
+    msg = grid_error(tmp_path, text)
+    assert all(w in msg for w in words), msg
+
+
+def test_missing_grid_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read grid"):
+        load_grid(tmp_path / "nope.toml")
+
+
+def test_cli_malformed_grid_is_one_line_exit_2(tmp_path, capsys):
+    path = write(tmp_path, GRID.replace('workers = "1-3"', 'wrokers = "1-3"'))
+    rc = main(["validate", str(path), "-o", str(tmp_path / "out"), "--dry-run"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and err.startswith("sgdsim: error:") and "'wrokers'" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_parse_models():
+    assert parse_models("all") == ("fine", "coarse", "lin", "cynthia")
+    assert parse_models("lin,fine") == ("fine", "lin")
+    with pytest.raises(ConfigError, match="'bogus'"):
+        parse_models("fine,bogus")
+
+
+# ----------------------------------------------------------------------------- full run
+
+def test_full_run_points_csv(tmp_path):
+    result, lab = run(tmp_path)
+    rows = read_csv(tmp_path / "out" / "points.csv")
+    assert list(rows[0]) == ["case", "model", "workers", "measured", "predicted", "error_pct"]
+    keys = {(r["case"], r["model"], int(r["workers"])) for r in rows}
+    expect = {("async", m, w) for m in ("fine", "coarse", "lin", "cynthia") for w in (1, 2, 3)}
+    expect |= {("ring", m, w) for m in ("fine", "coarse") for w in (2, 4)}
+    assert keys == expect and len(rows) == len(expect)
+    for r in rows:
+        measured, predicted, err = float(r["measured"]), float(r["predicted"]), float(r["error_pct"])
+        assert err == pytest.approx(100 * (predicted / measured - 1), rel=1e-8)
+        if r["model"] == "fine":
+            assert measured == pytest.approx(FACTOR * predicted, rel=1e-9)
+            assert err == pytest.approx(100 * (1 / FACTOR - 1), rel=1e-8)
+    # one lab per case, sized once and reused for every worker count, measured in order
+    assert lab.opened == ["async", "ring"]
+    assert [(c, w, l) for c, w, l in lab.calls] == [
+        ("async", 1, "lab-async"), ("async", 2, "lab-async"), ("async", 3, "lab-async"),
+        ("ring", 2, "lab-ring"), ("ring", 4, "lab-ring")]
+
+
+def test_full_run_summary(tmp_path, capsys):
+    result, _ = run(tmp_path)
+    out = tmp_path / "out"
+    summary = json.loads((out / "summary.json").read_text())
+    fine_err = 100 * abs(1 / FACTOR - 1)
+    assert summary["format"] == "sgdsim-validation-summary" and summary["dry_run"] is False
+    fine = summary["overall"]["fine"]
+    assert fine["points"] == 5
+    assert fine["mean_abs_error_pct"] == pytest.approx(fine_err) == fine["max_abs_error_pct"]
+    rows = read_csv(out / "points.csv")
+    for case in summary["cases"]:
+        for model, stats in case["errors"].items():
+            errs = [abs(float(r["error_pct"])) for r in rows if (r["case"], r["model"]) == (case["name"], model)]
+            assert stats["points"] == len(errs)
+            assert stats["mean_abs_error_pct"] == pytest.approx(sum(errs) / len(errs))
+            assert stats["max_abs_error_pct"] == pytest.approx(max(errs))
+    coarse_all = [abs(float(r["error_pct"])) for r in rows if r["model"] == "coarse"]
+    assert summary["overall"]["coarse"]["max_abs_error_pct"] == pytest.approx(max(coarse_all))
+    ring = summary["cases"][1]
+    assert any("lin" in s for s in ring["skipped"]) and any("cynthia" in s for s in ring["skipped"])
+    assert ring["points"][0]["measured"] == pytest.approx(FACTOR * ring["points"][0]["predicted"]["fine"])
+    md = (out / "summary.md").read_text()
+    assert "## Overall" in md and f"| fine | 5 | {fine_err:.1f} % | {fine_err:.1f} % |" in md
+    assert "plots/ring.png" in md and "cannot honour" in md
+
+
+def test_full_run_plots_and_profiles(tmp_path):
+    result, _ = run(tmp_path)
+    for name in ("async", "ring"):
+        png = tmp_path / "out" / "plots" / f"{name}.png"
+        assert png.stat().st_size > 1000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / "out" / "profiles" / f"{name}.json").stat().st_size > 0
+    assert sorted(Path(f).name for f in result.files) == sorted(
+        ["points.csv", "summary.md", "summary.json", "async.png", "ring.png", "async.json", "ring.json"])
+
+
+def test_models_option_limits_the_models(tmp_path):
+    result, _ = run(tmp_path, models="fine,lin")
+    assert {p.model for p in result.points} == {"fine", "lin"}
+    assert {p.model for p in result.cases[1].points} == {"fine"}
+
+
+def test_refuses_to_overwrite_before_any_work(tmp_path):
+    run(tmp_path)
+    out = tmp_path / "out"
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def never(case):
+        raise AssertionError("profiled although the run must be refused")
+
+    with pytest.raises(ConfigError, match="exists; refusing to overwrite"):
+        run(tmp_path, profile_fn=never)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    result, _ = run(tmp_path, force=True)  # --force: allowed
+    assert len(result.points) == 16
+
+
+def test_unrelated_files_in_outdir_are_fine(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "README.md").write_text("keep me")
+    run(tmp_path)
+    assert (tmp_path / "out" / "README.md").read_text() == "keep me"
+
+
+# ----------------------------------------------------------------------------- dry run
+
+def test_dry_run_never_touches_the_lab(tmp_path):
+    def boom(*args):
+        raise AssertionError("the lab was used in a dry run")
+
+    result = run_validation(load_grid(write(tmp_path, GRID)), str(tmp_path / "out"), dry_run=True,
+                            profile_fn=lambda c: PROFILE, measure_fn=boom, lab_fn=boom,
+                            log=lambda m: None)
+    rows = read_csv(tmp_path / "out" / "points.csv")
+    assert len(rows) == 16 and all(r["measured"] == r["error_pct"] == "" for r in rows)
+    assert all(float(r["predicted"]) > 0 for r in rows)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["dry_run"] is True and summary["overall"] == {}
+    assert (tmp_path / "out" / "plots" / "ring.png").stat().st_size > 0
+    assert "Dry run" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_cli_dry_run_with_saved_profile(tmp_path, capsys):
+    save_profile(to_profile(PROFILE), tmp_path / "prof.json")
+    text = GRID.replace('duration = "3s"', 'duration = "3s"\nprofile = "prof.json"')
+    path = write(tmp_path, text)
+    rc = main(["validate", str(path), "-o", str(tmp_path / "out"), "--dry-run", "--models", "fine,coarse"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "Dry run" in out and "| workers | fine | coarse |" in out
+    assert "wrote 7 files" in err
+    assert {r["model"] for r in read_csv(tmp_path / "out" / "points.csv")} == {"fine", "coarse"}
+    rc = main(["validate", str(path), "-o", str(tmp_path / "out"), "--dry-run"])
+    assert rc == 2 and "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_register_contract(tmp_path):
+    parser = argparse.ArgumentParser(prog="sgdsim")
+    commands = register(parser.add_subparsers(dest="command", required=True))
+    assert commands == {"validate": cmd_validate}
+    args = parser.parse_args(["validate", "g.toml"])
+    assert (args.output, args.force, args.dry_run, args.models) == ("validation-out", False, False, "all")
+    assert args.validate_cmd is cmd_validate
