@@ -1,0 +1,138 @@
+"""``profile_model``: profile one worker of a real PyTorch training job (docs/profiler.md).
+
+torch is imported inside ``profile_model`` only, so that ``import sgdsim.profiler`` (and the
+CLI's parser) works without it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+
+from ..errors import ConfigError
+from ..profile.model import Job, Profile
+
+NEEDS_TORCH = ("sgdsim profile needs PyTorch: pip install torch==2.13.0 "
+               "(then pip install -e '.[torch]')")
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """The profile and the cost of taking it: median step time with and without hooks."""
+
+    profile: Profile
+    profiled_step_s: float
+    plain_step_s: float
+
+    @property
+    def overhead(self) -> float:
+        """Relative slowdown of a profiled step (0.05 = 5 % slower than a plain one)."""
+        return self.profiled_step_s / self.plain_step_s - 1.0
+
+    def overhead_line(self) -> str:
+        steps = self.profile.n_steps
+        return (f"profiling overhead: median step {self.profiled_step_s * 1e3:.2f} ms with hooks "
+                f"vs {self.plain_step_s * 1e3:.2f} ms without ({self.overhead:+.1%}; "
+                f"{steps} steps each, interleaved)")
+
+
+def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
+                  device: str = "cpu", threads: int | None = None,
+                  overlap: bool = True) -> ProfileRun:
+    """Run ``warmup`` + ``steps`` training steps of MODEL ``spec`` with and without hooks.
+
+    ``spec``: ``zoo:NAME[?key=value&...]``, ``path/to/file.py:fn`` or ``package.module:fn``
+    (``fn`` returns ``(model, (inputs, target), loss_fn)``). The profile has one profiled step
+    per measured step, and the DAG of the PipeDream importer with ``overlap``.
+    """
+    _check_numbers(batch_size, steps, warmup, threads)
+    torch = _import_torch()
+    from .build import build_profile
+    from .runner import measure
+    from .spec import load_workload
+
+    dev = _device(torch, device)
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None
+    old_threads = torch.get_num_threads()
+    try:
+        if threads:
+            torch.set_num_threads(threads)
+        with torch.random.fork_rng(devices=[]):  # seed our random data, not the caller's RNG
+            torch.manual_seed(0)
+            work = load_workload(spec, batch_size).to(dev)
+            measured = measure(work, steps, warmup, sync)
+        used_threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(old_threads)
+    job = Job(model=work.name, batch_size=batch_size, framework=f"pytorch {torch.__version__}",
+              device=_device_name(torch, dev, used_threads), overlap=overlap,
+              source=f"sgdsim profile {spec}")
+    # Medians: on a shared machine a few steps stall for a scheduler time slice, and the
+    # overhead figure should measure the hooks, not those stalls.
+    profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
+    extra = {"profiler": _notes(measured, spec, (steps, warmup, used_threads), profiled, plain)}
+    return ProfileRun(profile=build_profile(measured, job, overlap, extra),
+                      profiled_step_s=profiled, plain_step_s=plain)
+
+
+def _check_numbers(batch_size, steps, warmup, threads) -> None:
+    for name, value, low in (("batch size", batch_size, 1), ("steps", steps, 1),
+                             ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError(NEEDS_TORCH) from None
+    return torch
+
+
+def _device(torch, device: str):
+    if not isinstance(device, str) or not (device == "cpu" or device.startswith("cuda")):
+        raise ConfigError(f"device must be cpu or cuda[:N], got {device!r}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"device must be cpu or cuda[:N], got {device!r}") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {device}: CUDA is not available "
+                              f"(torch {torch.__version__}, no usable GPU)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"--device {device}: only {torch.cuda.device_count()} GPU(s)")
+    return dev
+
+
+def _device_name(torch, dev, threads: int) -> str:
+    if dev.type == "cuda":
+        return f"{dev} ({torch.cuda.get_device_name(dev)})"
+    return f"cpu ({threads} threads, {_cpu_model()})"
+
+
+def _cpu_model() -> str:
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _notes(m, spec: str, run: tuple, profiled: float, plain: float) -> dict:
+    """Written as the profile's top-level ``profiler`` field (kept by load/save)."""
+    steps, warmup, threads = run
+    return {"spec": spec, "steps": steps, "warmup": warmup, "threads": threads,
+            "profiled_step_s": profiled, "plain_step_s": plain, "overhead": profiled / plain - 1,
+            "profiled_steps_s": m.profiled_steps_s, "plain_steps_s": m.plain_steps_s,
+            "layers": len(m.names), "parameters": int(sum(m.param_counts)),
+            "parameter_bytes": int(sum(m.param_bytes)), "unused_parameters": m.unused_params,
+            "grad_ready_order": [m.names[i] for i in m.ready_order]}

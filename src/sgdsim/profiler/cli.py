@@ -1,0 +1,64 @@
+"""The ``sgdsim profile`` subcommand: ``register(subparsers)`` and ``cmd_profile(args)``.
+
+Wiring in sgdsim/cli.py: call ``register(sub)`` in ``build_parser`` and dispatch the command
+``profile`` to ``cmd_profile``; ConfigError/ProfileError print one line and exit 2 there.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import ConfigError, ProfileError
+
+
+def register(subparsers):
+    """Add ``profile`` to ``subparsers`` (whose parser_class the caller chose); returns it."""
+    p = subparsers.add_parser(
+        "profile", help="profile one worker of a PyTorch training job into a profile",
+        description="Run a PyTorch training step with per-layer hooks and write an sgdsim "
+                    "profile (ops named as by 'sgdsim import pipedream').")
+    p.add_argument("model", help="zoo:NAME[?key=value&...] (mlp, small-cnn, small-resnet, "
+                                 "resnet50, bert-base, gpt2, vit-base), FILE.py:FUNCTION or "
+                                 "MODULE:FUNCTION returning (model, (inputs, target), loss_fn)")
+    p.add_argument("--batch-size", type=int, required=True, help="per-worker mini-batch")
+    p.add_argument("--steps", type=int, default=30, help="measured steps (default 30)")
+    p.add_argument("--warmup", type=int, default=5, help="warm-up steps (default 5)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    ov = p.add_mutually_exclusive_group()
+    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
+                    help="communication overlaps computation layer by layer (default)")
+    ov.add_argument("--no-overlap", dest="overlap", action="store_false",
+                    help="pull all parameters before, push all gradients after the pass")
+    p.add_argument("-o", "--output", required=True, help="profile file (.json or .json.gz)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    return p
+
+
+def cmd_profile(args) -> int:
+    from ..profile.io import save_profile
+    from .api import profile_model
+
+    _check_output(args.output, args.force)  # before minutes of profiling, not after
+    print(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
+          f"{args.steps} measured steps, each with and without hooks", file=sys.stderr)
+    run = profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
+                        device=args.device, threads=args.threads, overlap=args.overlap)
+    save_profile(run.profile, args.output, overwrite=args.force)
+    prof = run.profile
+    layers = len({op.layer for op in prof.ops})
+    print(f"wrote {args.output}: {prof.job.model}, {layers} layers, {prof.n_ops} ops, "
+          f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
+          f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms", file=sys.stderr)
+    print(run.overhead_line(), file=sys.stderr)
+    return 0
+
+
+def _check_output(path: str, force: bool) -> None:
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise ConfigError(f"cannot write {path}: folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise ConfigError(f"cannot write {path}: it is a folder")
+    if os.path.exists(path) and not force:
+        raise ProfileError(f"{path} exists; refusing to overwrite (use --force)")
