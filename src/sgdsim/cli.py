@@ -7,7 +7,7 @@ import os
 import sys
 
 from .errors import ConfigError, SgdsimError
-from .units import format_bps, parse_bandwidth_bps
+from .units import format_bps
 
 TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
 

@@ -13,7 +13,7 @@ from .flows import remaining
 from .heap import make_heaps
 from .kernel import make_kernel
 from .links import POLICIES, make_links
-from .plan import PlanInfo, build_plan
+from .plan import build_plan
 from .state import SAMPLES_PER_WORKER, for_backend, make_state
 from .stats import Estimate, estimate
 

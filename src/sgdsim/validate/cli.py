@@ -7,7 +7,6 @@ line (exit 2). The parser also gets ``set_defaults(validate_cmd=cmd_validate)``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 
@@ -46,22 +45,10 @@ def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m sgdsim.validate.cli``) until the main CLI registers us."""
-    from ..errors import SgdsimError
+    """``python -m sgdsim.validate.cli``: the main command line (which registers us)."""
+    from ..cli import main as sgdsim_main
 
-    parser = argparse.ArgumentParser(prog="sgdsim")
-    commands = register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return commands[args.command](args)
-    except SgdsimError as exc:
-        print(f"sgdsim: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("sgdsim: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+    return sgdsim_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
