@@ -56,7 +56,28 @@ def _lab_parser(sub) -> None:
     ex = lsub.add_parser("exec", help="run a command inside lab host I")
     ex.add_argument("index", type=int)
     ex.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND ...")
+    _lab_run_parser(lsub)
     lab.set_defaults(lab_cmd=cmd_lab)
+
+
+def _lab_run_parser(lsub) -> None:
+    run = lsub.add_parser("run", help="train a model in the lab (PS or all-reduce), measure "
+                                      "examples/s")
+    run.add_argument("model", help="lab:mlp-20mb, lab:mlp-<N>mb, lab:cnn-small or "
+                                   "path/file.py:function")
+    run.add_argument("--workers", default="1", help="range 1-4, list 1,2,4 or one number")
+    run.add_argument("--batch-size", type=int, default=16, help="examples per worker step")
+    run.add_argument("--bandwidth", default="100Mbps", help="rate of every NIC, each direction")
+    run.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
+    run.add_argument("--mode", default="async", choices=["async", "sync"])
+    run.add_argument("--overlap", action="store_true",
+                     help="per-layer overlap of communication and computation")
+    run.add_argument("--duration", default="30s", help="length of each run (from the common start)")
+    run.add_argument("--warmup", default="5s", help="first part of each run, not measured")
+    run.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    run.add_argument("--record-profile", default=None, metavar="PROFILE.json",
+                     help="write an sgdsim profile of the run (--workers 1, --arch ps)")
+    run.add_argument("--force", action="store_true", help="overwrite --record-profile's file")
 
 
 # ----------------------------------------------------------------------------- netbench
@@ -111,7 +132,7 @@ def _size(n: int) -> str:
 
 def cmd_lab(args) -> int:
     return {"up": _lab_up, "down": _lab_down, "status": _lab_status,
-            "exec": _lab_exec}[args.lab_command](args)
+            "exec": _lab_exec, "run": _lab_run}[args.lab_command](args)
 
 
 def _lab_up(args) -> int:
@@ -161,6 +182,13 @@ def _lab_exec(args) -> int:
         return LabCluster.attach().run(args.index, argv).returncode
     except OSError as exc:
         raise ConfigError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+
+
+def _lab_run(args) -> int:
+    from ..predict import parse_workers
+    from .train.cli import run_command
+
+    return run_command(args, parse_workers(args.workers))
 
 
 def main(argv: list[str] | None = None) -> int:

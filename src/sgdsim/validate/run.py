@@ -136,7 +136,8 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
             log(f"[{case.name}] measuring {w} worker(s): {case.warmup_s:g} s warm-up + "
                 f"{case.duration_s:g} s")
             got = measure_fn(case, w, lab)
-            cr.measured[w] = float(getattr(got, "throughput", got))
+            # step-completion intervals avoid the ±1 step rounding of a count in a short window
+            cr.measured[w] = float(getattr(got, "throughput_intervals", None) or getattr(got, "throughput", got))
             log(f"[{case.name}]   {cr.measured[w]:.2f} examples/s")
     cr.points = [Point(p.case, p.model, p.workers, p.predicted, cr.measured.get(p.workers))
                  for p in cr.points]

@@ -1,0 +1,84 @@
+"""A synchronous all-reduce rank: ``python -m sgdsim.lab.train.allreduce --rank R --world W``.
+
+torch.distributed with gloo over the lab's shaped NICs (``MASTER_ADDR``/``MASTER_PORT`` and
+``GLOO_SOCKET_IFNAME=eth0`` come from the runner). With ``--overlap`` the model is wrapped in
+DistributedDataParallel, whose bucketed all-reduces start during the backward; without it every
+gradient tensor is all-reduced after the backward, one call per tensor. Rank 0 picks t0 and
+broadcasts it, so every rank starts its first step at the same moment.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+
+from . import wire
+from .models import call_model, load_workload, param_layers
+
+DDP_BUCKET_MB = 4  # several buckets per model, so the overlap is visible on a 10-40 MB model
+
+
+def _start_time(rank: int) -> float:
+    t0 = torch.tensor([wire.now() + 0.3 if rank == 0 else 0.0], dtype=torch.float64)
+    dist.broadcast(t0, 0)
+    return float(t0.item())
+
+
+def _step(net, work, params, step: int, world: int, overlap: bool, lr: float) -> float:
+    for p in params:
+        p.grad = None
+    inputs, target = work.batch_fn(step)
+    loss = work.loss_fn(call_model(net, inputs), target)
+    loss.backward()
+    if not overlap:
+        for p in reversed(params):  # the order backward produced them
+            dist.all_reduce(p.grad)
+            p.grad.div_(world)
+    with torch.no_grad():
+        for p in params:
+            p.add_(p.grad, alpha=-lr)
+    return float(loss)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m sgdsim.lab.train.allreduce")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--batch-size", type=int, required=True)
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--overlap", action="store_true")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)  # the machine's cores are shared by every emulated host
+    warnings.filterwarnings("ignore", category=UserWarning)
+    try:
+        dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
+                                timeout=datetime.timedelta(seconds=180))
+        work = load_workload(args.model, args.batch_size, args.seed + 1 + args.rank)
+        params, _ = param_layers(work.model)
+        net = work.model
+        if args.overlap:
+            net = torch.nn.parallel.DistributedDataParallel(work.model, bucket_cap_mb=DDP_BUCKET_MB)
+        else:  # DDP does this broadcast itself
+            for p in params:
+                dist.broadcast(p.data, 0)
+        t0 = _start_time(args.rank)
+        if args.rank == 0:
+            wire.emit("start", t0=t0)
+        time.sleep(max(0.0, t0 - wire.now()))
+        step = 0
+        while True:
+            loss = _step(net, work, params, step, args.world, args.overlap, args.lr)
+            wire.emit("step", rank=args.rank, step=step, t=wire.now() - t0, loss=loss)
+            step += 1
+    except Exception as exc:
+        wire.fail(exc)
+
+
+if __name__ == "__main__":
+    main()

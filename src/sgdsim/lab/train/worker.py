@@ -1,0 +1,153 @@
+"""A parameter-server worker: ``python -m sgdsim.lab.train.worker --ps HOST --port P ...``.
+
+Every step: PULL, receive the parameters (one message per tensor, layer order), forward and
+backward, send each gradient (in the order backward produced them). Without ``--overlap`` the
+three phases follow each other. With it, a background thread receives the tensors while a
+layer's forward pre-hook waits only for that layer's own tensors, and each gradient is queued
+for a background sender by its post-accumulate-grad hook, so the uplink of the last layers
+runs during the backward of the first ones.
+
+Reports one ``step`` JSON line per completed step (time since t0, loss, and with ``--record``
+the per-layer compute and per-tensor receive/send times the profile needs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import threading
+import time
+import warnings
+from functools import partial
+
+import torch
+
+from . import wire
+from .models import find_layers, load_workload, param_layers
+from .timing import LayerTimer
+
+
+class Worker:
+    def __init__(self, work, sock, overlap: bool, record: bool):
+        self.work, self.sock, self.overlap = work, sock, overlap
+        self.params, self.owners = param_layers(work.model)
+        for p in self.params:
+            p.data = p.data.contiguous()
+        self.arrived = [threading.Event() for _ in self.params]
+        self.timer = LayerTimer(work.model) if record else None
+        self.sendq: queue.Queue = queue.Queue()
+        self.step = 0
+        self.down_end = [0.0] * len(self.params)
+        self.up_start = [0.0] * len(self.params)
+        self.ready: list[int] = []
+        self._install_hooks()
+        if overlap:
+            threading.Thread(target=self._sender, daemon=True).start()
+
+    def _install_hooks(self) -> None:
+        index = {id(p): i for i, p in enumerate(self.params)}
+        for _, module in find_layers(self.work.model):
+            mine = [index[id(p)] for p in module.parameters() if id(p) in index]
+            if self.overlap and mine:
+                # prepend: the wait runs before LayerTimer's pre-hook, so it is not compute
+                module.register_forward_pre_hook(partial(self._wait_for, mine), prepend=True)
+        for i, p in enumerate(self.params):
+            p.register_post_accumulate_grad_hook(lambda p, i=i: self._grad_ready(i))
+
+    def _wait_for(self, indices, module, args) -> None:
+        for i in indices:
+            self.arrived[i].wait()
+
+    def _grad_ready(self, i: int) -> None:
+        self.ready.append(i)
+        if self.overlap:
+            self.sendq.put(i)
+
+    # ------------------------------------------------------------------ communication
+    def _receive_all(self) -> None:
+        for _ in self.params:
+            i, _, length = wire.expect(self.sock, wire.TENSOR)
+            wire.recv_into_tensor(self.sock, length, self.params[i].data)
+            self.down_end[i] = wire.now()
+            self.arrived[i].set()
+
+    def _send(self, i: int) -> None:
+        self.up_start[i] = wire.now()
+        grad = self.params[i].grad.contiguous()
+        wire.send_msg(self.sock, wire.GRAD, i, self.step, wire.tensor_bytes(grad))
+
+    def _sender(self) -> None:
+        while True:
+            i = self.sendq.get()
+            try:
+                self._send(i)
+            except OSError:
+                pass  # the run is over; the main thread notices on its next receive
+            self.sendq.task_done()
+
+    # ------------------------------------------------------------------ one step
+    def run_step(self) -> dict:
+        for p, ev in zip(self.params, self.arrived):
+            p.grad = None
+            ev.clear()
+        self.ready = []
+        t_pull = wire.now()
+        wire.send_msg(self.sock, wire.PULL, 0, self.step)
+        receiver = None
+        if self.overlap:
+            receiver = threading.Thread(target=self._receive_all, daemon=True)
+            receiver.start()
+        else:
+            self._receive_all()
+        loss = self.work.loss(self.step)
+        if receiver is not None:
+            receiver.join()  # tensors of layers the forward did not call
+        loss.backward()
+        if self.timer is not None:
+            self.timer.backward_done()
+        if self.overlap:
+            self.sendq.join()
+        else:
+            for i in list(self.ready):
+                self._send(i)
+        rec = {"loss": float(loss)}
+        if self.timer is not None:
+            rec.update(self.timer.step_record(), t_pull=t_pull, down_end=list(self.down_end),
+                       up_start=list(self.up_start), order=self.timer.order)
+            if self.step == 0:  # what the profile's comm ops need, once
+                rec.update(owners=self.owners,
+                           tensor_bytes=[p.numel() * p.element_size() for p in self.params])
+        self.step += 1
+        return rec
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m sgdsim.lab.train.worker")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--batch-size", type=int, required=True)
+    ap.add_argument("--ps", required=True, help="address of the parameter server")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--overlap", action="store_true")
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)  # the machine's cores are shared by every emulated host
+    warnings.filterwarnings("ignore", category=UserWarning)
+    try:
+        work = load_workload(args.model, args.batch_size, args.seed + 1 + args.rank)
+        sock = wire.connect(args.ps, args.port)
+        wire.send_msg(sock, wire.HELLO, args.rank)
+        _, _, length = wire.expect(sock, wire.START)
+        t0 = json.loads(wire.recv_payload(sock, length))["t0"]
+        worker = Worker(work, sock, args.overlap, args.record)
+        time.sleep(max(0.0, t0 - wire.now()))
+        while True:
+            rec = worker.run_step()
+            wire.emit("step", rank=args.rank, step=worker.step - 1, t=wire.now() - t0, **rec)
+    except Exception as exc:
+        wire.fail(exc)
+
+
+if __name__ == "__main__":
+    main()
