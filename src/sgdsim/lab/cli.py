@@ -192,22 +192,10 @@ def _lab_run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m sgdsim.lab.cli``) until the main CLI registers us."""
-    from ..errors import SgdsimError
+    """``python -m sgdsim.lab.cli``: the main command line (which registers us)."""
+    from ..cli import main as sgdsim_main
 
-    parser = argparse.ArgumentParser(prog="sgdsim")
-    commands = register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return commands[args.command](args)
-    except SgdsimError as exc:
-        print(f"sgdsim: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("sgdsim: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+    return sgdsim_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
