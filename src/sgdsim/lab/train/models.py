@@ -28,6 +28,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ...errors import ConfigError
+from ...profiler.recorder import find_layers  # noqa: F401  (the lab's layers are the profiler's)
+from ...profiler.spec import call_model  # noqa: F401
 
 INPUT_FEATURES = 1024
 CLASSES = 10
@@ -47,12 +49,6 @@ class Workload:
         return self.loss_fn(call_model(self.model, inputs), target)
 
 
-def call_model(model, inputs):
-    if isinstance(inputs, dict):
-        return model(**inputs)
-    if isinstance(inputs, (tuple, list)):
-        return model(*inputs)
-    return model(inputs)
 
 
 # ----------------------------------------------------------------------------- built-ins
@@ -221,23 +217,6 @@ def _map(obj, fn):
 
 # ----------------------------------------------------------------------------- layers
 
-def find_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """Leaf-ish modules (own parameters directly, or have no children), in definition order."""
-    found, seen = [], set()
-
-    def walk(name: str, module: nn.Module) -> None:
-        if id(module) in seen:
-            return
-        seen.add(id(module))
-        children = list(module.named_children())
-        if not children or next(module.parameters(recurse=False), None) is not None:
-            found.append((name or "model", module))
-            return
-        for child_name, child in children:
-            walk(f"{name}.{child_name}" if name else child_name, child)
-
-    walk("", model)
-    return found
 
 
 def param_layers(model: nn.Module) -> tuple[list[torch.Tensor], list[str]]:
