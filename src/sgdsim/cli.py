@@ -55,6 +55,9 @@ def _predict_parser(sub) -> None:
                    help="fine = simulator; coarse = TPDS analytical models; lin, cynthia = baselines")
     q.add_argument("--coarse", default=None, metavar="SPEC",
                    help="coarse profile instead of PROFILE: size=102MB,fwd=182ms,bwd=261ms,batch=128")
+    q.add_argument("--fcfs-weight", type=float, default=None, metavar="W",
+                   help="hybrid sharing = (1-W)·ps + W·fcfs (default: the --hardware file's "
+                        "measured value, else 0.5 as in the papers)")
     q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
                    help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
     q.add_argument("--rho-threshold", type=float, default=0.6,
@@ -118,15 +121,18 @@ def cmd_predict(args) -> int:
     targets = _timeline_targets(args.timeline, parse_workers(args.workers) if not classes else [0],
                                 args.force) if args.timeline else {}
     bandwidth, beta = args.bandwidth or "10Gbps", args.overhead_beta or 0.0
+    fcfs_weight = args.fcfs_weight
     if args.hardware:
         from .lab.hardware import load_hardware
 
         hw = load_hardware(args.hardware)  # α there includes the wire time: only B and β apply
         bandwidth = args.bandwidth or hw.bandwidth_bps
         beta = args.overhead_beta if args.overhead_beta is not None else hw.overhead_beta_s
+        fcfs_weight = fcfs_weight if fcfs_weight is not None else hw.fcfs_weight
     points = predict(
         args.profile, workers=args.workers, bandwidth=bandwidth, mode=args.mode,
-        arch=args.arch, sharing=args.sharing, flow_cap=args.flow_cap, streams=args.streams,
+        arch=args.arch, sharing=args.sharing,
+        fcfs_weight=0.5 if fcfs_weight is None else fcfs_weight, flow_cap=args.flow_cap, streams=args.streams,
         window=args.window, order=args.order, overhead_alpha=args.overhead_alpha,
         overhead_beta=beta, ps_count=args.ps_count, worker_profiles=classes or None,
         jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps,

@@ -110,7 +110,7 @@ def _coarse(p: Profile | CoarseProfile) -> CoarseProfile:
 
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
-            sharing: str | None = None, flow_cap: str | float | None = None, streams: str = "fifo",
+            sharing: str | None = None, fcfs_weight: float = 0.5, flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
             ps_count: int | None = None,
@@ -127,7 +127,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     (baselines) or "all" (every model that can honour the options; ``on_skip(reason)`` is
     told about the others). ``sharing`` defaults to the papers' choices: hybrid (the mean of
     PS and FCFS, TPDS §3.1.1/§3.2.1) for sync PS; for async, ps in the simulator and Eq. 5
-    ("threshold") in the coarse model. ``coarse`` gives a coarse
+    ("threshold") in the coarse model. ``fcfs_weight`` w turns hybrid into (1 − w)·PS + w·FCFS
+    (0.5: the papers' mean). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
     ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
     ``replications`` > 1 runs the simulator that many times with independent seeds and takes
@@ -140,6 +141,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     config = SimConfig(
         bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch,
         sharing=sharing if sharing in ("ps", "fcfs", "hybrid") else _fine_default(mode, arch),
+        fcfs_weight=float(fcfs_weight),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),
@@ -237,8 +239,13 @@ def _single(classes: list[WorkerClass], config: SimConfig) -> PredictionPoint:
         return _from_result(simulate(classes, config))
     a = _from_result(simulate(classes, replace(config, sharing="ps")))
     b = _from_result(simulate(classes, replace(config, sharing="fcfs", timeline=False)))
-    return _merge([a, b], (a.throughput + b.throughput) / 2, (a.ci_low + b.ci_low) / 2,
-                  (a.ci_high + b.ci_high) / 2)
+    w = config.fcfs_weight
+
+    def mix(x: float, y: float) -> float:
+        return (1 - w) * x + w * y
+
+    return _merge([a, b], mix(a.throughput, b.throughput), mix(a.ci_low, b.ci_low),
+                  mix(a.ci_high, b.ci_high))
 
 
 def _merge(points: list[PredictionPoint], throughput: float, lo: float, hi: float) -> PredictionPoint:

@@ -61,5 +61,5 @@ def _one(model, classes, config: SimConfig, sharing, rho_threshold) -> CoarseRes
     if config.arch == "allreduce":
         return ring_allreduce(classes, B)
     if config.mode == "sync":
-        return sync_ps(classes, B, sharing or "hybrid")
+        return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=config.fcfs_weight)
     return async_ps(classes, B, sharing or "threshold", rho_threshold)

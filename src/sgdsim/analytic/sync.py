@@ -26,14 +26,15 @@ def _overlap(classes: Classes, overlap: bool | None) -> bool:
 
 
 def sync_ps(classes: Classes, bandwidth_bps: float, sharing: str = "hybrid",
-            overlap: bool | None = None) -> CoarseResult:
-    """Sync PS step time: Eq. 7 (PS sharing), Eq. 8 (FCFS), Eq. 9 (hybrid = their mean);
+            overlap: bool | None = None, fcfs_weight: float = 0.5) -> CoarseResult:
+    """Sync PS step time: Eq. 7 (PS sharing), Eq. 8 (FCFS), Eq. 9 (hybrid = their mean;
+    generalised to the uplink term (1 − w)·K·M/B + w·M/B, Eq. 9 being w = 0.5);
     with overlap, Eq. 10: max(T_D, T_F) + max(T_U, T_B) + T_S (the same max form is used for
     the PS and FCFS uplink terms)."""
     K, MB, TF, TB, TS = _phases(classes, bandwidth_bps)
     overlap = _overlap(classes, overlap)
     TD = K * MB
-    TU = {"ps": K * MB, "fcfs": MB, "hybrid": (K + 1) * MB / 2}[sharing]
+    TU = {"ps": K * MB, "fcfs": MB, "hybrid": (1 - fcfs_weight) * K * MB + fcfs_weight * MB}[sharing]
     if overlap:
         T = max(TD, TF) + max(TU, TB) + TS
     else:

@@ -36,6 +36,11 @@ def _netbench_parser(sub) -> None:
     p.add_argument("--lab-server", type=int, default=0, metavar="I", help="lab host of the server")
     p.add_argument("--lab-client", type=int, default=1, metavar="I", help="lab host of the client")
     add_measure_options(p)
+    p.add_argument("--fanout", type=int, default=0, metavar="N",
+                   help="with --lab: also measure how N concurrent transfers share host 0's NIC "
+                        "(hybrid sharing's FCFS weight, written to the hardware file)")
+    p.add_argument("--fanout-size", default="8MB", help="bytes per transfer in the --fanout rounds")
+    p.add_argument("--fanout-rounds", type=int, default=6, help="down+up rounds for --fanout")
     p.add_argument("-o", "--output", default=None, metavar="HARDWARE.json",
                    help="write the sgdsim-hardware file")
     p.add_argument("--force", action="store_true", help="overwrite an existing --output file")
@@ -89,6 +94,10 @@ def cmd_netbench(args) -> int:
     if args.output and os.path.exists(args.output) and not args.force:
         raise ConfigError(f"{args.output} exists; refusing to overwrite (use --force)")
     kw = measure_kwargs(args)
+    if args.fanout and not args.lab:
+        raise ConfigError("--fanout needs --lab (it starts peers on several lab hosts)")
+    if args.fanout and args.fanout_rounds < 1:
+        raise ConfigError(f"--fanout-rounds must be at least 1, got {args.fanout_rounds}")
     if args.local:
         m = run_local(**kw)
     elif args.lab:
@@ -96,6 +105,8 @@ def cmd_netbench(args) -> int:
     else:
         m = measure(args.host, args.port, **kw)
     hw = m.hardware()
+    if args.fanout:
+        hw = _with_fairness(hw, args)
     if args.format == "json":
         print(json.dumps(hw.to_dict(), indent=1))
     else:
@@ -104,6 +115,24 @@ def cmd_netbench(args) -> int:
         save_hardware(hw, args.output, force=args.force)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _with_fairness(hw, args):
+    import dataclasses
+
+    from ..units import parse_size_bytes
+    from .fairness import run_lab as fairness_lab
+
+    size = int(parse_size_bytes(args.fanout_size))
+    if size < 1:
+        raise ConfigError(f"--fanout-size must be positive, got {args.fanout_size!r}")
+    print(f"fanout: {args.fanout} concurrent transfers of {args.fanout_size}, "
+          f"{args.fanout_rounds} rounds each way ...", file=sys.stderr)
+    fair = fairness_lab(args.fanout, size, rounds=args.fanout_rounds)
+    measured = dict(hw.measured, fanout=args.fanout, fanout_size_bytes=size,
+                    fcfs_weight_down=fair["fcfs_weight_down"], fcfs_weight_up=fair["fcfs_weight_up"],
+                    fanout_rounds=fair["rounds"])
+    return dataclasses.replace(hw, fcfs_weight=fair["fcfs_weight"], measured=measured)
 
 
 def _print_table(m, hw) -> None:
@@ -119,6 +148,11 @@ def _print_table(m, hw) -> None:
           f"s/B, beta {hw.overhead_beta_s * 1e6:.1f} us, latency {hw.latency_s * 1e6:.1f} us "
           f"(RTT/2); fit R² {fit.r_squared:.4f}, max residual {fit.max_rel_residual:.0%}; "
           f"{m.elapsed_s:.1f} s")
+    if hw.fcfs_weight is not None:
+        print(f"sharing: {hw.measured['fanout']} concurrent transfers finish like "
+              f"{1 - hw.fcfs_weight:.0%} PS + {hw.fcfs_weight:.0%} FCFS (fcfs_weight "
+              f"{hw.fcfs_weight:.3f}; downlink rounds {hw.measured['fcfs_weight_down']:.3f}, "
+              f"uplink rounds {hw.measured['fcfs_weight_up']:.3f})")
 
 
 def _size(n: int) -> str:

@@ -47,12 +47,15 @@ class Hardware:
     overhead_alpha_s_per_byte: float
     overhead_beta_s: float
     measured: dict = field(default_factory=dict, compare=False)
+    fcfs_weight: float | None = None  # hybrid sharing's FCFS share (lab.fairness); None: not measured
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
                 "overhead_alpha_s_per_byte": self.overhead_alpha_s_per_byte,
-                "overhead_beta_s": self.overhead_beta_s, "measured": dict(self.measured)}
+                "overhead_beta_s": self.overhead_beta_s,
+                **({} if self.fcfs_weight is None else {"fcfs_weight": self.fcfs_weight}),
+                "measured": dict(self.measured)}
 
 
 def fit_overhead(sizes_bytes, times_s) -> Fit:
@@ -150,4 +153,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     measured = data.get("measured", {})
     if not isinstance(measured, dict):
         bad("field 'measured' must be an object")
-    return Hardware(measured=measured, **values)
+    w = data.get("fcfs_weight")
+    if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1):
+        bad(f"field 'fcfs_weight' must be a number in [0, 1], got {w!r}")
+    return Hardware(measured=measured, fcfs_weight=None if w is None else float(w), **values)

@@ -17,6 +17,8 @@ ORDERS = ("profiled", "tic", "reverse", "random")
 class SimConfig:
     """Strategy and hardware of one simulated configuration (the worker count comes apart).
 
+    ``fcfs_weight``: the FCFS share of ``hybrid`` sharing (TPDS §3.1.1 uses 0.5; ``sgdsim
+    netbench --lab --fanout N`` measures it for a real network).
     Units: bandwidth and flow cap in bits/s, window in bytes, alpha in s/byte, beta in s.
     ``steps_per_worker=None`` means automatic: run until the 95 % CI half-width is at most
     ``ci_rel_target`` of the mean (between ``min_steps_per_worker`` and a ceiling).
@@ -26,6 +28,7 @@ class SimConfig:
     mode: str = "async"
     arch: str = "ps"
     sharing: str = "ps"
+    fcfs_weight: float = 0.5  # hybrid = (1 - w)·PS + w·FCFS; the papers' mean is 0.5
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -49,6 +52,8 @@ class SimConfig:
         _choice("sharing", self.sharing, SHARINGS)
         _choice("streams", self.streams, STREAMS)
         _choice("order", self.order, ORDERS)
+        if not 0.0 <= self.fcfs_weight <= 1.0:
+            raise ConfigError(f"--fcfs-weight must be in [0, 1], got {self.fcfs_weight}")
         if not self.bandwidth_bps > 0:
             raise ConfigError(f"bandwidth must be positive, got {self.bandwidth_bps}")
         if self.flow_cap_bps is not None and not self.flow_cap_bps > 0:

@@ -1,0 +1,211 @@
+"""How TCP shares one NIC among concurrent transfers: the weight of FCFS in hybrid sharing.
+
+The papers model a shared PS NIC as processor sharing (every flow gets B/n), FCFS (one flow at
+a time) or, for synchronous SGD, "hybrid": the mean of the two (TPDS §3.1.1). Real TCP sits in
+between, and where depends on the network: on the lab's token buckets, flows that start
+together after an idle period (slow start restarts after idle) finish at visibly different
+times. This module measures that with the traffic pattern of synchronous SGD: one host sends
+``size`` bytes to each of n peers at once (a downlink round), then all n peers send ``size``
+bytes to it at once (an uplink round), with ``idle_s`` of silence after every round, over
+persistent connections.
+
+From one round with completion times c_1..c_n (seconds from its start), the link moved n·size
+bytes in max(c) (it is work-conserving), so one transfer alone takes T = max(c)/n. Processor
+sharing makes every c_i = n·T; FCFS makes them T, 2T, .., n·T with mean (n+1)·T/2. The FCFS
+weight w solves mean(c) = (1 − w)·n·T + w·(n+1)·T/2, clipped to [0, 1]; the result is the
+mean over rounds. ``predict`` uses it as hybrid = (1 − w)·PS + w·FCFS (the papers: w = 0.5).
+
+Roles: ``python -m sgdsim.lab.fairness hub --peers N ...`` (the PS's host; prints one JSON
+line with the per-round completion times) and ``... peer --host H --port P ...``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+from ..errors import ConfigError, SgdsimError
+
+_READY = "fairness hub listening on"
+_GO, _ACK = b"G", b"A"
+_CHUNK = 1 << 20
+IO_TIMEOUT_S = 120.0
+
+
+def fcfs_weight(completions_s: list[float]) -> float:
+    """The FCFS weight of one round (module docstring); 0 for a single transfer."""
+    n = len(completions_s)
+    if n < 2 or not max(completions_s) > 0:
+        return 0.0
+    total = max(completions_s)
+    fair, fcfs = total, (n + 1) / (2 * n) * total
+    w = (fair - statistics.fmean(completions_s)) / (fair - fcfs)
+    return min(1.0, max(0.0, w))
+
+
+def summarize(rounds: list[dict]) -> dict:
+    """Mean FCFS weight over rounds, per direction and overall."""
+    if not rounds:
+        raise SgdsimError("fairness: no round completed")
+    by = {d: [fcfs_weight(r["completions_s"]) for r in rounds if r["direction"] == d]
+          for d in ("down", "up")}
+    every = by["down"] + by["up"]
+    return {"fcfs_weight": statistics.fmean(every),
+            "fcfs_weight_down": statistics.fmean(by["down"]) if by["down"] else None,
+            "fcfs_weight_up": statistics.fmean(by["up"]) if by["up"] else None,
+            "rounds": rounds}
+
+
+# ----------------------------------------------------------------------------- the two roles
+
+def hub(peers: int, size: int, rounds: int, idle_s: float, port: int = 0, announce=print) -> list[dict]:
+    srv = socket.create_server(("0.0.0.0", port))
+    announce(f"{_READY} {srv.getsockname()[1]}", flush=True)
+    conns = []
+    with srv:
+        srv.settimeout(IO_TIMEOUT_S)
+        while len(conns) < peers:
+            conn, _ = srv.accept()
+            conn.settimeout(IO_TIMEOUT_S)
+            conns.append(conn)
+    payload = memoryview(bytes(min(size, _CHUNK)))
+    out = []
+    try:
+        for r in range(rounds):
+            for direction in ("down", "up"):
+                out.append({"direction": direction,
+                            "completions_s": _round(conns, direction, size, payload)})
+                time.sleep(idle_s)
+    finally:
+        for c in conns:
+            c.close()
+    return out
+
+
+def _round(conns, direction: str, size: int, payload) -> list[float]:
+    done = [0.0] * len(conns)
+    t0 = time.monotonic()
+
+    def one(i: int, c: socket.socket) -> None:
+        if direction == "down":
+            c.sendall(_GO + b"d")
+            _send(c, size, payload)
+            _expect(c, _ACK)
+        else:
+            c.sendall(_GO + b"u")
+            _drain(c, size)
+        done[i] = time.monotonic() - t0
+
+    threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done
+
+
+def peer(host: str, port: int, size: int) -> None:
+    c = socket.create_connection((host, port), timeout=IO_TIMEOUT_S)
+    payload = memoryview(bytes(min(size, _CHUNK)))
+    with c:
+        while True:
+            cmd = c.recv(2)
+            if len(cmd) < 2:
+                return  # the hub closed: all rounds done
+            if cmd == _GO + b"d":
+                _drain(c, size)
+                c.sendall(_ACK)
+            else:
+                _send(c, size, payload)
+
+
+def _send(c: socket.socket, size: int, payload) -> None:
+    left = size
+    while left:
+        n = min(left, len(payload))
+        c.sendall(payload[:n])
+        left -= n
+
+
+def _drain(c: socket.socket, size: int) -> None:
+    buf = bytearray(_CHUNK)
+    left = size
+    while left:
+        n = c.recv_into(buf, min(left, _CHUNK))
+        if not n:
+            raise ConnectionError("peer closed mid-transfer")
+        left -= n
+
+
+def _expect(c: socket.socket, what: bytes) -> None:
+    if c.recv(1) != what:
+        raise ConnectionError("peer closed before acknowledging")
+
+
+# ----------------------------------------------------------------------------- in the lab
+
+def run_lab(peers: int, size: int, rounds: int = 6, idle_s: float = 1.0, lab=None) -> dict:
+    """Hub on lab host 0, peers on hosts 1..peers; the ``summarize`` dict."""
+    from .cluster import LabCluster
+
+    lab = lab or LabCluster.attach()
+    if peers < 2 or peers + 1 > lab.hosts:
+        raise ConfigError(f"--fanout needs 2..{lab.hosts - 1} peers in a {lab.hosts}-host lab, "
+                          f"got {peers}")
+    me = [sys.executable, "-m", "sgdsim.lab.fairness"]
+    hub_p = lab.popen(0, me + ["hub", "--peers", str(peers), "--size", str(size), "--rounds",
+                               str(rounds), "--idle", repr(idle_s)],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [hub_p]
+    try:
+        line = hub_p.stdout.readline()
+        if not line.startswith(_READY):
+            raise SgdsimError(f"fairness hub did not start: {hub_p.stderr.read().strip()[-200:]}")
+        port = line.split()[-1]
+        for i in range(1, peers + 1):
+            procs.append(lab.popen(i, me + ["peer", "--host", lab.address(0), "--port", port,
+                                            "--size", str(size)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        out, err = hub_p.communicate(timeout=rounds * 2 * (idle_s + 60))
+        if hub_p.returncode != 0:
+            raise SgdsimError(f"fairness hub failed: {err.strip().splitlines()[-1:] or 'no message'}")
+        return summarize(json.loads(out))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sgdsim.lab.fairness")
+    sub = ap.add_subparsers(dest="role", required=True)
+    h = sub.add_parser("hub")
+    h.add_argument("--peers", type=int, required=True)
+    h.add_argument("--rounds", type=int, default=6)
+    h.add_argument("--idle", type=float, default=1.0)
+    h.add_argument("--port", type=int, default=0)
+    p = sub.add_parser("peer")
+    p.add_argument("--host", required=True)
+    p.add_argument("--port", type=int, required=True)
+    for q in (h, p):
+        q.add_argument("--size", type=int, required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.role == "hub":
+            print(json.dumps(hub(args.peers, args.size, args.rounds, args.idle, args.port)))
+        else:
+            peer(args.host, args.port, args.size)
+        return 0
+    except OSError as exc:
+        print(f"sgdsim: error: fairness {args.role}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
