@@ -187,7 +187,8 @@ def test_parse_models():
 def test_full_run_points_csv(tmp_path):
     result, lab = run(tmp_path)
     rows = read_csv(tmp_path / "out" / "points.csv")
-    assert list(rows[0]) == ["case", "model", "workers", "measured", "predicted", "error_pct"]
+    assert list(rows[0]) == ["case", "model", "workers", "measured", "predicted", "error_pct",
+                            "measured_runs"]
     keys = {(r["case"], r["model"], int(r["workers"])) for r in rows}
     expect = {("async", m, w) for m in ("fine", "coarse", "lin", "cynthia") for w in (1, 2, 3)}
     expect |= {("ring", m, w) for m in ("fine", "coarse") for w in (2, 4)}
@@ -308,3 +309,33 @@ def test_register_contract(tmp_path):
     args = parser.parse_args(["validate", "g.toml"])
     assert (args.output, args.force, args.dry_run, args.models) == ("validation-out", False, False, "all")
     assert args.validate_cmd is cmd_validate
+
+
+# ----------------------------------------------------------------------------- repeats, hardware
+
+def test_repeats_are_averaged_and_kept(tmp_path):
+    values = iter([10.0, 11.0, 13.0, 20.0, 22.0, 24.0])
+    grid = GRID.split("[[case]]")[0] + '[[case]]\nname = "async"\nworkers = "1-2"\nrepeats = 3\n'
+    result = run_validation(load_grid(write(tmp_path, grid)), str(tmp_path / "out"),
+                            profile_fn=lambda case: PROFILE, models=("fine",),
+                            measure_fn=lambda case, w, lab: next(values),
+                            lab_fn=lambda case: contextlib.nullcontext(None), log=lambda m: None)
+    cr = result.cases[0]
+    assert cr.measured == {1: pytest.approx(34 / 3), 2: pytest.approx(22.0)}
+    rows = read_csv(tmp_path / "out" / "points.csv")
+    assert [r["measured_runs"] for r in rows] == ["10;11;13", "20;22;24"]
+    assert float(rows[0]["measured"]) == pytest.approx(34 / 3)
+
+
+def test_hardware_key_sets_the_models_network(tmp_path):
+    from sgdsim.lab.hardware import Hardware, save_hardware
+
+    save_hardware(Hardware(5e7, 1e-5, 1.6e-7, 2e-4, fcfs_weight=0.1, allreduce_bandwidth_bps=4e7),
+                  tmp_path / "hw.json")
+    g = load_grid(write(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "hw.json"')))
+    ps, ring = g.cases
+    assert ps.network() == (5e7, 2e-4, 0.1) and ps.model_bandwidth_bps == 5e7
+    assert ring.network() == (4e7, 2e-4, 0.1)
+    (tmp_path / "bad.json").write_text("{")
+    msg = grid_error(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "bad.json"'))
+    assert "'hardware'" in msg and "not valid JSON" in msg

@@ -126,7 +126,7 @@ def cmd_predict(args) -> int:
         from .lab.hardware import load_hardware
 
         hw = load_hardware(args.hardware)  # α there includes the wire time: only B and β apply
-        bandwidth = args.bandwidth or hw.bandwidth_bps
+        bandwidth = args.bandwidth or hw.bandwidth_for(args.arch)
         beta = args.overhead_beta if args.overhead_beta is not None else hw.overhead_beta_s
         fcfs_weight = fcfs_weight if fcfs_weight is not None else hw.fcfs_weight
     points = predict(

@@ -41,6 +41,9 @@ def _netbench_parser(sub) -> None:
                         "(hybrid sharing's FCFS weight, written to the hardware file)")
     p.add_argument("--fanout-size", default="8MB", help="bytes per transfer in the --fanout rounds")
     p.add_argument("--fanout-rounds", type=int, default=6, help="down+up rounds for --fanout")
+    p.add_argument("--gloo", type=int, default=0, metavar="N",
+                   help="with --lab: also time torch.distributed (gloo) send/recv and an "
+                        "all-reduce over N ranks on hosts 1..N (needs torch)")
     p.add_argument("-o", "--output", default=None, metavar="HARDWARE.json",
                    help="write the sgdsim-hardware file")
     p.add_argument("--force", action="store_true", help="overwrite an existing --output file")
@@ -94,6 +97,8 @@ def cmd_netbench(args) -> int:
     if args.output and os.path.exists(args.output) and not args.force:
         raise ConfigError(f"{args.output} exists; refusing to overwrite (use --force)")
     kw = measure_kwargs(args)
+    if (args.fanout or args.gloo) and not args.lab:
+        raise ConfigError("--fanout and --gloo need --lab (they start processes on lab hosts)")
     if args.fanout and not args.lab:
         raise ConfigError("--fanout needs --lab (it starts peers on several lab hosts)")
     if args.fanout and args.fanout_rounds < 1:
@@ -107,6 +112,8 @@ def cmd_netbench(args) -> int:
     hw = m.hardware()
     if args.fanout:
         hw = _with_fairness(hw, args)
+    if args.gloo:
+        hw = _with_gloo(hw, args.gloo)
     if args.format == "json":
         print(json.dumps(hw.to_dict(), indent=1))
     else:
@@ -135,6 +142,21 @@ def _with_fairness(hw, args):
     return dataclasses.replace(hw, fcfs_weight=fair["fcfs_weight"], measured=measured)
 
 
+def _with_gloo(hw, ranks: int):
+    import dataclasses
+    import importlib.util
+
+    from .gloo_bench import run_lab as gloo_lab
+
+    if importlib.util.find_spec("torch") is None:
+        raise ConfigError("--gloo needs torch: pip install torch (see the README)")
+    print(f"gloo: send/recv and all-reduce over {ranks} ranks ...", file=sys.stderr)
+    g = gloo_lab(ranks)
+    measured = {**hw.measured, **{k: v for k, v in g.items() if k != "allreduce_bandwidth_bps"}}
+    return dataclasses.replace(hw, allreduce_bandwidth_bps=g["allreduce_bandwidth_bps"],
+                               measured=measured)
+
+
 def _print_table(m, hw) -> None:
     print(f"{'size':>12}  {'median':>11}  {'repeats':>7}  {'rate':>12}  {'fit':>11}")
     fit = m.fit()
@@ -148,6 +170,11 @@ def _print_table(m, hw) -> None:
           f"s/B, beta {hw.overhead_beta_s * 1e6:.1f} us, latency {hw.latency_s * 1e6:.1f} us "
           f"(RTT/2); fit R² {fit.r_squared:.4f}, max residual {fit.max_rel_residual:.0%}; "
           f"{m.elapsed_s:.1f} s")
+    if hw.allreduce_bandwidth_bps is not None:
+        g = hw.measured
+        print(f"gloo: send/recv {format_bps(g['gloo_p2p_bandwidth_bps'])}; ring all-reduce over "
+              f"{g['gloo_ranks']} ranks behaves like Eq. 11 at "
+              f"{format_bps(hw.allreduce_bandwidth_bps)} (beta {g['allreduce_beta_s'] * 1e3:.2f} ms)")
     if hw.fcfs_weight is not None:
         print(f"sharing: {hw.measured['fanout']} concurrent transfers finish like "
               f"{1 - hw.fcfs_weight:.0%} PS + {hw.fcfs_weight:.0%} FCFS (fcfs_weight "

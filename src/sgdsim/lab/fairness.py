@@ -173,13 +173,23 @@ def run_lab(peers: int, size: int, rounds: int = 6, idle_s: float = 1.0, lab=Non
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         out, err = hub_p.communicate(timeout=rounds * 2 * (idle_s + 60))
         if hub_p.returncode != 0:
-            raise SgdsimError(f"fairness hub failed: {err.strip().splitlines()[-1:] or 'no message'}")
+            raise SgdsimError(f"fairness hub failed: {last_line(err)}")
         return summarize(json.loads(out))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+        kill_all(procs)
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a child's stderr: its error message."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def kill_all(procs) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
 
 
 def main(argv=None) -> int:

@@ -48,6 +48,13 @@ class Hardware:
     overhead_beta_s: float
     measured: dict = field(default_factory=dict, compare=False)
     fcfs_weight: float | None = None  # hybrid sharing's FCFS share (lab.fairness); None: not measured
+    allreduce_bandwidth_bps: float | None = None  # Eq. 11's B fitted to gloo (lab.gloo_bench)
+
+    def bandwidth_for(self, arch: str) -> float:
+        """The B a prediction for ``arch`` should use."""
+        if arch == "allreduce" and self.allreduce_bandwidth_bps:
+            return self.allreduce_bandwidth_bps
+        return self.bandwidth_bps
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
@@ -55,6 +62,8 @@ class Hardware:
                 "overhead_alpha_s_per_byte": self.overhead_alpha_s_per_byte,
                 "overhead_beta_s": self.overhead_beta_s,
                 **({} if self.fcfs_weight is None else {"fcfs_weight": self.fcfs_weight}),
+                **({} if self.allreduce_bandwidth_bps is None
+                   else {"allreduce_bandwidth_bps": self.allreduce_bandwidth_bps}),
                 "measured": dict(self.measured)}
 
 
@@ -156,4 +165,9 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     w = data.get("fcfs_weight")
     if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1):
         bad(f"field 'fcfs_weight' must be a number in [0, 1], got {w!r}")
-    return Hardware(measured=measured, fcfs_weight=None if w is None else float(w), **values)
+    ar = data.get("allreduce_bandwidth_bps")
+    if ar is not None and (isinstance(ar, bool) or not isinstance(ar, (int, float))
+                           or not (0 < ar < math.inf)):
+        bad(f"field 'allreduce_bandwidth_bps' must be a positive number, got {ar!r}")
+    return Hardware(measured=measured, fcfs_weight=None if w is None else float(w),
+                    allreduce_bandwidth_bps=None if ar is None else float(ar), **values)

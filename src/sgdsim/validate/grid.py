@@ -31,7 +31,7 @@ TOP_KEYS = ("description", "defaults", "case")
 REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
-            "profile_steps": 20}
+            "profile_steps": 20, "hardware": None, "repeats": 1, "replications": 1}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -42,7 +42,7 @@ class Case:
     """One configuration: profiled once, predicted by every model, measured per worker count.
 
     Units: bits/s and seconds. ``predict_bandwidth_bps`` is the bandwidth given to the models
-    (the lab's link rate ``bandwidth_bps`` unless the grid says otherwise). ``profile`` is a
+    (else the ``hardware`` file's measured bandwidth, else the lab's link rate ``bandwidth_bps``). ``profile`` is a
     saved profile to use instead of profiling (absolute, or resolved against the grid's folder).
     """
 
@@ -60,6 +60,9 @@ class Case:
     predict_bandwidth_bps: float | None = None
     profile: str | None = None
     profile_steps: int = 20
+    hardware: str | None = None   # a netbench hardware file: bandwidth, β and fcfs_weight
+    repeats: int = 1              # lab runs per worker count (their mean is the measurement)
+    replications: int = 1         # independent simulator runs per point (fine model)
 
     @property
     def is_lab_model(self) -> bool:
@@ -67,13 +70,26 @@ class Case:
 
     @property
     def model_bandwidth_bps(self) -> float:
-        return self.predict_bandwidth_bps or self.bandwidth_bps
+        return self.predict_bandwidth_bps or self.network()[0]
+
+    def network(self) -> tuple[float, float, float]:
+        """(bandwidth bits/s, per-message overhead β s, hybrid FCFS weight) for the models:
+        the ``hardware`` file's measurements where there is one, else the lab's link rate,
+        β = 0 and the papers' 0.5."""
+        if self.hardware is None:
+            return self.predict_bandwidth_bps or self.bandwidth_bps, 0.0, 0.5
+        from ..lab.hardware import load_hardware
+
+        hw = load_hardware(self.hardware)
+        return (self.predict_bandwidth_bps or hw.bandwidth_for(self.arch), hw.overhead_beta_s,
+                0.5 if hw.fcfs_weight is None else hw.fcfs_weight)
 
     def describe(self) -> str:
         overlap = "overlap" if self.overlap else "no overlap"
         return (f"{self.model}, batch {self.batch_size}, {format_bps(self.bandwidth_bps)}, "
                 f"{self.arch} {self.mode}, {overlap}, workers {_workers_text(self.workers)}, "
-                f"{self.duration_s:g} s + {self.warmup_s:g} s warm-up")
+                f"runs of {self.duration_s:g} s ({self.warmup_s:g} s warm-up)"
+                + (f" ×{self.repeats}" if self.repeats > 1 else ""))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -179,8 +195,21 @@ def _build(v: dict, base: str) -> Case:
         sharing=None if v["sharing"] is None else _choice(v, "sharing", ("ps", "fcfs", "hybrid", "threshold")),
         predict_bandwidth_bps=None if v["predict_bandwidth"] is None else _bandwidth(v, "predict_bandwidth"),
         profile=None if v["profile"] is None else os.path.join(base, _string(v, "profile")),
-        profile_steps=_int(v, "profile_steps", 1))
+        profile_steps=_int(v, "profile_steps", 1),
+        hardware=None if v["hardware"] is None else _hardware(os.path.join(base, _string(v, "hardware"))),
+        repeats=_int(v, "repeats", 1), replications=_int(v, "replications", 1))
     return case
+
+
+def _hardware(path: str) -> str:
+    from ..errors import ProfileError
+    from ..lab.hardware import load_hardware
+
+    try:
+        load_hardware(path)  # a bad file fails the grid now, not after the measurements
+    except ProfileError as exc:
+        raise ConfigError(f"'hardware': {exc}") from None
+    return path
 
 
 def _workers(w) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ from ..analytic.models import MODELS
 from ..errors import ConfigError
 from .grid import Case
 
-CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct")
+CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs")
 SUMMARY_FORMAT = "sgdsim-validation-summary"
 
 
@@ -47,8 +47,9 @@ def write_points(result, path: str, upto: int | None = None) -> None:
         w.writerow(CSV_COLUMNS)
         for cr in result.cases[:upto]:
             for p in cr.points:
+                runs = cr.measured_runs.get(p.workers, [])
                 w.writerow([p.case, p.model, p.workers, _num(p.measured), _num(p.predicted),
-                            _num(p.error_pct)])
+                            _num(p.error_pct), ";".join(f"{x:.6g}" for x in runs)])
 
 
 def _num(x: float | None) -> str:

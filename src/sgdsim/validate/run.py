@@ -48,7 +48,8 @@ class CaseResult:
     case: Case
     points: list[Point]
     skipped: list[str] = field(default_factory=list)
-    measured: dict[int, float] = field(default_factory=dict)
+    measured: dict[int, float] = field(default_factory=dict)      # mean over the repeats
+    measured_runs: dict[int, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -115,7 +116,8 @@ def _predict_case(case: Case, profile_fn, models, outdir: str, log) -> CaseResul
 def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[str]]:
     """Every model's prediction at every worker count; models that cannot honour the case's
     options are left out, with the reason."""
-    config = SimConfig(bandwidth_bps=case.model_bandwidth_bps, mode=case.mode, arch=case.arch)
+    bandwidth, beta, fcfs_weight = case.network()
+    config = SimConfig(bandwidth_bps=bandwidth, mode=case.mode, arch=case.arch)
     n_ps = getattr(profile, "ps_count", 1)
     points, skipped = [], []
     for name in models:
@@ -123,8 +125,10 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
         if reason:
             skipped.append(reason)
             continue
-        preds = predict(profile, workers=list(case.workers), bandwidth=case.model_bandwidth_bps,
-                        mode=case.mode, arch=case.arch, sharing=case.sharing, model=name)
+        preds = predict(profile, workers=list(case.workers), bandwidth=bandwidth,
+                        overhead_beta=beta, fcfs_weight=fcfs_weight, mode=case.mode,
+                        arch=case.arch, sharing=case.sharing, model=name,
+                        replications=case.replications if name == "fine" else 1)
         points += [Point(case.name, name, p.workers, float(p.throughput)) for p in preds]
     return points, skipped
 
@@ -133,14 +137,22 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
     case = cr.case
     with lab_fn(case) as lab:
         for w in case.workers:
-            log(f"[{case.name}] measuring {w} worker(s): {case.warmup_s:g} s warm-up + "
-                f"{case.duration_s:g} s")
-            got = measure_fn(case, w, lab)
-            # step-completion intervals avoid the ±1 step rounding of a count in a short window
-            cr.measured[w] = float(getattr(got, "throughput_intervals", None) or getattr(got, "throughput", got))
-            log(f"[{case.name}]   {cr.measured[w]:.2f} examples/s")
+            runs = cr.measured_runs.setdefault(w, [])
+            for r in range(case.repeats):
+                log(f"[{case.name}] measuring {w} worker(s){_nth(r, case.repeats)}: "
+                    f"{case.warmup_s:g} s warm-up + {case.duration_s - case.warmup_s:g} s")
+                got = measure_fn(case, w, lab)
+                # step-completion intervals avoid the ±1 step rounding of a count in a short window
+                runs.append(float(getattr(got, "throughput_intervals", None)
+                                  or getattr(got, "throughput", got)))
+                log(f"[{case.name}]   {runs[-1]:.2f} examples/s")
+            cr.measured[w] = sum(runs) / len(runs)
     cr.points = [Point(p.case, p.model, p.workers, p.predicted, cr.measured.get(p.workers))
                  for p in cr.points]
+
+
+def _nth(r: int, repeats: int) -> str:
+    return f", run {r + 1}/{repeats}" if repeats > 1 else ""
 
 
 def report_profile(profile, path: str) -> None:
