@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-from .errors import ConfigError, SgdsimError
+from .errors import SgdsimError
+from .outputs import check_output_path
 from .units import format_bps
 
 TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
@@ -152,13 +153,7 @@ def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, s
     stem, ext = os.path.splitext(path)
     targets = {w: path if len(workers) == 1 else f"{stem}-w{w}{ext or '.json'}" for w in workers}
     for target in targets.values():
-        folder = os.path.dirname(target) or "."
-        if not os.path.isdir(folder):
-            raise ConfigError(f"cannot write {target}: folder {folder} does not exist")
-        if os.path.isdir(target):
-            raise ConfigError(f"cannot write {target}: it is a folder")
-        if os.path.exists(target) and not force:
-            raise ConfigError(f"{target} exists; refusing to overwrite (use --force)")
+        check_output_path(target, force)
     return targets
 
 

@@ -10,12 +10,14 @@ dispatch on the namespace instead.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.util
 import json
 import os
 import sys
 
 from ..errors import ConfigError
-from ..units import format_bps
+from ..units import format_bps, parse_size_bytes
 
 
 def register(subparsers) -> dict:
@@ -101,8 +103,13 @@ def cmd_netbench(args) -> int:
         raise ConfigError("--fanout and --gloo need --lab (they start processes on lab hosts)")
     if args.fanout and not args.lab:
         raise ConfigError("--fanout needs --lab (it starts peers on several lab hosts)")
-    if args.fanout and args.fanout_rounds < 1:
+    if args.fanout_rounds < 1:
         raise ConfigError(f"--fanout-rounds must be at least 1, got {args.fanout_rounds}")
+    fanout_size = int(parse_size_bytes(args.fanout_size))  # bad options fail before measuring
+    if fanout_size < 1:
+        raise ConfigError(f"--fanout-size must be positive, got {args.fanout_size!r}")
+    if args.gloo and importlib.util.find_spec("torch") is None:
+        raise ConfigError("--gloo needs torch: pip install torch (see the README)")
     if args.local:
         m = run_local(**kw)
     elif args.lab:
@@ -111,7 +118,7 @@ def cmd_netbench(args) -> int:
         m = measure(args.host, args.port, **kw)
     hw = m.hardware()
     if args.fanout:
-        hw = _with_fairness(hw, args)
+        hw = _with_fairness(hw, args, fanout_size)
     if args.gloo:
         hw = _with_gloo(hw, args.gloo)
     if args.format == "json":
@@ -124,15 +131,9 @@ def cmd_netbench(args) -> int:
     return 0
 
 
-def _with_fairness(hw, args):
-    import dataclasses
-
-    from ..units import parse_size_bytes
+def _with_fairness(hw, args, size: int):
     from .fairness import run_lab as fairness_lab
 
-    size = int(parse_size_bytes(args.fanout_size))
-    if size < 1:
-        raise ConfigError(f"--fanout-size must be positive, got {args.fanout_size!r}")
     print(f"fanout: {args.fanout} concurrent transfers of {args.fanout_size}, "
           f"{args.fanout_rounds} rounds each way ...", file=sys.stderr)
     fair = fairness_lab(args.fanout, size, rounds=args.fanout_rounds)
@@ -143,13 +144,8 @@ def _with_fairness(hw, args):
 
 
 def _with_gloo(hw, ranks: int):
-    import dataclasses
-    import importlib.util
-
     from .gloo_bench import run_lab as gloo_lab
 
-    if importlib.util.find_spec("torch") is None:
-        raise ConfigError("--gloo needs torch: pip install torch (see the README)")
     print(f"gloo: send/recv and all-reduce over {ranks} ranks ...", file=sys.stderr)
     g = gloo_lab(ranks)
     measured = {**hw.measured, **{k: v for k, v in g.items() if k != "allreduce_bandwidth_bps"}}

@@ -26,6 +26,7 @@ import time
 
 from ..errors import ConfigError, SgdsimError
 from ..units import format_bps, parse_bandwidth_bps, parse_duration_s, parse_size_bytes
+from .procs import stop
 
 PREFIX = "sgdsim-"
 SUBNET = "10.77.0"
@@ -314,7 +315,7 @@ def teardown(namespaces: list[str], state_file: str, procs=()) -> list[str]:
     errors, removed = [], []
     try:
         for p in procs:
-            _stop(p)
+            stop(p, timeout_s=3.0)
         existing = set(list_namespaces(""))
         for ns in reversed(namespaces):
             if ns not in existing:
@@ -341,14 +342,6 @@ def _ignore_sigint():
     return signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(3)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _kill_inside(ns: str) -> None:

@@ -30,6 +30,7 @@ import threading
 import time
 
 from ..errors import ConfigError, SgdsimError
+from .procs import kill_all, last_line
 
 _READY = "fairness hub listening on"
 _GO, _ACK = b"G", b"A"
@@ -177,19 +178,6 @@ def run_lab(peers: int, size: int, rounds: int = 6, idle_s: float = 1.0, lab=Non
         return summarize(json.loads(out))
     finally:
         kill_all(procs)
-
-
-def last_line(text: str) -> str:
-    """The last non-empty line of a child's stderr: its error message."""
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    return lines[-1] if lines else "no message"
-
-
-def kill_all(procs) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
 
 
 def main(argv=None) -> int:

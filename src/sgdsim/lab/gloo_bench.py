@@ -25,7 +25,7 @@ import sys
 import time
 
 from ..errors import ConfigError, SgdsimError
-from .fairness import kill_all, last_line
+from .procs import kill_all, last_line
 from .hardware import fit_overhead
 
 DEFAULT_SIZES = (1 << 20, 4 << 20, 16 << 20)

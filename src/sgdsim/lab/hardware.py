@@ -140,6 +140,14 @@ def load_hardware(path: str | os.PathLike) -> Hardware:
     return hardware_from_dict(data, name)
 
 
+_RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,
+          "in [0, 1]": lambda v: 0 <= v <= 1}
+_FIELDS = (  # key, required, rule
+    ("bandwidth_bps", True, "positive"), ("latency_s", True, "non-negative"),
+    ("overhead_alpha_s_per_byte", True, "positive"), ("overhead_beta_s", True, "non-negative"),
+    ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"))
+
+
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     def bad(msg: str):
         raise ProfileError(f"hardware file {name}: {msg}")
@@ -151,23 +159,16 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     if data.get("version") != VERSION:
         bad(f"unsupported version {data.get('version')!r} (this sgdsim reads version {VERSION})")
     values = {}
-    for key, positive in (("bandwidth_bps", True), ("latency_s", False),
-                          ("overhead_alpha_s_per_byte", True), ("overhead_beta_s", False)):
+    for key, required, rule in _FIELDS:
         v = data.get(key)
+        if v is None and not required:
+            continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             bad(f"field {key!r} must be a finite number, got {v!r}")
-        if v < 0 or (positive and v == 0):
-            bad(f"field {key!r} must be {'positive' if positive else 'non-negative'}, got {v!r}")
+        if not _RULES[rule](v):
+            bad(f"field {key!r} must be {rule}, got {v!r}")
         values[key] = float(v)
     measured = data.get("measured", {})
     if not isinstance(measured, dict):
         bad("field 'measured' must be an object")
-    w = data.get("fcfs_weight")
-    if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1):
-        bad(f"field 'fcfs_weight' must be a number in [0, 1], got {w!r}")
-    ar = data.get("allreduce_bandwidth_bps")
-    if ar is not None and (isinstance(ar, bool) or not isinstance(ar, (int, float))
-                           or not (0 < ar < math.inf)):
-        bad(f"field 'allreduce_bandwidth_bps' must be a positive number, got {ar!r}")
-    return Hardware(measured=measured, fcfs_weight=None if w is None else float(w),
-                    allreduce_bandwidth_bps=None if ar is None else float(ar), **values)
+    return Hardware(measured=measured, **values)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import ConfigError, SgdsimError
 from ..units import parse_size_bytes
 from .hardware import Fit, Hardware, fit_overhead, hardware_from
+from .procs import stop
 
 GREETING = b"SGDSIM-NETBENCH-1\n"
 _HDR = struct.Struct("!cQ")
@@ -256,14 +257,6 @@ def wait_ready(proc: subprocess.Popen, timeout_s: float = 30.0) -> int:
     return int(line.split()[-1])
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run_local(**kwargs) -> Measurement:

@@ -5,10 +5,10 @@ Wiring in sgdsim/cli.py: call ``register(sub)`` in ``build_parser`` and dispatch
 """
 from __future__ import annotations
 
-import os
 import sys
 
-from ..errors import ConfigError, ProfileError
+from ..errors import ProfileError
+from ..outputs import check_output_path
 
 
 def register(subparsers):
@@ -55,10 +55,4 @@ def cmd_profile(args) -> int:
 
 
 def _check_output(path: str, force: bool) -> None:
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        raise ConfigError(f"cannot write {path}: folder {folder} does not exist")
-    if os.path.isdir(path):
-        raise ConfigError(f"cannot write {path}: it is a folder")
-    if os.path.exists(path) and not force:
-        raise ProfileError(f"{path} exists; refusing to overwrite (use --force)")
+    check_output_path(path, force, exists_error=ProfileError)

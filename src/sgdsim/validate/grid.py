@@ -21,7 +21,7 @@ import json
 import os
 import re
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ..errors import ConfigError
 from ..predict import parse_workers
@@ -63,6 +63,7 @@ class Case:
     hardware: str | None = None   # a netbench hardware file: bandwidth, β and fcfs_weight
     repeats: int = 1              # lab runs per worker count (their mean is the measurement)
     replications: int = 1         # independent simulator runs per point (fine model)
+    hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
     def is_lab_model(self) -> bool:
@@ -76,11 +77,9 @@ class Case:
         """(bandwidth bits/s, per-message overhead β s, hybrid FCFS weight) for the models:
         the ``hardware`` file's measurements where there is one, else the lab's link rate,
         β = 0 and the papers' 0.5."""
-        if self.hardware is None:
+        hw = self.hardware_spec
+        if hw is None:
             return self.predict_bandwidth_bps or self.bandwidth_bps, 0.0, 0.5
-        from ..lab.hardware import load_hardware
-
-        hw = load_hardware(self.hardware)
         return (self.predict_bandwidth_bps or hw.bandwidth_for(self.arch), hw.overhead_beta_s,
                 0.5 if hw.fcfs_weight is None else hw.fcfs_weight)
 
@@ -94,6 +93,7 @@ class Case:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["workers"] = list(self.workers)
+        del d["hardware_spec"]  # the path in ``hardware`` names it
         return d
 
 
@@ -187,6 +187,7 @@ def _build(v: dict, base: str) -> Case:
     overlap = v["overlap"]
     if not isinstance(overlap, bool):
         raise ConfigError(f"'overlap' must be true or false, got {overlap!r}")
+    hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))
     case = Case(
         name=_name(v, model, arch, mode, overlap), model=model,
         batch_size=_int(v, "batch_size", 1), bandwidth_bps=_bandwidth(v, "bandwidth"),
@@ -196,20 +197,22 @@ def _build(v: dict, base: str) -> Case:
         predict_bandwidth_bps=None if v["predict_bandwidth"] is None else _bandwidth(v, "predict_bandwidth"),
         profile=None if v["profile"] is None else os.path.join(base, _string(v, "profile")),
         profile_steps=_int(v, "profile_steps", 1),
-        hardware=None if v["hardware"] is None else _hardware(os.path.join(base, _string(v, "hardware"))),
+        hardware=hw_path, hardware_spec=_hardware(hw_path),
         repeats=_int(v, "repeats", 1), replications=_int(v, "replications", 1))
     return case
 
 
-def _hardware(path: str) -> str:
+def _hardware(path: str | None):
+    """The loaded hardware file: a bad one fails the grid now, not after the measurements."""
+    if path is None:
+        return None
     from ..errors import ProfileError
     from ..lab.hardware import load_hardware
 
     try:
-        load_hardware(path)  # a bad file fails the grid now, not after the measurements
+        return load_hardware(path)
     except ProfileError as exc:
         raise ConfigError(f"'hardware': {exc}") from None
-    return path
 
 
 def _workers(w) -> tuple[int, ...]:

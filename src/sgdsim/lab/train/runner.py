@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...errors import ConfigError, SgdsimError
+from ...outputs import check_output_path
 from ...units import parse_bandwidth_bps, parse_duration_s
 from ..cluster import LabCluster, check_prerequisites
 
@@ -133,11 +134,7 @@ def _check_record(path: str, workers: int, arch: str) -> None:
     if workers != 1 or arch != "ps":
         raise ConfigError("--record-profile records one worker and one PS: use --workers 1 "
                           "--arch ps")
-    if os.path.exists(path):
-        raise ConfigError(f"{path} exists; refusing to overwrite (use --force)")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise ConfigError(f"cannot write {path}: no directory {parent}")
+    check_output_path(path, force=False)
 
 
 def _check_lab(lab: LabCluster, cfg: _Config) -> None:
