@@ -29,9 +29,10 @@ def _draw(ax, case_result) -> None:
         pts = sorted((p.workers, p.predicted) for p in case_result.points if p.model == m)
         color, line = STYLE.get(m, (None, "-"))
         ax.plot([w for w, _ in pts], [y for _, y in pts], line, color=color, marker=".", label=m)
-    if case_result.measured:
-        ws = sorted(case_result.measured)
-        ax.plot(ws, [case_result.measured[w] for w in ws], "o", color="black", markersize=7,
+    measured = case_result.measured
+    if measured:
+        ws = sorted(measured)
+        ax.plot(ws, [measured[w] for w in ws], "o", color="black", markersize=7,
                 label="measured", zorder=5)
     ax.set_xlabel("workers")
     ax.set_ylabel("throughput (examples/s)")

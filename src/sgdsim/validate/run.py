@@ -48,8 +48,12 @@ class CaseResult:
     case: Case
     points: list[Point]
     skipped: list[str] = field(default_factory=list)
-    measured: dict[int, float] = field(default_factory=dict)      # mean over the repeats
-    measured_runs: dict[int, list[float]] = field(default_factory=dict)
+    measured_runs: dict[int, list[float]] = field(default_factory=dict)  # examples/s per lab run
+
+    @property
+    def measured(self) -> dict[int, float]:
+        """The measurement per worker count: the mean of its runs."""
+        return {w: sum(runs) / len(runs) for w, runs in self.measured_runs.items() if runs}
 
 
 @dataclass
@@ -146,8 +150,8 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
                 runs.append(float(getattr(got, "throughput_intervals", None)
                                   or getattr(got, "throughput", got)))
                 log(f"[{case.name}]   {runs[-1]:.2f} examples/s")
-            cr.measured[w] = sum(runs) / len(runs)
-    cr.points = [Point(p.case, p.model, p.workers, p.predicted, cr.measured.get(p.workers))
+    measured = cr.measured
+    cr.points = [Point(p.case, p.model, p.workers, p.predicted, measured.get(p.workers))
                  for p in cr.points]
 
 
