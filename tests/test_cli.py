@@ -87,7 +87,7 @@ def test_predict_csv(capsys):
     rc, out_json, _ = cli(capsys, "predict", PROFILE, "--workers", "1,2,4", "--format", "json", *FAST)
     for r, j in zip(rows, json.loads(out_json)):
         assert float(r["throughput"]) == pytest.approx(j["throughput"], rel=1e-5)
-        assert int(r["steps_measured"]) == j["steps_measured"] == 2 * j["workers"]
+        assert int(r["steps_measured"]) == j["steps_measured"] == 2 * j["workers"] * j["replications"]
         assert r["bottleneck"] == j["bottleneck"]
         assert 0.0 <= float(r["util_" + r["bottleneck"]]) <= 1.0
 

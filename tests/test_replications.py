@@ -1,28 +1,92 @@
+"""Independent replications by default: the interval covers the spread between runs and seeds.
+
+Oracles: the Student-t prediction interval computed by hand from single runs with the same
+seeds; the seed-stability rule of issue 8 on the configurations it reported (a prediction may
+not move across seeds by more than its own interval); budgets that must hold.
+"""
+import math
+
 import numpy as np
 import pytest
 
 import sgdsim
 from sgdsim.errors import ConfigError
+from sgdsim.replicate import ROUND, SEED_STRIDE
+from sgdsim.sim import SimConfig, WorkerClass, simulate
+from sgdsim.profile.io import load_profile
 
 PROFILE = "examples/profiles/alexnet.json"
 KW = dict(workers=3, bandwidth="1Gbps", steps=20, warmup=3)
 
 
-def test_replications_average_independent_seeds():
-    reps = [sgdsim.predict(PROFILE, seed=7 + i * 1_000_003, **KW)[0] for i in range(3)]
+def _singles(seed, n, **kw):
+    return [sgdsim.predict(PROFILE, seed=seed + i * SEED_STRIDE, replications=1, **{**KW, **kw})[0]
+            for i in range(n)]
+
+
+def test_fixed_replications_give_a_prediction_interval_for_one_run():
+    reps = _singles(7, 3)
     pt = sgdsim.predict(PROFILE, seed=7, replications=3, **KW)[0]
     xs = np.array([r.throughput for r in reps])
     assert pt.throughput == pytest.approx(xs.mean(), rel=1e-12)
-    hw = 4.303 * xs.std(ddof=1) / np.sqrt(3)  # Student t, 2 degrees of freedom
-    assert pt.ci_high - pt.throughput == pytest.approx(hw, rel=1e-9)
+    pi = 4.303 * xs.std(ddof=1) * math.sqrt(1 + 1 / 3)  # Student t, 2 degrees of freedom
+    own = np.mean([(r.ci_high - r.ci_low) / 2 for r in reps])
+    assert pt.ci_high - pt.throughput == pytest.approx(max(pi, own), rel=1e-9)
     assert pt.ops_simulated == sum(r.ops_simulated for r in reps)
+    assert pt.replications == 3
+    # the interval is meant for single runs: every replication lies inside it
+    assert all(pt.ci_low <= x <= pt.ci_high for x in xs)
 
 
-def test_replications_of_a_deterministic_sync_run_have_zero_width():
-    pt = sgdsim.predict(PROFILE, mode="sync", sharing="ps", replications=3, **KW)[0]
+def test_replication_zero_is_the_single_run_of_the_seed():
+    one = sgdsim.predict(PROFILE, seed=5, replications=1, **KW)[0]
+    reps = _singles(5, 1)
+    assert one.throughput == reps[0].throughput
+
+
+def test_a_deterministic_configuration_stops_after_one_round_with_zero_width():
+    pt = sgdsim.predict(PROFILE, mode="sync", sharing="ps", **KW)[0]
+    assert pt.replications == ROUND
     assert pt.ci_high == pytest.approx(pt.ci_low, abs=1e-9)
 
 
-def test_replications_must_be_positive():
+@pytest.mark.parametrize("bad", [0, -1, "x", "2.5"])
+def test_replications_must_be_a_positive_count_or_auto(bad):
     with pytest.raises(ConfigError):
-        sgdsim.predict(PROFILE, replications=0, **KW)
+        sgdsim.predict(PROFILE, replications=bad, **KW)
+
+
+# The configurations issue 8 reported as seed-dependent with falsely narrow intervals.
+SEED_CASES = [
+    ("examples/profiles/inception_v3.json", 2, "1Gbps", {}),
+    ("examples/profiles/inception_v3.json", 4, "1Gbps", {}),
+    ("examples/profiles/alexnet.json", 4, "10Gbps", {}),
+    ("examples/profiles/alexnet.json", 4, "10Gbps", {"overhead_alpha": 1e-9, "overhead_beta": "0.2ms"}),
+]
+
+
+@pytest.mark.parametrize("path,W,bw,extra", SEED_CASES)
+def test_prediction_moves_across_seeds_by_less_than_its_interval(path, W, bw, extra):
+    pts = [sgdsim.predict(path, workers=W, bandwidth=bw, seed=s, **extra)[0] for s in (1, 2, 3)]
+    xs = [p.throughput for p in pts]
+    narrowest = min(p.ci_high - p.ci_low for p in pts)
+    assert max(xs) - min(xs) <= narrowest, (xs, [(p.ci_low, p.ci_high) for p in pts])
+    for p in pts:  # and every seed's answer lies in every other seed's interval
+        assert all(p.ci_low <= x <= p.ci_high for x in xs)
+
+
+def test_auto_steps_of_one_run_end_inside_the_budget():
+    prof = load_profile("examples/profiles/inception_v3.json")
+    budget = 400_000
+    cfg = SimConfig(bandwidth_bps=1e9, ci_rel_target=1e-6, auto_max_ops=budget, seed=2)
+    r = simulate([WorkerClass("w", prof, 4)], cfg)
+    assert r.ops_simulated <= budget
+    assert r.steps_measured >= 100  # it still measured the first round
+
+
+def test_auto_rounds_stop_before_the_op_budget_is_overrun():
+    pt = sgdsim.predict("examples/profiles/inception_v3.json", workers=4, bandwidth="1Gbps",
+                        seed=1, warmup=5)[0]
+    per_rep = pt.ops_simulated / pt.replications
+    assert pt.ops_simulated <= SimConfig(bandwidth_bps=1.0).auto_max_ops + ROUND * per_rep
+    assert pt.replications % ROUND == 0

@@ -188,7 +188,7 @@ def test_full_run_points_csv(tmp_path):
     result, lab = run(tmp_path)
     rows = read_csv(tmp_path / "out" / "points.csv")
     assert list(rows[0]) == ["case", "model", "workers", "measured", "predicted", "error_pct",
-                            "measured_runs"]
+                            "measured_runs", "interval_low", "interval_high"]
     keys = {(r["case"], r["model"], int(r["workers"])) for r in rows}
     expect = {("async", m, w) for m in ("fine", "coarse", "lin", "cynthia") for w in (1, 2, 3)}
     expect |= {("ring", m, w) for m in ("fine", "coarse") for w in (2, 4)}
@@ -199,6 +199,9 @@ def test_full_run_points_csv(tmp_path):
         if r["model"] == "fine":
             assert measured == pytest.approx(FACTOR * predicted, rel=1e-9)
             assert err == pytest.approx(100 * (1 / FACTOR - 1), rel=1e-8)
+            assert float(r["interval_low"]) <= predicted <= float(r["interval_high"])
+        else:
+            assert r["interval_low"] == r["interval_high"] == ""
     # one lab per case, sized once and reused for every worker count, measured in order
     assert lab.opened == ["async", "ring"]
     assert [(c, w, l) for c, w, l in lab.calls] == [
@@ -330,12 +333,44 @@ def test_repeats_are_averaged_and_kept(tmp_path):
 def test_hardware_key_sets_the_models_network(tmp_path):
     from sgdsim.lab.hardware import Hardware, save_hardware
 
-    save_hardware(Hardware(5e7, 1e-5, 1.6e-7, 2e-4, fcfs_weight=0.1, allreduce_bandwidth_bps=4e7),
-                  tmp_path / "hw.json")
+    save_hardware(Hardware(5e7, 1e-5, 1.6e-7, 2e-4, fcfs_weight=0.1, allreduce_bandwidth_bps=4e7,
+                           share_cv=0.3), tmp_path / "hw.json")
     g = load_grid(write(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "hw.json"')))
     ps, ring = g.cases
-    assert ps.network() == (5e7, 2e-4, 0.1) and ps.model_bandwidth_bps == 5e7
-    assert ring.network() == (4e7, 2e-4, 0.1)
+    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1, "share_cv": 0.3}
+    assert ps.network() == {"bandwidth": 5e7, **net} and ps.model_bandwidth_bps == 5e7
+    assert ring.network() == {"bandwidth": 4e7, **net}
     (tmp_path / "bad.json").write_text("{")
     msg = grid_error(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "bad.json"'))
     assert "'hardware'" in msg and "not valid JSON" in msg
+
+
+def test_calibrate_key_fits_the_one_worker_point_then_predicts_again(tmp_path):
+    from sgdsim.calibrate_worker import model_step_s
+    from sgdsim.lab.hardware import Hardware
+
+    B = 100e6
+    true_alpha = 5e-9
+    step1 = model_step_s(to_profile(PROFILE), Hardware(B, 0.0, 8 / B, 0.0), "ps", "async", true_alpha)
+
+    def measure(case, workers, lab):
+        return 16 / step1 if workers == 1 else 10.0
+
+    text = GRID.replace('name = "async"', 'name = "async"\ncalibrate = true')
+    result = run_validation(load_grid(write(tmp_path, text)), str(tmp_path / "out"),
+                            profile_fn=lambda case: PROFILE, models=("fine", "coarse"),
+                            measure_fn=measure, lab_fn=lambda case: contextlib.nullcontext(None),
+                            log=lambda m: None)
+    cr = result.cases[0]
+    assert cr.calibration["parse_alpha_s_per_byte"] == pytest.approx(true_alpha, rel=1e-3)
+    one = {p.model: p for p in cr.points if p.workers == 1}
+    assert abs(one["fine"].error_pct) < 0.1 and abs(one["coarse"].error_pct) < 0.5
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["cases"][0]["calibration"]["workers"] == 1
+    assert "Calibrated on the measured 1-worker point" in (tmp_path / "out" / "summary.md").read_text()
+    assert "calibration" not in summary["cases"][1]  # the ring case did not ask for it
+
+
+def test_calibrate_needs_its_point_in_the_grid(tmp_path):
+    text = GRID.replace('workers = "1-3"', 'workers = "2-3"\ncalibrate = true')
+    assert "needs the 1-worker point" in grid_error(tmp_path, text)

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("measured", help="CSV with columns workers,throughput (examples/s)")
     cal.add_argument("profile")
     cal.add_argument("--bandwidth", default="10Gbps")
+    _calibrate_parser(sub)
     p.set_defaults(extra_commands=_register_extras(sub))
     return p
 
@@ -59,6 +60,9 @@ def _predict_parser(sub) -> None:
     q.add_argument("--fcfs-weight", type=float, default=None, metavar="W",
                    help="hybrid sharing = (1-W)·ps + W·fcfs (default: the --hardware file's "
                         "measured value, else 0.5 as in the papers)")
+    q.add_argument("--share-cv", type=float, default=None, metavar="CV",
+                   help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
+                        "CV (default: the --hardware file's measured value, else 0 = equal shares)")
     q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
                    help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
     q.add_argument("--rho-threshold", type=float, default=0.6,
@@ -67,20 +71,40 @@ def _predict_parser(sub) -> None:
     q.add_argument("--streams", default="fifo", choices=["fifo", "http2"])
     q.add_argument("--window", default="28MB", help="HTTP/2 flow-control window WIN")
     q.add_argument("--order", default="profiled", choices=["profiled", "tic", "reverse", "random"])
-    q.add_argument("--overhead-alpha", type=float, default=0.0, metavar="S_PER_BYTE")
+    q.add_argument("--overhead-alpha", type=float, default=None, metavar="S_PER_BYTE",
+                   help="receiver CPU per byte of every message (default: the --hardware file's "
+                        "calibrated value, else 0)")
     q.add_argument("--overhead-beta", default=None, metavar="S", help="e.g. 0.2ms")
     q.add_argument("--ps-count", type=int, default=None)
     q.add_argument("--worker-profile", action="append", default=[], metavar="CLASS=PROFILE.json:COUNT")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--jitter", type=float, default=0.0, metavar="CV",
                    help="multiply compute durations by seeded noise of this coefficient of variation")
-    q.add_argument("--warmup", type=int, default=50, help="warm-up steps per worker")
+    q.add_argument("--warmup", type=int, default=20, help="warm-up steps per worker (each replication)")
     q.add_argument("--steps", default="auto", help="measured steps per worker, or auto")
-    q.add_argument("--replications", type=int, default=1, metavar="R",
-                   help="independent simulator runs per point; the CI then comes from their spread")
+    q.add_argument("--replications", default="auto", metavar="R",
+                   help="independent simulator runs per point (default auto: rounds of 4 until the "
+                        "mean is known to 2%%); the interval covers their spread; 1 = one run")
     q.add_argument("--format", default="table", choices=["table", "csv", "json"])
     q.add_argument("--timeline", default=None, metavar="FILE.json", help="write a Chrome/Perfetto trace")
     q.add_argument("--force", action="store_true", help="overwrite an existing --timeline file")
+
+
+def _calibrate_parser(sub) -> None:
+    c = sub.add_parser("calibrate", help="fit what a profile misses from one real worker's step "
+                                         "time; writes a hardware file")
+    c.add_argument("profile", help="the standalone profile (sgdsim profile) of the job")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--step-time", metavar="T", help="measured mean step time of the worker, e.g. 1.72s")
+    what.add_argument("--throughput", type=float, metavar="X",
+                      help="measured examples/s of the single worker (all-reduce: of one rank)")
+    c.add_argument("--hardware", required=True, metavar="FILE.json",
+                   help="the network as measured by sgdsim netbench (bandwidth, β, ...)")
+    c.add_argument("--arch", default="ps", choices=["ps", "allreduce"],
+                   help="ps: 1 worker + 1 PS was measured; allreduce: 2 ranks")
+    c.add_argument("--mode", default="async", choices=["async", "sync"])
+    c.add_argument("-o", "--output", required=True, help="the calibrated hardware file")
+    c.add_argument("--force", action="store_true", help="overwrite an existing output file")
 
 
 def _import_parser(sub) -> None:
@@ -102,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         commands = {"predict": cmd_predict, "import": cmd_import, "info": cmd_info,
+                    "calibrate": cmd_calibrate_worker,
                     "calibrate-threshold": cmd_calibrate, **args.extra_commands}
         return commands[args.command](args)
     except SgdsimError as e:
@@ -121,24 +146,15 @@ def cmd_predict(args) -> int:
     classes = [parse_worker_profile(s) for s in args.worker_profile]
     targets = _timeline_targets(args.timeline, parse_workers(args.workers) if not classes else [0],
                                 args.force) if args.timeline else {}
-    bandwidth, beta = args.bandwidth or "10Gbps", args.overhead_beta or 0.0
-    fcfs_weight = args.fcfs_weight
-    if args.hardware:
-        from .lab.hardware import load_hardware
-
-        hw = load_hardware(args.hardware)  # α there includes the wire time: only B and β apply
-        bandwidth = args.bandwidth or hw.bandwidth_for(args.arch)
-        beta = args.overhead_beta if args.overhead_beta is not None else hw.overhead_beta_s
-        fcfs_weight = fcfs_weight if fcfs_weight is not None else hw.fcfs_weight
+    net = _network(args)
     points = predict(
-        args.profile, workers=args.workers, bandwidth=bandwidth, mode=args.mode,
-        arch=args.arch, sharing=args.sharing,
-        fcfs_weight=0.5 if fcfs_weight is None else fcfs_weight, flow_cap=args.flow_cap, streams=args.streams,
-        window=args.window, order=args.order, overhead_alpha=args.overhead_alpha,
-        overhead_beta=beta, ps_count=args.ps_count, worker_profiles=classes or None,
+        args.profile, workers=args.workers, mode=args.mode, arch=args.arch, sharing=args.sharing,
+        flow_cap=args.flow_cap, streams=args.streams, window=args.window, order=args.order,
+        ps_count=args.ps_count, worker_profiles=classes or None,
         jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps,
         timeline=bool(args.timeline), model=args.model, coarse=args.coarse,
-        rho_threshold=args.rho_threshold, replications=args.replications, on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
+        rho_threshold=args.rho_threshold, replications=args.replications, **net,
+        on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
     print(format_points(points, args.format))
     for pt in points:
         if pt.timeline is not None and targets:
@@ -146,6 +162,20 @@ def cmd_predict(args) -> int:
             n = write_chrome_trace(pt.timeline, target, overwrite=args.force)
             print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
     return 0
+
+
+def _network(args) -> dict:
+    """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
+    net = {"bandwidth": "10Gbps", "overhead_beta": 0.0, "overhead_alpha": 0.0,
+           "fcfs_weight": 0.5, "share_cv": 0.0}
+    if args.hardware:
+        from .lab.hardware import load_hardware
+
+        net.update(load_hardware(args.hardware).predict_kwargs(args.arch))
+    given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
+             "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
+             "share_cv": args.share_cv}
+    return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
@@ -180,7 +210,7 @@ def _csv(v) -> str:
 
 
 def _table(rows) -> str:
-    head = ["workers", "examples/s", "95% CI", "step time", "bottleneck (util)", "ops simulated"]
+    head = ["workers", "examples/s", "95% interval", "step time", "bottleneck (util)", "ops simulated"]
     body = []
     for r in rows:
         util = r["utilization"].get(r["bottleneck"], 0.0)
@@ -189,7 +219,19 @@ def _table(rows) -> str:
                      f"{r['bottleneck']} ({util:.0%})", f"{r['ops_simulated']:,}"])
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-    return "\n".join(fmt.format(*line) for line in [head, *body])
+    return "\n".join([fmt.format(*line) for line in [head, *body]] + _regime_notes(rows))
+
+
+def _regime_notes(rows) -> list[str]:
+    """One line per bimodal point: both regimes and how often the runs fell into each."""
+    notes = []
+    for r in rows:
+        if r.get("regimes"):
+            lo, hi = r["regimes"]
+            notes.append(f"W={r['workers']}: two regimes over {r['replications']} runs: "
+                         f"{lo['throughput']:.1f} examples/s ({lo['share']:.0%} of runs) or "
+                         f"{hi['throughput']:.1f} ({hi['share']:.0%}); the interval covers both")
+    return notes
 
 
 def _side_by_side(rows) -> str:
@@ -211,7 +253,8 @@ def _side_by_side(rows) -> str:
         body.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-    return "\n".join(fmt.format(*line) for line in [head, *body]) + "\n(examples/s)"
+    lines = [fmt.format(*line) for line in [head, *body]] + ["(examples/s; fine: ± half the 95 % interval)"]
+    return "\n".join(lines + _regime_notes(rows))
 
 
 def cmd_calibrate(args) -> int:
@@ -224,6 +267,31 @@ def cmd_calibrate(args) -> int:
         mark = "  <- best" if rho == result.best else ""
         print(f"{rho:5.1f}  {mean:11.2f}  {worst:10.2f}{mark}")
     print(f"best --rho-threshold {result.best:g}")
+    return 0
+
+
+def cmd_calibrate_worker(args) -> int:
+    from .calibrate_worker import calibrate
+    from .lab.hardware import load_hardware, save_hardware
+    from .profile.io import load_profile
+    from .units import parse_duration_s
+
+    check_output_path(args.output, args.force)
+    prof = load_profile(args.profile)
+    hw = load_hardware(args.hardware)
+    if args.throughput is not None and not args.throughput > 0:
+        raise SgdsimError(f"--throughput must be positive, got {args.throughput}")
+    step = (parse_duration_s(args.step_time) if args.step_time is not None
+            else prof.job.batch_size / args.throughput)
+    out = calibrate(prof, step, hw, args.arch, args.mode)
+    save_hardware(out, args.output, force=args.force)
+    cal = out.measured["calibration"]
+    fitted = (f"receiver CPU {out.parse_alpha_s_per_byte * 1e9:.3g} ns/byte"
+              if out.parse_alpha_s_per_byte else
+              f"bandwidth {format_bps(out.bandwidth_for(args.arch))}" if step < cal["predicted_step_s_before"]
+              else "nothing (the profile already matches)")
+    print(f"measured step {step * 1e3:.1f} ms; the model predicted {cal['predicted_step_s_before'] * 1e3:.1f} ms; "
+          f"fitted {fitted}; now {cal['predicted_step_s_after'] * 1e3:.1f} ms; wrote {args.output}")
     return 0
 
 

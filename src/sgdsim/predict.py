@@ -1,14 +1,8 @@
 """The Python API behind ``sgdsim predict``: result objects, not text."""
 from __future__ import annotations
 
-import os
-from dataclasses import asdict, dataclass, field
-
 import json
-import math
-from dataclasses import replace
-
-import numpy as np
+import os
 
 from .analytic.async_ps import DEFAULT_RHO_THRESHOLD
 from .analytic.coarse_profile import CoarseProfile, from_profile, load_coarse, parse_coarse, to_profile
@@ -17,35 +11,11 @@ from .analytic.results import CoarseResult
 from .errors import ConfigError
 from .profile.io import load_profile
 from .profile.model import Profile
-from .sim import SimConfig, WorkerClass, simulate
-from .sim.simulate import SimResult, Timeline
-from .sim.stats import t95
+from .profile.transforms import with_overhead
+from .point import PredictionPoint
+from .replicate import simulate_point
+from .sim import SimConfig, WorkerClass
 from .units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
-
-
-@dataclass(frozen=True)
-class PredictionPoint:
-    """One worker count's prediction. Throughput in examples/s, CI at 95 %."""
-
-    workers: int
-    throughput: float
-    ci_low: float
-    ci_high: float
-    step_time_s: float
-    ops_simulated: int
-    bottleneck: str
-    utilization: dict[str, float]
-    steps_measured: int
-    wall_s: float
-    model: str = "fine"
-    regime: str = ""
-    response_time_s: dict[str, float] = field(default_factory=dict)
-    timeline: Timeline | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("timeline")
-        return d
 
 
 def parse_workers(spec: str | int | list[int]) -> list[int]:
@@ -110,14 +80,15 @@ def _coarse(p: Profile | CoarseProfile) -> CoarseProfile:
 
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
-            sharing: str | None = None, fcfs_weight: float = 0.5, flow_cap: str | float | None = None, streams: str = "fifo",
+            sharing: str | None = None, fcfs_weight: float = 0.5, share_cv: float = 0.0,
+            flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
             ps_count: int | None = None,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
-            jitter: float = 0.0, seed: int = 0, warmup: int = 50, steps: int | str = "auto",
+            jitter: float = 0.0, seed: int = 0, warmup: int = 20, steps: int | str = "auto",
             timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
-            rho_threshold: float = DEFAULT_RHO_THRESHOLD, replications: int = 1,
+            rho_threshold: float = DEFAULT_RHO_THRESHOLD, replications: int | str = "auto",
             on_skip=None) -> list[PredictionPoint]:
     """Predict throughput per worker count.
 
@@ -128,20 +99,21 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     told about the others). ``sharing`` defaults to the papers' choices: hybrid (the mean of
     PS and FCFS, TPDS §3.1.1/§3.2.1) for sync PS; for async, ps in the simulator and Eq. 5
     ("threshold") in the coarse model. ``fcfs_weight`` w turns hybrid into (1 − w)·PS + w·FCFS
-    (0.5: the papers' mean). ``coarse`` gives a coarse
+    (0.5: the papers' mean). ``share_cv`` > 0: under PS sharing, flows draw unequal shares
+    (lognormal weights of that CV, as measured by ``netbench --lab --fanout``). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
     ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
-    ``replications`` > 1 runs the simulator that many times with independent seeds and takes
-    the CI from their spread.
+    ``replications``: "auto" (default) runs rounds of independent simulations until the mean
+    is known to ±2 % (``replicate.py``); the interval then covers the spread between runs and
+    ``regimes`` reports two clusters of runs. 1: a single run with a batch-means interval.
     """
-    if replications < 1:
-        raise ConfigError(f"--replications must be at least 1, got {replications}")
+    n_reps = _replications(replications)
     if sharing not in (None, "ps", "fcfs", "hybrid", "threshold"):
         raise ConfigError(f"unknown sharing {sharing!r} (choose from ps, fcfs, hybrid, threshold)")
     config = SimConfig(
         bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch,
         sharing=sharing if sharing in ("ps", "fcfs", "hybrid") else _fine_default(mode, arch),
-        fcfs_weight=float(fcfs_weight),
+        fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),
@@ -157,15 +129,21 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         if name == "fine":
             for W in counts:
                 scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
-                points.append(_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled], config,
-                                     replications))
+                points.append(simulate_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled],
+                                             config, n_reps))
         else:
-            coarse_classes = [(_coarse(p), c) for _, p, c in classes]
+            coarse_classes = [(_coarse(_with_overhead(p, config)), c) for _, p, c in classes]
             Ks = None if worker_profiles else counts
             points += [_from_coarse(r) for r in
                        run_analytic(name, coarse_classes, Ks, config, sharing, rho_threshold)]
     order = {m: i for i, m in enumerate(MODELS)}
     return sorted(points, key=lambda p: (p.workers, order[p.model]))
+
+
+def _with_overhead(p: Profile | CoarseProfile, config: SimConfig) -> Profile | CoarseProfile:
+    """The analytical models see the overheads as compute time, as the simulator does."""
+    a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
+    return with_overhead(_fine(p), a, b, config.arch) if a > 0 or b > 0 else p
 
 
 def _fine_default(mode: str, arch: str) -> str:
@@ -212,57 +190,21 @@ def _from_coarse(r: CoarseResult) -> PredictionPoint:
         regime=r.regime, response_time_s=dict(r.response_time_s))
 
 
+def _replications(value) -> int | None:
+    n = _count_or_auto(value, "--replications")
+    if n is not None and n < 1:
+        raise ConfigError(f"--replications must be at least 1, got {value!r}")
+    return n
+
+
 def _steps(steps) -> int | None:
-    if steps in ("auto", None):
+    return _count_or_auto(steps, "--steps")
+
+
+def _count_or_auto(value, option: str) -> int | None:
+    if value in ("auto", None):
         return None
     try:
-        return int(steps)
-    except ValueError:
-        raise ConfigError(f"--steps takes a number or 'auto', got {steps!r}") from None
-
-
-def _point(classes: list[WorkerClass], config: SimConfig, replications: int = 1) -> PredictionPoint:
-    """One simulated point; with ``replications`` > 1, independent runs (seeds seed + i·1000003)
-    whose spread gives the CI, which also covers runs settling into different long-lived
-    states (docs/simulator.md, known limitations)."""
-    if replications == 1:
-        return _single(classes, config)
-    reps = [_single(classes, replace(config, seed=config.seed + i * 1_000_003,
-                                     timeline=config.timeline and i == 0)) for i in range(replications)]
-    xs = np.array([r.throughput for r in reps])
-    hw = t95(replications - 1) * float(xs.std(ddof=1)) / math.sqrt(replications)
-    return _merge(reps, float(xs.mean()), float(xs.mean()) - hw, float(xs.mean()) + hw)
-
-
-def _single(classes: list[WorkerClass], config: SimConfig) -> PredictionPoint:
-    if config.sharing != "hybrid":
-        return _from_result(simulate(classes, config))
-    a = _from_result(simulate(classes, replace(config, sharing="ps")))
-    b = _from_result(simulate(classes, replace(config, sharing="fcfs", timeline=False)))
-    w = config.fcfs_weight
-
-    def mix(x: float, y: float) -> float:
-        return (1 - w) * x + w * y
-
-    return _merge([a, b], mix(a.throughput, b.throughput), mix(a.ci_low, b.ci_low),
-                  mix(a.ci_high, b.ci_high))
-
-
-def _merge(points: list[PredictionPoint], throughput: float, lo: float, hi: float) -> PredictionPoint:
-    """Several runs of one point: means of rates and utilizations, sums of work."""
-    util = {k: sum(p.utilization[k] for p in points) / len(points) for k in points[0].utilization}
-    return PredictionPoint(
-        workers=points[0].workers, throughput=throughput, ci_low=max(0.0, lo), ci_high=hi,
-        step_time_s=sum(p.step_time_s for p in points) / len(points),
-        ops_simulated=sum(p.ops_simulated for p in points),
-        bottleneck=max(util, key=lambda k: util[k]), utilization=util,
-        steps_measured=sum(p.steps_measured for p in points), wall_s=sum(p.wall_s for p in points),
-        timeline=points[0].timeline)
-
-
-def _from_result(r: SimResult) -> PredictionPoint:
-    return PredictionPoint(
-        workers=r.workers, throughput=r.throughput, ci_low=r.ci_low, ci_high=r.ci_high,
-        step_time_s=r.step_time_s, ops_simulated=r.ops_simulated, bottleneck=r.bottleneck,
-        utilization={k: float(v) for k, v in r.utilization.items()},
-        steps_measured=r.steps_measured, wall_s=r.wall_s, timeline=r.timeline)
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{option} takes a number or 'auto', got {value!r}") from None

@@ -20,7 +20,6 @@ def unsupported(model: str, config: SimConfig, sharing: str | None, ps_count: in
     checks = [
         (config.streams != "fifo", "--streams http2"), (config.order != "profiled", f"--order {config.order}"),
         (config.flow_cap_bps is not None, "--flow-cap"), (ps_count > 1, "several parameter servers"),
-        (config.overhead_alpha_s_per_byte > 0 or config.overhead_beta_s > 0, "--overhead-alpha/--overhead-beta"),
         (config.timeline, "--timeline"),
         (model == "lin" and (config.mode, config.arch) != ("async", "ps"), "anything but --mode async --arch ps"),
         (model == "cynthia" and config.arch != "ps", "--arch allreduce"),

@@ -140,7 +140,8 @@ def _with_fairness(hw, args, size: int):
     measured = dict(hw.measured, fanout=args.fanout, fanout_size_bytes=size,
                     fcfs_weight_down=fair["fcfs_weight_down"], fcfs_weight_up=fair["fcfs_weight_up"],
                     fanout_rounds=fair["rounds"])
-    return dataclasses.replace(hw, fcfs_weight=fair["fcfs_weight"], measured=measured)
+    return dataclasses.replace(hw, fcfs_weight=fair["fcfs_weight"], share_cv=fair["share_cv"],
+                               measured=measured)
 
 
 def _with_gloo(hw, ranks: int):
@@ -176,6 +177,9 @@ def _print_table(m, hw) -> None:
               f"{1 - hw.fcfs_weight:.0%} PS + {hw.fcfs_weight:.0%} FCFS (fcfs_weight "
               f"{hw.fcfs_weight:.3f}; downlink rounds {hw.measured['fcfs_weight_down']:.3f}, "
               f"uplink rounds {hw.measured['fcfs_weight_up']:.3f})")
+    if hw.share_cv is not None:
+        print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
+              f"{hw.share_cv:.2f} (--share-cv)")
 
 
 def _size(n: int) -> str:

@@ -15,6 +15,11 @@ sharing makes every c_i = n·T; FCFS makes them T, 2T, .., n·T with mean (n+1)�
 weight w solves mean(c) = (1 − w)·n·T + w·(n+1)·T/2, clipped to [0, 1]; the result is the
 mean over rounds. ``predict`` uses it as hybrid = (1 − w)·PS + w·FCFS (the papers: w = 0.5).
 
+The same rounds give the spread of the shares, which the simulator's PS sharing can draw per
+flow (``--share-cv``): with weights w_i the link stays full, so the first transfer ends at
+mean(w)/max(w) of the last one. ``share_cv`` finds the coefficient of variation of lognormal
+weights whose expected mean/max matches the rounds' mean of min(c)/max(c).
+
 Roles: ``python -m sgdsim.lab.fairness hub --peers N ...`` (the PS's host; prints one JSON
 line with the per-round completion times) and ``... peer --host H --port P ...``.
 """
@@ -22,12 +27,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+
+import numpy as np
 
 from ..errors import ConfigError, SgdsimError
 from .procs import kill_all, last_line
@@ -49,6 +57,34 @@ def fcfs_weight(completions_s: list[float]) -> float:
     return min(1.0, max(0.0, w))
 
 
+def first_last_ratio(cv: float, n: int, rng: np.random.Generator, draws: int = 20000) -> float:
+    """E[mean(w)/max(w)] for n lognormal weights of mean 1 and CV ``cv`` (Monte Carlo)."""
+    if cv <= 0:
+        return 1.0
+    s2 = math.log1p(cv * cv)
+    w = rng.lognormal(-s2 / 2, math.sqrt(s2), size=(draws, n))
+    return float(np.mean(w.mean(axis=1) / w.max(axis=1)))
+
+
+def share_cv(rounds: list[dict], seed: int = 0) -> float:
+    """CV of per-flow weights that reproduces the rounds' first/last completion ratio."""
+    ratios = [min(r["completions_s"]) / max(r["completions_s"]) for r in rounds
+              if len(r["completions_s"]) > 1 and max(r["completions_s"]) > 0]
+    if not ratios:
+        return 0.0
+    target, n = statistics.fmean(ratios), max(len(r["completions_s"]) for r in rounds)
+    lo, hi = 0.0, 3.0
+    if first_last_ratio(hi, n, np.random.default_rng(seed)) >= target:
+        return hi
+    for _ in range(40):  # the ratio falls as the CV grows: bisection, common random numbers
+        mid = (lo + hi) / 2
+        if first_last_ratio(mid, n, np.random.default_rng(seed)) > target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
 def summarize(rounds: list[dict]) -> dict:
     """Mean FCFS weight over rounds, per direction and overall."""
     if not rounds:
@@ -59,7 +95,7 @@ def summarize(rounds: list[dict]) -> dict:
     return {"fcfs_weight": statistics.fmean(every),
             "fcfs_weight_down": statistics.fmean(by["down"]) if by["down"] else None,
             "fcfs_weight_up": statistics.fmean(by["up"]) if by["up"] else None,
-            "rounds": rounds}
+            "share_cv": share_cv(rounds), "rounds": rounds}
 
 
 # ----------------------------------------------------------------------------- the two roles

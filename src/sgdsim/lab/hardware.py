@@ -49,6 +49,15 @@ class Hardware:
     measured: dict = field(default_factory=dict, compare=False)
     fcfs_weight: float | None = None  # hybrid sharing's FCFS share (lab.fairness); None: not measured
     allreduce_bandwidth_bps: float | None = None  # Eq. 11's B fitted to gloo (lab.gloo_bench)
+    share_cv: float | None = None  # spread of TCP shares among concurrent flows (lab.fairness)
+    parse_alpha_s_per_byte: float | None = None  # receiver CPU per byte (sgdsim calibrate)
+
+    def predict_kwargs(self, arch: str) -> dict:
+        """What ``sgdsim.predict`` takes from this file (keyword arguments)."""
+        return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
+                "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
+                "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
+                "share_cv": self.share_cv or 0.0}
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
@@ -64,6 +73,9 @@ class Hardware:
                 **({} if self.fcfs_weight is None else {"fcfs_weight": self.fcfs_weight}),
                 **({} if self.allreduce_bandwidth_bps is None
                    else {"allreduce_bandwidth_bps": self.allreduce_bandwidth_bps}),
+                **({} if self.share_cv is None else {"share_cv": self.share_cv}),
+                **({} if self.parse_alpha_s_per_byte is None
+                   else {"parse_alpha_s_per_byte": self.parse_alpha_s_per_byte}),
                 "measured": dict(self.measured)}
 
 
@@ -145,7 +157,8 @@ _RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,
 _FIELDS = (  # key, required, rule
     ("bandwidth_bps", True, "positive"), ("latency_s", True, "non-negative"),
     ("overhead_alpha_s_per_byte", True, "positive"), ("overhead_beta_s", True, "non-negative"),
-    ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"))
+    ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
+    ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

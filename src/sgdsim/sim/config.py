@@ -29,6 +29,7 @@ class SimConfig:
     arch: str = "ps"
     sharing: str = "ps"
     fcfs_weight: float = 0.5  # hybrid = (1 - w)·PS + w·FCFS; the papers' mean is 0.5
+    share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -38,7 +39,7 @@ class SimConfig:
     ps_count: int | None = None
     jitter_cv: float = 0.0
     seed: int = 0
-    warmup_steps: int = 50
+    warmup_steps: int = 20
     steps_per_worker: int | None = None
     ci_rel_target: float = 0.01
     min_steps_per_worker: int = 20
@@ -64,6 +65,13 @@ class SimConfig:
             raise ConfigError("overhead alpha and beta must be non-negative")
         if not 0 <= self.jitter_cv < 10:
             raise ConfigError(f"--jitter must be a coefficient of variation in [0, 10), got {self.jitter_cv}")
+        if not 0 <= self.share_cv < 10:
+            raise ConfigError(f"--share-cv must be a coefficient of variation in [0, 10), got {self.share_cv}")
+        if self.share_cv > 0 and self.flow_cap_bps is not None:
+            raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
+        if self.share_cv > 0 and (self.ps_count or 1) > 1:
+            raise ConfigError("--share-cv applies to one parameter server (several PS share "
+                              "worker NICs by water-filling): use --share-cv 0 with --ps-count")
         if self.ps_count is not None and self.ps_count < 1:
             raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
         if self.arch == "allreduce" and (self.ps_count or 1) > 1:

@@ -18,11 +18,13 @@ from .jit import jit
 Links = namedtuple(
     "Links",
     "W n_ps policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
-    "weight rem on arrival since served waiting nic_share nic_done",
+    "weight rem on arrival since served waiting nic_done noise",
 )
 
 
-def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps) -> Links:
+def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise=None) -> Links:
+    """``noise``: weights a fair-shared flow draws when it starts (``sharing/fair.py``);
+    None: every flow has weight 1."""
     n_flows = n_links * n_workers
     return Links(
         W=n_workers, n_ps=n_links // 2,
@@ -36,7 +38,8 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps) -> Li
         arrival=np.zeros(n_flows, np.int64), since=np.zeros(n_flows),
         served=make_heaps(n_links, n_workers, n_flows),
         waiting=make_heaps(n_links, n_workers, n_flows),
-        nic_share=np.zeros(n_links), nic_done=np.zeros(n_links, np.int64),
+        nic_done=np.zeros(n_links, np.int64),
+        noise=np.ones(1) if noise is None else np.asarray(noise, np.float64),
     )
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
+from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
 from .streams import SCHEDULERS
 
@@ -129,17 +130,6 @@ def check_same_dag(classes: list[WorkerClass]) -> None:
                               f"class {classes[0].name!r} (ids, resources, sizes and deps must match)")
 
 
-def _overhead_targets(profile: Profile, succ) -> list[tuple[int, int]]:
-    """(comm op, first dependent compute op) pairs that carry the parsing overhead."""
-    pairs = []
-    for i, op in enumerate(profile.ops):
-        if op.kind == COMM:
-            comp = [j for j in succ[i] if profile.ops[j].kind != COMM]
-            if comp:
-                pairs.append((i, min(comp)))
-    return pairs
-
-
 N_JITTER_COPIES = 32  # noisy copies of each profiled step when --jitter is set
 
 
@@ -155,16 +145,12 @@ def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
     return (durations_s[None] * factor).reshape(-1, durations_s.shape[1])
 
 
-def _durations(classes, config: SimConfig, op_res, succ, W: int, link_Bps: float) -> np.ndarray:
+def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarray:
     ref = classes[0].profile
     sizes = np.array([op.size_bytes for op in ref.ops])
-    extra = np.zeros(ref.n_ops)
     a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
-    for c, t in _overhead_targets(ref, succ):
-        if config.arch == "allreduce" and ref.ops[c].resource == DOWNLINK:
-            continue  # skipped transfers have nothing to parse
-        extra[t] += a * sizes[c] + b
-    rows = np.concatenate([_jittered(c.profile.durations_s, config) for c in classes]) + extra
+    rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch).durations_s, config)
+                           for c in classes])
     if config.arch == "allreduce":
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
         rows[:, is_up] = 2.0 * (W - 1) / W * sizes[is_up] / link_Bps  # TPDS §3.2.2
@@ -202,7 +188,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         roots=np.array([i for i in range(ref.n_ops) if npred[i] == 0], np.int64),
         rank=ranks.ravel().copy(), comp_key=np.arange(ref.n_ops, dtype=np.float64),
         res_link=res_link, link_res=link_res,
-        dur=_durations(classes, config, op_res, succ, W, cap).ravel().copy(),
+        dur=_durations(classes, config, W, cap).ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
         worker_rows=np.array([counts[k] for k in worker_cls], np.int64),
     )

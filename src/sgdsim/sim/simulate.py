@@ -69,7 +69,8 @@ class _Sim:
         self.rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7]))
         self.P = for_backend(plan)
         self.K = for_backend(make_kernel(W * R + L + W))
-        self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap))
+        self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
+                                         _share_noise(config, self.info.ps_count)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))
@@ -132,6 +133,21 @@ class _Sim:
                 return status == engine.DONE
 
 
+NOISE_POOL = 4096
+
+
+def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
+    """Lognormal flow weights of mean 1 and CV ``share_cv`` (``sharing/fair.py``)."""
+    if config.share_cv <= 0:
+        return None
+    if ps_count > 1:
+        raise ConfigError("--share-cv applies to one parameter server (several PS share worker "
+                          "NICs by water-filling): use --share-cv 0 with this profile")
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 13]))
+    sigma2 = np.log1p(config.share_cv ** 2)
+    return rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=NOISE_POOL)
+
+
 def _like(ref, values):
     return values if isinstance(ref, list) else np.asarray(values, dtype=ref.dtype)
 
@@ -172,6 +188,9 @@ def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
         est = _estimate(sim, t0, c0)
         if not finished or est.rel_half_width <= config.ci_rel_target:
             return est
+        per_step = sim.ops() / max(1, sim.completions())
+        if sim.ops() + per_step * n > config.auto_max_ops:
+            return est  # doubling again would run out of budget mid-way: stop inside it
         n *= 2
 
 

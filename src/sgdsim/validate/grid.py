@@ -31,7 +31,8 @@ TOP_KEYS = ("description", "defaults", "case")
 REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
-            "profile_steps": 20, "hardware": None, "repeats": 1, "replications": 1}
+            "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
+            "calibrate": False}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -62,7 +63,8 @@ class Case:
     profile_steps: int = 20
     hardware: str | None = None   # a netbench hardware file: bandwidth, β and fcfs_weight
     repeats: int = 1              # lab runs per worker count (their mean is the measurement)
-    replications: int = 1         # independent simulator runs per point (fine model)
+    replications: int | None = None  # independent simulator runs per point (fine); None: auto
+    calibrate: bool = False       # fit the hardware to the measured 1-worker (2-rank) step first
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -71,17 +73,18 @@ class Case:
 
     @property
     def model_bandwidth_bps(self) -> float:
-        return self.predict_bandwidth_bps or self.network()[0]
+        return self.network()["bandwidth"]
 
-    def network(self) -> tuple[float, float, float]:
-        """(bandwidth bits/s, per-message overhead β s, hybrid FCFS weight) for the models:
-        the ``hardware`` file's measurements where there is one, else the lab's link rate,
-        β = 0 and the papers' 0.5."""
+    def network(self) -> dict:
+        """``predict`` keyword arguments for the network: the ``hardware`` file's measurements
+        where there is one (bandwidth, β, calibrated α, FCFS weight, share CV), else the
+        lab's link rate, no overheads, the papers' 0.5 and equal shares; ``predict_bandwidth``
+        overrides the bandwidth."""
         hw = self.hardware_spec
-        if hw is None:
-            return self.predict_bandwidth_bps or self.bandwidth_bps, 0.0, 0.5
-        return (self.predict_bandwidth_bps or hw.bandwidth_for(self.arch), hw.overhead_beta_s,
-                0.5 if hw.fcfs_weight is None else hw.fcfs_weight)
+        net = (hw.predict_kwargs(self.arch) if hw is not None else
+               {"bandwidth": self.bandwidth_bps, "overhead_beta": 0.0, "overhead_alpha": 0.0,
+                "fcfs_weight": 0.5, "share_cv": 0.0})
+        return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"]}
 
     def describe(self) -> str:
         overlap = "overlap" if self.overlap else "no overlap"
@@ -176,6 +179,11 @@ def _case(d: dict, where: str, base: str) -> Case:
     return case
 
 
+def calibration_workers(arch: str) -> int:
+    """The run ``sgdsim calibrate`` fits: one worker and a PS, or two all-reduce ranks."""
+    return 2 if arch == "allreduce" else 1
+
+
 def _build(v: dict, base: str) -> Case:
     arch = _choice(v, "arch", ("ps", "allreduce"))
     mode = _choice(v, "mode", ("async", "sync"))
@@ -184,21 +192,28 @@ def _build(v: dict, base: str) -> Case:
     model = _string(v, "model")
     if model == LAB_PREFIX:
         raise ConfigError(f"model {model!r} names no lab model (e.g. lab:mlp-20mb)")
-    overlap = v["overlap"]
-    if not isinstance(overlap, bool):
-        raise ConfigError(f"'overlap' must be true or false, got {overlap!r}")
+    overlap, calibrate = v["overlap"], v["calibrate"]
+    for key, value in (("overlap", overlap), ("calibrate", calibrate)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key!r} must be true or false, got {value!r}")
+    workers = _workers(v["workers"])
+    if calibrate and calibration_workers(arch) not in workers:
+        raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
+                          f"'workers' (it is measured first and fitted)")
     hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))
     case = Case(
         name=_name(v, model, arch, mode, overlap), model=model,
         batch_size=_int(v, "batch_size", 1), bandwidth_bps=_bandwidth(v, "bandwidth"),
-        workers=_workers(v["workers"]), arch=arch, mode=mode, overlap=overlap,
+        workers=workers, arch=arch, mode=mode, overlap=overlap,
         duration_s=_duration(v, "duration", positive=True), warmup_s=_duration(v, "warmup"),
         sharing=None if v["sharing"] is None else _choice(v, "sharing", ("ps", "fcfs", "hybrid", "threshold")),
         predict_bandwidth_bps=None if v["predict_bandwidth"] is None else _bandwidth(v, "predict_bandwidth"),
         profile=None if v["profile"] is None else os.path.join(base, _string(v, "profile")),
         profile_steps=_int(v, "profile_steps", 1),
         hardware=hw_path, hardware_spec=_hardware(hw_path),
-        repeats=_int(v, "repeats", 1), replications=_int(v, "replications", 1))
+        repeats=_int(v, "repeats", 1),
+        replications=None if v["replications"] == "auto" else _int(v, "replications", 1),
+        calibrate=calibrate)
     return case
 
 

@@ -13,7 +13,8 @@ from ..analytic.models import MODELS
 from ..errors import ConfigError
 from .grid import Case
 
-CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs")
+CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
+               "interval_low", "interval_high")
 SUMMARY_FORMAT = "sgdsim-validation-summary"
 
 
@@ -49,7 +50,8 @@ def write_points(result, path: str, upto: int | None = None) -> None:
             for p in cr.points:
                 runs = cr.measured_runs.get(p.workers, [])
                 w.writerow([p.case, p.model, p.workers, _num(p.measured), _num(p.predicted),
-                            _num(p.error_pct), ";".join(f"{x:.6g}" for x in runs)])
+                            _num(p.error_pct), ";".join(f"{x:.6g}" for x in runs),
+                            _num(p.low), _num(p.high)])
 
 
 def _num(x: float | None) -> str:
@@ -66,14 +68,23 @@ def write_plot(case_result, path: str) -> None:
 # ----------------------------------------------------------------------------- summary
 
 def error_stats(points) -> dict[str, dict]:
-    """{model: {points, mean_abs_error_pct, max_abs_error_pct}} over the measured points."""
+    """{model: {points, mean_abs_error_pct, max_abs_error_pct[, interval_coverage]}} over the
+    measured points; coverage: the share of points whose 95 % interval holds the measurement."""
     by_model: dict[str, list[float]] = {}
+    covered: dict[str, list[bool]] = {}
     for p in points:
         if p.error_pct is not None:
             by_model.setdefault(p.model, []).append(abs(p.error_pct))
+        if p.covered is not None:
+            covered.setdefault(p.model, []).append(p.covered)
     order = sorted(by_model, key=lambda m: MODELS.index(m) if m in MODELS else len(MODELS))
-    return {m: {"points": len(by_model[m]), "mean_abs_error_pct": sum(by_model[m]) / len(by_model[m]),
-                "max_abs_error_pct": max(by_model[m])} for m in order}
+    out = {}
+    for m in order:
+        out[m] = {"points": len(by_model[m]), "mean_abs_error_pct": sum(by_model[m]) / len(by_model[m]),
+                  "max_abs_error_pct": max(by_model[m])}
+        if covered.get(m):
+            out[m]["interval_coverage"] = sum(covered[m]) / len(covered[m])
+    return out
 
 
 def summary_dict(result) -> dict:
@@ -92,7 +103,8 @@ def _case_dict(cr) -> dict:
         preds = {p.model: p.predicted for p in cr.points if p.workers == w}
         rows.append({"workers": w, "measured": cr.measured.get(w), "predicted": preds})
     return {"name": cr.case.name, "config": cr.case.to_dict(), "errors": error_stats(cr.points),
-            "skipped": list(cr.skipped), "points": rows}
+            "skipped": list(cr.skipped), "points": rows,
+            **({"calibration": cr.calibration} if cr.calibration else {})}
 
 
 def summary_markdown(result, with_details: bool = True) -> str:
@@ -118,12 +130,15 @@ def summary_markdown(result, with_details: bool = True) -> str:
 
 def _stats_table(groups, case_column: bool) -> list[str]:
     """``groups``: [(case name or None, {model: stats})]."""
-    cols = (["case"] if case_column else []) + ["model", "points", "mean abs error", "max abs error"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) - 3) + "---:|---:|---:|"]
+    cols = (["case"] if case_column else []) + ["model", "points", "mean abs error", "max abs error",
+                                                "95 % interval holds the measurement"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) - 4) + "---:|---:|---:|---:|"]
     for name, stats in groups:
         for model, s in stats.items():
+            cov = s.get("interval_coverage")
             cells = ([name] if case_column else []) + [
-                model, str(s["points"]), f"{s['mean_abs_error_pct']:.1f} %", f"{s['max_abs_error_pct']:.1f} %"]
+                model, str(s["points"]), f"{s['mean_abs_error_pct']:.1f} %", f"{s['max_abs_error_pct']:.1f} %",
+                "-" if cov is None else f"{cov:.0%}"]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -141,6 +156,12 @@ def _case_section(cr, dry_run: bool) -> list[str]:
             cells.append(_cell(p))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Throughput in examples/s" + ("" if dry_run else "; prediction error in brackets") + "."]
+    if cr.calibration:
+        k = cr.calibration
+        lines += ["", f"Calibrated on the measured {k['workers']}-worker point (not a held-out check): "
+                      f"receiver CPU {k['parse_alpha_s_per_byte'] * 1e9:.3g} ns/byte, bandwidth "
+                      f"{k['bandwidth_bps'] / 1e6:.1f} Mbit/s; its step {k['measured_step_s'] * 1e3:.0f} ms "
+                      f"was predicted as {k['predicted_step_s_before'] * 1e3:.0f} ms before."]
     if cr.skipped:
         lines += ["", "Skipped: " + "; ".join(cr.skipped) + "."]
     return lines

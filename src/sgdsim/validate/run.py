@@ -12,6 +12,7 @@ handle fails in seconds, not after an hour of measurements.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -35,6 +36,15 @@ class Point:
     workers: int
     predicted: float
     measured: float | None = None
+    low: float | None = None    # the model's 95 % interval (the simulator's); None: a point value
+    high: float | None = None
+
+    @property
+    def covered(self) -> bool | None:
+        """Does the interval contain the measurement? None without both."""
+        if self.measured is None or self.low is None or self.high is None:
+            return None
+        return self.low <= self.measured <= self.high
 
     @property
     def error_pct(self) -> float | None:
@@ -49,6 +59,8 @@ class CaseResult:
     points: list[Point]
     skipped: list[str] = field(default_factory=list)
     measured_runs: dict[int, list[float]] = field(default_factory=dict)  # examples/s per lab run
+    profile: object = None           # what the predictions used
+    calibration: dict = field(default_factory=dict)  # the fit, when the case calibrates
 
     @property
     def measured(self) -> dict[int, float]:
@@ -99,6 +111,8 @@ def run_validation(grid: Grid, outdir: str = "validation-out", *, models=MODELS,
     for i, cr in enumerate(results):
         if not dry_run:
             _measure_case(cr, measure_fn, lab_fn or default_lab, log)
+            if cr.case.calibrate:
+                _calibrate_case(cr, models, log)
         report.write_points(result, os.path.join(outdir, "points.csv"), upto=i + 1)
         report.write_plot(cr, os.path.join(outdir, "plots", f"{cr.case.name}.png"))
     report.write_summary(result, outdir)
@@ -114,14 +128,14 @@ def _predict_case(case: Case, profile_fn, models, outdir: str, log) -> CaseResul
     points, skipped = predict_case(case, profile, models)
     for why in skipped:
         log(f"[{case.name}] note: {why}; skipped")
-    return CaseResult(case=case, points=points, skipped=skipped)
+    return CaseResult(case=case, points=points, skipped=skipped, profile=profile)
 
 
 def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[str]]:
     """Every model's prediction at every worker count; models that cannot honour the case's
     options are left out, with the reason."""
-    bandwidth, beta, fcfs_weight = case.network()
-    config = SimConfig(bandwidth_bps=bandwidth, mode=case.mode, arch=case.arch)
+    net = case.network()
+    config = SimConfig(bandwidth_bps=net["bandwidth"], mode=case.mode, arch=case.arch)
     n_ps = getattr(profile, "ps_count", 1)
     points, skipped = [], []
     for name in models:
@@ -129,11 +143,11 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
         if reason:
             skipped.append(reason)
             continue
-        preds = predict(profile, workers=list(case.workers), bandwidth=bandwidth,
-                        overhead_beta=beta, fcfs_weight=fcfs_weight, mode=case.mode,
-                        arch=case.arch, sharing=case.sharing, model=name,
+        preds = predict(profile, workers=list(case.workers), **net, mode=case.mode, arch=case.arch, sharing=case.sharing, model=name,
                         replications=case.replications if name == "fine" else 1)
-        points += [Point(case.name, name, p.workers, float(p.throughput)) for p in preds]
+        points += [Point(case.name, name, p.workers, float(p.throughput),
+                         low=float(p.ci_low) if name == "fine" else None,
+                         high=float(p.ci_high) if name == "fine" else None) for p in preds]
     return points, skipped
 
 
@@ -151,8 +165,31 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
                                   or getattr(got, "throughput", got)))
                 log(f"[{case.name}]   {runs[-1]:.2f} examples/s")
     measured = cr.measured
-    cr.points = [Point(p.case, p.model, p.workers, p.predicted, measured.get(p.workers))
-                 for p in cr.points]
+    cr.points = [dataclasses.replace(p, measured=measured.get(p.workers)) for p in cr.points]
+
+
+def _calibrate_case(cr: CaseResult, models, log) -> None:
+    """Fit the hardware to the measured calibration point, then predict the case again with it
+    (``sgdsim calibrate``); the calibration point itself is no longer a held-out check."""
+    from ..calibrate_worker import calibrate
+    from ..lab.hardware import Hardware
+    from .grid import calibration_workers
+
+    case = cr.case
+    W0 = calibration_workers(case.arch)
+    measured = cr.measured[W0]
+    prof = cr.profile if isinstance(cr.profile, Profile) else to_profile(cr.profile)
+    B = case.predict_bandwidth_bps or case.bandwidth_bps
+    base = case.hardware_spec or Hardware(B, 0.0, 8.0 / B, 0.0)
+    hw = calibrate(prof, prof.job.batch_size / measured, base, case.arch, case.mode)
+    cr.calibration = {"workers": W0, "parse_alpha_s_per_byte": hw.parse_alpha_s_per_byte,
+                      "bandwidth_bps": hw.bandwidth_for(case.arch), **hw.measured["calibration"]}
+    log(f"[{case.name}] calibrated on {W0} worker(s): α {hw.parse_alpha_s_per_byte * 1e9:.3g} ns/B, "
+        f"bandwidth {hw.bandwidth_for(case.arch) / 1e6:.1f} Mbit/s; predicting again")
+    points, _ = predict_case(dataclasses.replace(case, hardware_spec=hw, predict_bandwidth_bps=None),
+                             cr.profile, models)
+    runs = cr.measured
+    cr.points = [dataclasses.replace(p, measured=runs.get(p.workers)) for p in points]
 
 
 def _nth(r: int, repeats: int) -> str:

@@ -53,10 +53,16 @@ class TrainResult:
     # batch · Σ_workers n / (last completion in the window − last one before it): the same
     # measurement without the ±1 step per worker that counting in a fixed window costs
     throughput_intervals: float = 0.0
+    # every completion of every worker, seconds since t0 (warm-up included): regime analysis
+    step_times_s: tuple[tuple[float, ...], ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self, with_times: bool = False) -> dict:
         d = asdict(self)
         d["steps"] = list(self.steps)
+        if with_times:
+            d["step_times_s"] = [list(t) for t in self.step_times_s]
+        else:
+            d.pop("step_times_s")
         return d
 
 
@@ -276,7 +282,8 @@ def _result(cfg: _Config, children: list[_Child]) -> TrainResult:
         bandwidth_bps=cfg.bandwidth_bps, model=cfg.label, batch_size=cfg.batch_size,
         window_s=window, loss_first=_mean(firsts), loss_last=_mean(lasts),
         param_change=summary["param_change"] if summary else None,
-        throughput_intervals=cfg.batch_size * sum(rates))
+        throughput_intervals=cfg.batch_size * sum(rates),
+        step_times_s=tuple(tuple(e["t"] for e in steps[r]) for r in range(cfg.workers)))
 
 
 def _interval_rate(times: list[float], cfg: _Config) -> float:

@@ -1,0 +1,51 @@
+"""Time of a default async sweep, as a user runs it: ResNet-50, 1 Gbps, W = 1-16.
+
+Every point uses the defaults (automatic replications on all cores, auto steps). The compiled
+core is loaded by one untimed call first ("warm"). Prints a Markdown table; ``--write`` puts
+it into docs/benchmarks.md between the SWEEP markers. Target (issue 8): the sweep in <= 10 s.
+
+    python benchmarks/bench_sweep.py [--write]
+"""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+import time
+
+import sgdsim
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+WORKERS = range(1, 17)
+
+
+def main() -> None:
+    sgdsim.predict(PROFILE, workers=2, bandwidth="1Gbps", replications=1, steps=2, warmup=0)
+    rows, t_all = [], time.perf_counter()
+    for W in WORKERS:
+        t = time.perf_counter()
+        p = sgdsim.predict(PROFILE, workers=W, bandwidth="1Gbps")[0]
+        rows.append((W, p, time.perf_counter() - t))
+    total = time.perf_counter() - t_all
+    lines = ["| workers | examples/s | 95 % interval | replications | ops simulated | wall (s) |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for W, p, wall in rows:
+        lines.append(f"| {W} | {p.throughput:.1f} | [{p.ci_low:.1f}, {p.ci_high:.1f}] | "
+                     f"{p.replications} | {p.ops_simulated:,} | {wall:.2f} |")
+    lines += ["", f"Whole sweep: **{total:.1f} s** warm. Measured {time.strftime('%Y-%m-%d')} on "
+              f"{platform.machine()} ({os.cpu_count()} cores, Python {platform.python_version()}) "
+              f"with `python benchmarks/bench_sweep.py --write`."]
+    text = "\n".join(lines)
+    print(text)
+    if "--write" in sys.argv:
+        doc = open(DOC, encoding="utf-8").read()
+        doc = re.sub(r"(<!-- SWEEP -->\n).*?(\n<!-- /SWEEP -->)", lambda m: m.group(1) + text + m.group(2),
+                     doc, flags=re.S)
+        open(DOC, "w", encoding="utf-8").write(doc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Measure run-to-run spread and regimes of real async PS training in the lab (root).
+
+    sudo .venv/bin/python examples/lab/async_regimes.py -o docs/validation/regimes/runs.json
+    .venv/bin/python examples/lab/async_regimes.py --report docs/validation/regimes/runs.json
+
+Every (overlap, workers) configuration is run ``--repeats`` times; each run keeps every
+worker's step completion times, so ``sgdsim.validate.regimes`` can show how long a regime
+(lock-step convoy or interleaving) lasts. Results are appended to the output file as they
+come, so an interrupted measurement keeps its runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from sgdsim.units import parse_bandwidth_bps
+from sgdsim.validate.regimes import dwell_times_s, windows
+
+WINDOW_S = 10.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-o", "--out")
+    ap.add_argument("--report", metavar="RUNS.json", help="print the Markdown summary of a measurement")
+    ap.add_argument("--compare", metavar="RUNS.json",
+                    help="predict every measured configuration (standalone lab profiles, --hardware) "
+                         "and print measured against predicted")
+    ap.add_argument("--hardware", default="examples/grids/hardware-lab-100mbps.json")
+    ap.add_argument("--model", default="lab:mlp-10mb")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--bandwidth", default="100Mbps")
+    ap.add_argument("--workers", default="2,4,8")
+    ap.add_argument("--overlap", default="no,yes")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--warmup", type=float, default=8.0)
+    args = ap.parse_args()
+    if args.report:
+        with open(args.report, encoding="utf-8") as f:
+            print(report(json.load(f)["runs"]))
+        return
+    if args.compare:
+        with open(args.compare, encoding="utf-8") as f:
+            print(compare(json.load(f)["runs"], args.hardware))
+        return
+    if not args.out:
+        sys.exit("error: give -o RUNS.json (measure) or --report RUNS.json")
+    if os.path.exists(args.out):
+        sys.exit(f"error: {args.out} exists; choose another file")
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    counts = [int(w) for w in args.workers.split(",")]
+    bw = parse_bandwidth_bps(args.bandwidth)
+    from sgdsim.lab.cluster import LabCluster
+    from sgdsim.lab.train import run_training
+
+    runs = []
+    with LabCluster(max(counts) + 1, bw) as lab:
+        for overlap in [o == "yes" for o in args.overlap.split(",")]:
+            for W in counts:
+                for rep in range(args.repeats):
+                    r = run_training(args.model, W, args.batch_size, bw, "ps", "async", overlap,
+                                     args.duration, args.warmup, lab=lab)
+                    runs.append({"repeat": rep, **r.to_dict(with_times=True)})
+                    print(f"overlap={overlap} W={W} rep={rep}: {r.throughput_intervals:.2f} ex/s",
+                          flush=True)
+                    with open(args.out, "w", encoding="utf-8") as f:
+                        json.dump({"format": "sgdsim-lab-regimes", "runs": runs}, f)
+
+
+def report(runs: list[dict]) -> str:
+    """Per configuration: each run's throughput, the spread, and how long regimes last."""
+    lines = ["| overlap | W | runs (examples/s) | mean | (max − min) / mean | time in lock-step | "
+             "lock-step lasts | interleaving lasts |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    detail = []
+    for key in sorted({(r["overlap"], r["workers"]) for r in runs}):
+        group = [r for r in runs if (r["overlap"], r["workers"]) == key]
+        xs = np.array([r["throughput_intervals"] for r in group])
+        ws = [windows(r["step_times_s"], r["batch_size"], r["duration_s"] - r["window_s"],
+                      r["duration_s"], WINDOW_S) for r in group]
+        dw = [dwell_times_s(w, WINDOW_S) for w in ws]
+        lines.append(
+            f"| {'yes' if key[0] else 'no'} | {key[1]} | {', '.join(f'{x:.1f}' for x in xs)} | "
+            f"{xs.mean():.1f} | {(xs.max() - xs.min()) / xs.mean():.0%} | "
+            f"{np.mean([d['lockstep_share'] for d in dw]):.0%} | "
+            f"{np.mean([d['lockstep_s'] for d in dw]):.0f} s | "
+            f"{np.mean([d['interleaved_s'] for d in dw]):.0f} s |")
+        for r, w in zip(group, ws):
+            detail.append(f"- overlap {'yes' if key[0] else 'no'}, W={key[1]}, run {r['repeat']}: "
+                          + " ".join(f"{s.throughput:.0f}/{s.lockstep:.2f}" for s in w))
+    return "\n".join(lines + ["", f"Per {WINDOW_S:g}-s window: throughput / lock-step index "
+                                   "(0: workers finish together, 1: evenly interleaved)", ""] + detail)
+
+
+def compare(runs: list[dict], hardware: str) -> str:
+    """Measured runs against the simulator, with equal shares and with the measured share CV."""
+    import sgdsim
+    from sgdsim.lab.hardware import load_hardware
+    from sgdsim.lab.train import profile_lab_model
+
+    hw = load_hardware(hardware)
+    lines = ["| overlap | W | measured runs | mean | equal shares (CV 0) | "
+             f"measured shares (CV {hw.share_cv:.2f}) | error | interval holds runs |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
+    profiles = {}
+    for key in sorted({(r["overlap"], r["workers"]) for r in runs}):
+        group = [r for r in runs if (r["overlap"], r["workers"]) == key]
+        r0 = group[0]
+        if key[0] not in profiles:
+            profiles[key[0]] = profile_lab_model(r0["model"], r0["batch_size"], key[0])
+        xs = np.array([r["throughput_intervals"] for r in group])
+        kw = hw.predict_kwargs("ps")
+        got = {cv: sgdsim.predict(profiles[key[0]], workers=key[1], **{**kw, "share_cv": cv})[0]
+               for cv in (0.0, hw.share_cv)}
+        new = got[hw.share_cv]
+        inside = sum(new.ci_low <= x <= new.ci_high for x in xs)
+        lines.append(
+            f"| {'yes' if key[0] else 'no'} | {key[1]} | {', '.join(f'{x:.1f}' for x in xs)} | "
+            f"{xs.mean():.1f} | {_fmt(got[0.0])} | {_fmt(new)} | {100 * (new.throughput / xs.mean() - 1):+.1f} % | "
+            f"{inside}/{len(xs)} |")
+    return "\n".join(lines)
+
+
+def _fmt(p) -> str:
+    modes = " (bimodal)" if p.regimes else ""
+    return f"{p.throughput:.1f} [{p.ci_low:.1f}, {p.ci_high:.1f}]{modes}"
+
+
+if __name__ == "__main__":
+    main()

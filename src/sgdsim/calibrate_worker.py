@@ -1,0 +1,82 @@
+"""Calibration from one real worker (ICPE §3.2.1 and §4.1, TPDS §2.1.2).
+
+A standalone profile times the model's computation; a real worker also deserialises and copies
+every tensor it receives and runs the TCP stack. Run one worker and one PS (or two all-reduce
+ranks) of the real job on the target network, measure its step time, and this module finds
+what the profile misses:
+
+- the real step is *slower* than the model predicts: a receiver CPU cost per byte α
+  (``parse_alpha_s_per_byte``, charged like ``--overhead-alpha``: CPU, not shared link time);
+- *faster*: the network delivers more than the hardware file says; the bandwidth is raised
+  until the prediction matches.
+
+Both are one-dimensional: the predicted step time grows with α and falls with the bandwidth,
+so bisection finds the value (to 0.1 % of the step time). The result is a hardware file that
+``predict --hardware``, ``validate`` (grid key ``hardware``) and every model read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .errors import ConfigError
+from .lab.hardware import Hardware
+from .predict import predict
+from .profile.model import Profile
+
+TOLERANCE = 1e-3
+STEPS = 200  # measured steps of the deterministic 1-worker (2-rank) model run
+
+
+def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: float,
+                 bandwidth_bps: float | None = None) -> float:
+    """Predicted time of one worker's step with the calibration candidate applied."""
+    kw = hw.predict_kwargs(arch)
+    kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"])
+    W = 2 if arch == "allreduce" else 1
+    pt = predict(profile, workers=W, arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
+    return pt.step_time_s
+
+
+def calibrate(profile: Profile, measured_step_s: float, hw: Hardware, arch: str = "ps",
+              mode: str = "async") -> Hardware:
+    """The hardware file with α (or the bandwidth) fitted to ``measured_step_s``."""
+    if not (math.isfinite(measured_step_s) and measured_step_s > 0):
+        raise ConfigError(f"the measured step time must be a positive number, got {measured_step_s}")
+    before = model_step_s(profile, hw, arch, mode, 0.0)
+    alpha, bw = 0.0, hw.bandwidth_for(arch)
+    if measured_step_s > before * (1 + TOLERANCE):
+        # at this α the downlink's parsing alone takes the measured step: an upper bound
+        top = measured_step_s / max(profile.model_bytes(), 1.0)
+        alpha = _bisect(lambda a: model_step_s(profile, hw, arch, mode, a), measured_step_s,
+                        0.0, top, rising=True)
+    elif measured_step_s < before * (1 - TOLERANCE):
+        top = bw * 1e3
+        if model_step_s(profile, hw, arch, mode, 0.0, top) > measured_step_s:
+            raise ConfigError(f"the measured step ({measured_step_s:.4g} s) is shorter than the "
+                              f"profile's computation allows: is it the same job and batch size?")
+        bw = _bisect(lambda b: model_step_s(profile, hw, arch, mode, 0.0, b), measured_step_s,
+                     bw, top, rising=False)
+    after = model_step_s(profile, hw, arch, mode, alpha, bw)
+    record = {"profile": profile.job.model, "batch_size": profile.job.batch_size, "arch": arch,
+              "mode": mode, "measured_step_s": measured_step_s, "predicted_step_s_before": before,
+              "predicted_step_s_after": after}
+    changes = {"parse_alpha_s_per_byte": alpha, "measured": {**hw.measured, "calibration": record}}
+    if bw != hw.bandwidth_for(arch):
+        changes["allreduce_bandwidth_bps" if arch == "allreduce" else "bandwidth_bps"] = bw
+    return dataclasses.replace(hw, **changes)
+
+
+def _bisect(f, target: float, lo: float, hi: float, rising: bool) -> float:
+    """x in [lo, hi] with f(x) = target, for f monotone (rising or falling) across target."""
+    sign = 1.0 if rising else -1.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        err = f(mid) - target
+        if abs(err) <= TOLERANCE * 1e-2 * target or hi - lo <= 1e-12 * hi:
+            return mid
+        if sign * err < 0:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2

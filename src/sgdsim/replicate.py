@@ -1,0 +1,136 @@
+"""One simulated point from independent replications: mean, an interval for one run, regimes.
+
+Async runs settle into long-lived states (lock-step convoys on the shared links, or
+interleaving) that depend on how the workers started; one run's batch-means interval cannot
+see the others. So by default every point is a set of independent runs (different seeds,
+random start offsets), executed in rounds of ``ROUND`` on all cores (the compiled core
+releases the GIL):
+
+- throughput: their mean (what a long job averages over its restarts);
+- interval: a 95 % prediction interval for one run, mean ± t·s·sqrt(1 + 1/R), so that
+  another seed, or a lab run, lands inside it; never narrower than one run's own interval;
+- regimes: the two groups when the runs are bimodal (``sim/regimes.py``).
+
+Rounds stop when the mean is known to ``REL_TARGET``, after ``MAX_ROUNDS``, or when the next
+round would overrun the op budget (``SimConfig.auto_max_ops``). Round sizes do not depend
+on the machine, so results do not either.
+"""
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+
+from .point import PredictionPoint
+from .sim import SimConfig, WorkerClass, simulate
+from .sim.regimes import split_modes
+from .sim.simulate import SimResult
+from .sim.stats import t95
+
+ROUND = 4            # replications per round (and the minimum)
+MAX_ROUNDS = 2
+REL_TARGET = 0.02    # stop once the 95 % CI of the mean is within ±2 % of it
+SEED_STRIDE = 1_000_003
+
+
+def simulate_point(classes: list[WorkerClass], config: SimConfig,
+                   replications: int | None = None) -> PredictionPoint:
+    """``replications``: None = automatic rounds; 1 = one run (batch-means interval); R = R runs."""
+    if replications == 1:
+        return _single(config, _run_all(classes, [config]))
+    fixed = replications is not None
+    per_round, rounds = (replications, 1) if fixed else (ROUND, MAX_ROUNDS)
+    # every replication measures max(20·W, 100) steps after the warm-up, without doubling
+    base = config if config.steps_per_worker is not None else replace(config, ci_rel_target=math.inf)
+    reps: list[PredictionPoint] = []
+    for _ in range(rounds):
+        seeds = range(len(reps), len(reps) + per_round)
+        reps += [_single(c, r) for c, r in _round(classes, base, seeds)]
+        if fixed or _converged(reps) or _over_budget(reps, per_round, config.auto_max_ops):
+            break
+    return _combine(reps)
+
+
+def _round(classes, base: SimConfig, seeds):
+    """(config, runs) per replication; hybrid sharing is two runs (ps and fcfs)."""
+    cfgs = [replace(base, seed=base.seed + i * SEED_STRIDE, timeline=base.timeline and i == 0)
+            for i in seeds]
+    results = _run_all(classes, cfgs)
+    k = len(_runs_of(base))
+    return [(c, results[i * k:(i + 1) * k]) for i, c in enumerate(cfgs)]
+
+
+def _runs_of(config: SimConfig) -> list[SimConfig]:
+    if config.sharing != "hybrid":
+        return [config]
+    return [replace(config, sharing="ps"), replace(config, sharing="fcfs", timeline=False)]
+
+
+def _run_all(classes, configs: list[SimConfig]) -> list[SimResult]:
+    jobs = [run for c in configs for run in _runs_of(c)]
+    threads = min(len(jobs), os.cpu_count() or 1)
+    if threads <= 1:
+        return [simulate(classes, c) for c in jobs]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda c: simulate(classes, c), jobs))
+
+
+def _single(config: SimConfig, runs: list[SimResult]) -> PredictionPoint:
+    """One replication: a run, or the hybrid mix (1 − w)·ps + w·fcfs of two runs."""
+    pts = [_from_result(r) for r in runs]
+    if len(pts) == 1:
+        return pts[0]
+    w = config.fcfs_weight
+
+    def mix(x: float, y: float) -> float:
+        return (1 - w) * x + w * y
+
+    a, b = pts
+    return _merge(pts, mix(a.throughput, b.throughput), mix(a.ci_low, b.ci_low),
+                  mix(a.ci_high, b.ci_high))
+
+
+def _converged(reps: list[PredictionPoint]) -> bool:
+    xs = np.array([r.throughput for r in reps])
+    m = float(xs.mean())
+    if m <= 0:
+        return True
+    return t95(len(xs) - 1) * float(xs.std(ddof=1)) / math.sqrt(len(xs)) <= REL_TARGET * m
+
+
+def _over_budget(reps: list[PredictionPoint], per_round: int, budget: int) -> bool:
+    spent = sum(r.ops_simulated for r in reps)
+    return spent + spent / len(reps) * per_round > budget
+
+
+def _combine(reps: list[PredictionPoint]) -> PredictionPoint:
+    xs = np.array([r.throughput for r in reps])
+    R, m = len(xs), float(xs.mean())
+    own = [(r.ci_high - r.ci_low) / 2 for r in reps if math.isfinite(r.ci_high)]
+    hw = max(t95(R - 1) * float(xs.std(ddof=1)) * math.sqrt(1 + 1 / R) if R > 1 else 0.0,
+             float(np.mean(own)) if own else math.inf)
+    point = _merge(reps, m, m - hw, m + hw)
+    return replace(point, replications=R, regimes=split_modes(xs) or ())
+
+
+def _merge(points: list[PredictionPoint], throughput: float, lo: float, hi: float) -> PredictionPoint:
+    """Several runs of one point: means of rates and utilizations, sums of work."""
+    util = {k: sum(p.utilization[k] for p in points) / len(points) for k in points[0].utilization}
+    return PredictionPoint(
+        workers=points[0].workers, throughput=throughput, ci_low=max(0.0, lo), ci_high=hi,
+        step_time_s=sum(p.step_time_s for p in points) / len(points),
+        ops_simulated=sum(p.ops_simulated for p in points),
+        bottleneck=max(util, key=lambda k: util[k]), utilization=util,
+        steps_measured=sum(p.steps_measured for p in points), wall_s=sum(p.wall_s for p in points),
+        timeline=points[0].timeline)
+
+
+def _from_result(r: SimResult) -> PredictionPoint:
+    return PredictionPoint(
+        workers=r.workers, throughput=r.throughput, ci_low=r.ci_low, ci_high=r.ci_high,
+        step_time_s=r.step_time_s, ops_simulated=r.ops_simulated, bottleneck=r.bottleneck,
+        utilization={k: float(v) for k, v in r.utilization.items()},
+        steps_measured=r.steps_measured, wall_s=r.wall_s, timeline=r.timeline)

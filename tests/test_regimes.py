@@ -1,0 +1,128 @@
+"""Regimes: splitting runs in two, unequal TCP shares, the lab's lock-step index.
+
+Oracles: exhaustive search of every split (best_split), hand-built bimodal and unimodal samples,
+exact weighted-sharing completion times (first of n flows with weights w ends at
+mean(w)/max(w) of the last), hand-made completion traces (lock-step 0, interleaved 1).
+"""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sgdsim.lab.fairness import first_last_ratio, share_cv
+from sgdsim.sim.flows import make_links
+from sgdsim.sim.links import add_flow, next_flow, next_time, remove_flow, advance
+from sgdsim.sim.regimes import best_split, split_modes
+from sgdsim.validate.regimes import lockstep_index, windows
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=12))
+def test_best_split_is_the_exhaustive_minimum(values):
+    x = np.sort(values)
+
+    def sse(k):
+        return sum(float(((g - g.mean()) ** 2).sum()) for g in (x[:k], x[k:]) if len(g))
+
+    k = best_split(values)
+    assert sse(k) <= min(sse(j) for j in range(1, len(x))) + 1e-6 * (1 + float((x ** 2).sum()))
+
+
+def test_two_separated_clusters_are_two_regimes_with_their_shares():
+    xs = [82.9, 83.1, 83.0, 114.8, 115.0, 82.8, 114.6, 83.2]
+    lo, hi = split_modes(xs)
+    assert lo.throughput == pytest.approx(np.mean([82.9, 83.1, 83.0, 82.8, 83.2]))
+    assert hi.throughput == pytest.approx(np.mean([114.8, 115.0, 114.6]))
+    assert (lo.share, hi.share) == (5 / 8, 3 / 8)
+
+
+@pytest.mark.parametrize("xs", [
+    [100.0] * 8,                                    # one value
+    list(np.random.default_rng(0).normal(100, 5, 8)),  # one noisy mode
+    [83.0, 115.0, 115.2, 114.9, 115.1, 114.8],      # a lone outlier is not a regime
+    [100.0, 100.5, 101.0, 101.5],                   # < 3 % apart
+])
+def test_unimodal_samples_are_not_split(xs):
+    assert split_modes(xs) is None
+
+
+def _links(noise, bw=1.0):
+    return make_links(2, 3, 0, np.full(2, bw), np.full(2, bw), noise)
+
+
+def test_noisy_fair_sharing_gives_each_flow_its_drawn_weight():
+    # flows take noise[seq % 4]: seqs 0 and 1 -> weights 0.5 and 1.5, equal sizes of 1 byte
+    LK = _links([0.5, 1.5, 1.0, 1.0])
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    add_flow(LK, 0, 1, 1.0, 0.0, 1)
+    # shares 0.25 and 0.75 B/s: worker 1 ends at 4/3 s, then worker 0 alone ends at 2 s
+    assert next_flow(LK, 0) == 1 and next_time(LK, 0) == pytest.approx(4 / 3)
+    advance(LK, 0, 4 / 3)
+    remove_flow(LK, 0, 1, 4 / 3, 2)
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(2.0)
+    # the link stays full: the first of two ends at mean(w)/max(w) of the last
+    assert (4 / 3) / 2.0 == pytest.approx(np.mean([0.5, 1.5]) / 1.5)
+
+
+def test_without_noise_fair_sharing_is_equal():
+    LK = _links(None)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    add_flow(LK, 0, 1, 1.0, 0.0, 1)
+    assert next_time(LK, 0) == pytest.approx(2.0)
+
+
+def _gps_completions(weights):
+    """Exact completion times of equal 1-byte transfers sharing a 1 B/s link by weight."""
+    w = np.asarray(weights, float)
+    rem, active, t, out = np.ones(len(w)), list(range(len(w))), 0.0, [0.0] * len(w)
+    while active:
+        rate = w[active] / w[active].sum()
+        dt = min(rem[active] / rate)
+        rem[active] -= rate * dt
+        t += dt
+        for i in [i for i in active if rem[i] <= 1e-12]:
+            out[i] = t
+            active.remove(i)
+    return out
+
+
+def _rounds_from_weights(cv, n, rounds, rng):
+    s2 = math.log1p(cv * cv)
+    return [{"direction": "down",
+             "completions_s": _gps_completions(rng.lognormal(-s2 / 2, math.sqrt(s2), n))}
+            for _ in range(rounds)]
+
+
+def test_gps_oracle_first_ends_at_mean_over_max():
+    w = [0.5, 1.5, 1.0]
+    c = _gps_completions(w)
+    assert max(c) == pytest.approx(3.0) and min(c) / max(c) == pytest.approx(np.mean(w) / max(w))
+
+
+def test_share_cv_recovers_the_spread_that_made_the_rounds():
+    rng = np.random.default_rng(3)
+    rounds = _rounds_from_weights(0.3, 3, 400, rng)
+    assert share_cv(rounds) == pytest.approx(0.3, abs=0.03)
+    # equal completions mean equal shares
+    assert share_cv([{"direction": "up", "completions_s": [2.0, 2.0, 2.0]}]) == pytest.approx(0, abs=1e-6)
+
+
+def test_first_last_ratio_is_mean_over_max_of_weights():
+    assert first_last_ratio(0.0, 3, np.random.default_rng(0)) == 1.0
+    assert first_last_ratio(0.5, 3, np.random.default_rng(0)) < first_last_ratio(0.2, 3, np.random.default_rng(0))
+
+
+def test_lockstep_index_is_zero_in_lock_step_and_one_interleaved():
+    period = 2.0
+    a = np.arange(1, 30) * period
+    assert lockstep_index([a, a.copy()], 0, 60) == pytest.approx(0.0)
+    assert lockstep_index([a, a + period / 2], 0, 60) == pytest.approx(1.0, rel=0.05)
+    assert math.isnan(lockstep_index([a], 0, 60))
+
+
+def test_windows_count_examples_per_second():
+    a = np.arange(1, 21) * 1.0  # one step per second for 20 s
+    ws = windows([a, a], batch_size=16, start_s=0.0, end_s=20.0, window_s=5.0)
+    assert [w.start_s for w in ws] == [0.0, 5.0, 10.0, 15.0]
+    assert all(w.throughput == pytest.approx(2 * 16) for w in ws)
