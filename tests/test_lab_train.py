@@ -63,6 +63,22 @@ def test_builtin_models_have_their_size():
     assert "lab:cnn-small" in LAB_MODELS
 
 
+@pytest.mark.parametrize("name,size_mb", [("lab:cnn-10mb", 10), ("lab:widecnn-35mb", 35)])
+def test_cnn_models_have_their_size_and_learn_on_images(name, size_mb):
+    work = load_workload(name, 4)
+    params, owners = param_layers(work.model)
+    assert sum(p.numel() * 4 for p in params) == pytest.approx(size_mb * 1e6, rel=0.01)
+    assert owners[0] == "conv1" and owners[-1] == "fc2"
+    inputs, target = work.batch_fn(0)
+    assert inputs.shape == (4, 3, 32, 32) and torch.isfinite(work.loss(0))
+
+
+@pytest.mark.parametrize("bad", ["lab:cnn-1mb", "lab:cnn-401mb", "lab:widecnn-mb", "lab:cnnx-10mb"])
+def test_bad_cnn_specs_are_one_line_errors(bad):
+    with pytest.raises(ConfigError, match="unknown lab model"):
+        load_workload(bad, 4)
+
+
 def test_custom_model_spec_is_resized_to_the_batch():
     work = load_workload(f"{CUSTOM}:build_fixed", 12)
     inputs, target = work.batch_fn(0)
@@ -170,3 +186,46 @@ def test_cli_reuses_the_lab_and_records_a_profile(lab, tmp_path, capsys):
     with pytest.raises(SgdsimError, match="exists"):
         run_training(MODEL, 1, BATCH, BW, duration_s=3, warmup_s=1, lab=lab,
                      record_profile=str(out))
+
+
+@needs_lab
+def test_cli_calibrates_a_hardware_file_from_one_worker(lab, tmp_path, capsys):
+    """The calibrated file makes the model's 1-worker step equal the measured one (to 0.5 %)."""
+    from sgdsim.calibrate_worker import model_step_s
+    from sgdsim.cli import main
+    from sgdsim.lab.hardware import Hardware, load_hardware, save_hardware
+
+    hw, out = tmp_path / "hw.json", tmp_path / "cal.json"
+    save_hardware(Hardware(BW, 0.0, 8 / BW, 0.0), hw)
+    argv = ["lab", "run", MODEL, "--workers", "1", "--batch-size", str(BATCH), "--bandwidth",
+            "50Mbps", "--duration", "6s", "--warmup", "2s", "--format", "json",
+            "--calibrate", str(hw), "-o", str(out)]
+    assert main(argv) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    cal = load_hardware(out)
+    measured = BATCH / row["throughput_intervals"]
+    assert cal.measured["calibration"]["measured_step_s"] == pytest.approx(measured, rel=1e-9)
+    prof = profile_lab_model(MODEL, BATCH, overlap=False, steps=5)
+    assert cal.measured["calibration"]["predicted_step_s_after"] == pytest.approx(measured, rel=5e-3)
+    assert model_step_s(prof, cal, "ps", "async", cal.parse_alpha_s_per_byte or 0.0) == \
+        pytest.approx(measured, rel=0.05)  # another standalone profile: its own noise
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--workers", "2", "--calibrate", "HW", "-o", "OUT"], "use --workers 1"),
+    (["--workers", "1", "--calibrate", "HW"], "needs -o"),
+    (["--workers", "1", "-o", "OUT"], "goes with --calibrate"),
+    (["--workers", "1", "--calibrate", "MISSING", "-o", "OUT"], "cannot read"),
+])
+def test_lab_run_calibrate_options_fail_before_any_lab(tmp_path, capsys, extra, msg):
+    from sgdsim.cli import main
+    from sgdsim.lab.hardware import Hardware, save_hardware
+
+    save_hardware(Hardware(BW, 0.0, 8 / BW, 0.0), tmp_path / "hw.json")
+    subst = {"HW": str(tmp_path / "hw.json"), "OUT": str(tmp_path / "out.json"),
+             "MISSING": str(tmp_path / "nope.json")}
+    argv = ["lab", "run", MODEL, "--batch-size", "4", *[subst.get(a, a) for a in extra]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+    assert not (tmp_path / "out.json").exists()

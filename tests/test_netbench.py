@@ -191,7 +191,7 @@ def test_register_contract():
 
 def test_cli_writes_hardware_and_refuses_overwrite(tmp_path, capsys):
     out = tmp_path / "hw.json"
-    argv = ["netbench", "--local", "--sizes", "1KiB-1MiB", "--repeats", "2", "--pings", "5",
+    argv = ["netbench", "--local", "--sizes", "64KiB-16MiB", "--repeats", "3", "--pings", "5",
             "-o", str(out)]
     assert lab_main(argv) == 0
     assert "bandwidth" in capsys.readouterr().out

@@ -126,3 +126,60 @@ def test_windows_count_examples_per_second():
     ws = windows([a, a], batch_size=16, start_s=0.0, end_s=20.0, window_s=5.0)
     assert [w.start_s for w in ws] == [0.0, 5.0, 10.0, 15.0]
     assert all(w.throughput == pytest.approx(2 * 16) for w in ws)
+
+
+def test_concurrency_shares_of_hand_made_intervals():
+    from sgdsim.validate.regimes import concurrency_shares
+
+    # [0, 2] and [1, 3]: one open during 0-1 and 2-3, two during 1-2
+    assert concurrency_shares([(0.0, 2.0), (1.0, 3.0)]) == {0: 0.0, 1: pytest.approx(2 / 3),
+                                                           2: pytest.approx(1 / 3)}
+    # a gap counts as zero open
+    assert concurrency_shares([(0.0, 1.0), (2.0, 3.0)]) == {0: pytest.approx(1 / 3), 1: pytest.approx(2 / 3)}
+
+
+def test_transfer_stats_pairs_worker_and_ps_records():
+    from sgdsim.validate.regimes import transfer_stats
+
+    ps = [{"event": "ps_step", "rank": 0, "step": 0, "down_start": [10.2, 10.5], "up_end": [12.0, 12.4]},
+          {"event": "ps_step", "rank": 0, "step": 1, "down_start": [12.5], "up_end": [13.5]},
+          {"event": "ps_step", "rank": 1, "step": 0, "down_start": [10.6], "up_end": [13.0]}]
+    w0 = [{"event": "step", "rank": 0, "step": 0, "t_pull": 10.0, "down_end": [10.9, 11.0],
+           "up_start": [11.5, 11.2]}]
+    w1 = [{"event": "step", "rank": 1, "step": 0, "t_pull": 10.5, "down_end": [11.5], "up_start": [12.0]}]
+    st = transfer_stats([ps, w0, w1], model_bytes=1e6)
+    assert st["steps"] == 2
+    # worker 0: its last gradient byte at 12.4, the next step's first parameter byte at 12.5
+    assert st["ps_gap_median_s"] == pytest.approx(0.1) and st["ps_gap_max_s"] == pytest.approx(0.1)
+    # pulls [10.2, 11.0] and [10.6, 11.5]: both open during 10.6-11.0 (0.4 of 1.3 s)
+    assert st["pulling"][2] == pytest.approx(0.4 / 1.3)
+    # two 1 MB pulls in 1.3 busy seconds; pushes [11.2, 12.4] and [12.0, 13.0]: 1.8 s busy
+    assert st["down_busy_bps"] == pytest.approx(8 * 2e6 / 1.3)
+    assert st["up_busy_bps"] == pytest.approx(8 * 2e6 / 1.8)
+
+
+def _forward_starts(share_cv, seed):
+    from conftest import chunks, layered_profile, run_sim
+
+    prof = layered_profile([1e6], [0.01], [0.02], overlap=False)
+    r = run_sim(prof, workers=2, Bps=1e7, steps=15, warmup=0, seed=seed, share_cv=share_cv)
+    starts = {}
+    for c in chunks(r):
+        if c.op == "fwd:L0":
+            starts.setdefault(c.step, {})[c.worker] = c.start
+    return [s[1] - s[0] for _, s in sorted(starts.items()) if len(s) == 2]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_equal_sharing_preserves_any_offset_between_two_workers(seed):
+    """Why async convoys last forever with equal shares and a deterministic profile: a transfer
+    started δ earlier ends δ earlier (2M/B − δ against 2M/B), so every step keeps the offset
+    the random start gave. Ties are not the cause; the symmetry of equal shares is."""
+    offsets = _forward_starts(0.0, seed)[1:]  # the first step is the start's transient
+    assert len(offsets) >= 10
+    assert max(offsets) - min(offsets) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_unequal_shares_move_the_offset():
+    offsets = _forward_starts(0.3, 1)[1:]
+    assert max(offsets) - min(offsets) > 1e-3

@@ -44,6 +44,11 @@ def test_replication_zero_is_the_single_run_of_the_seed():
     assert one.throughput == reps[0].throughput
 
 
+def test_a_noisy_configuration_runs_at_least_two_rounds():
+    pt = sgdsim.predict("tests/data/lab-mlp-10mb-nooverlap.json", workers=2, bandwidth=95.6e6, seed=0)[0]
+    assert pt.replications >= 2 * ROUND
+
+
 def test_a_deterministic_configuration_stops_after_one_round_with_zero_width():
     pt = sgdsim.predict(PROFILE, mode="sync", sharing="ps", **KW)[0]
     assert pt.replications == ROUND
@@ -62,12 +67,14 @@ SEED_CASES = [
     ("examples/profiles/inception_v3.json", 4, "1Gbps", {}),
     ("examples/profiles/alexnet.json", 4, "10Gbps", {}),
     ("examples/profiles/alexnet.json", 4, "10Gbps", {"overhead_alpha": 1e-9, "overhead_beta": "0.2ms"}),
+    # a lab profile (20 sampled steps) whose first round of 4 runs once all fell in one regime
+    ("tests/data/lab-mlp-10mb-nooverlap.json", 2, 95.6e6, {"overhead_alpha": 1.52e-9}),
 ]
 
 
 @pytest.mark.parametrize("path,W,bw,extra", SEED_CASES)
 def test_prediction_moves_across_seeds_by_less_than_its_interval(path, W, bw, extra):
-    pts = [sgdsim.predict(path, workers=W, bandwidth=bw, seed=s, **extra)[0] for s in (1, 2, 3)]
+    pts = [sgdsim.predict(path, workers=W, bandwidth=bw, seed=s, **extra)[0] for s in (0, 1, 2, 3)]
     xs = [p.throughput for p in pts]
     narrowest = min(p.ci_high - p.ci_low for p in pts)
     assert max(xs) - min(xs) <= narrowest, (xs, [(p.ci_low, p.ci_high) for p in pts])

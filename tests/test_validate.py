@@ -188,7 +188,7 @@ def test_full_run_points_csv(tmp_path):
     result, lab = run(tmp_path)
     rows = read_csv(tmp_path / "out" / "points.csv")
     assert list(rows[0]) == ["case", "model", "workers", "measured", "predicted", "error_pct",
-                            "measured_runs", "interval_low", "interval_high"]
+                            "measured_runs", "interval_low", "interval_high", "fitted"]
     keys = {(r["case"], r["model"], int(r["workers"])) for r in rows}
     expect = {("async", m, w) for m in ("fine", "coarse", "lin", "cynthia") for w in (1, 2, 3)}
     expect |= {("ring", m, w) for m in ("fine", "coarse") for w in (2, 4)}
@@ -337,7 +337,7 @@ def test_hardware_key_sets_the_models_network(tmp_path):
                            share_cv=0.3), tmp_path / "hw.json")
     g = load_grid(write(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "hw.json"')))
     ps, ring = g.cases
-    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1, "share_cv": 0.3}
+    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1}  # share_cv: opt-in
     assert ps.network() == {"bandwidth": 5e7, **net} and ps.model_bandwidth_bps == 5e7
     assert ring.network() == {"bandwidth": 4e7, **net}
     (tmp_path / "bad.json").write_text("{")
@@ -369,8 +369,37 @@ def test_calibrate_key_fits_the_one_worker_point_then_predicts_again(tmp_path):
     assert summary["cases"][0]["calibration"]["workers"] == 1
     assert "Calibrated on the measured 1-worker point" in (tmp_path / "out" / "summary.md").read_text()
     assert "calibration" not in summary["cases"][1]  # the ring case did not ask for it
+    # the fitted point is not a check: the error statistics leave it out
+    assert one["fine"].fitted and summary["cases"][0]["errors"]["fine"]["points"] == 2
+    assert "(+0.0 %, fit)" in (tmp_path / "out" / "summary.md").read_text() or \
+        "(-0.0 %, fit)" in (tmp_path / "out" / "summary.md").read_text()
 
 
 def test_calibrate_needs_its_point_in_the_grid(tmp_path):
     text = GRID.replace('workers = "1-3"', 'workers = "2-3"\ncalibrate = true')
     assert "needs the 1-worker point" in grid_error(tmp_path, text)
+
+
+def test_measured_replays_an_earlier_run_without_the_lab(tmp_path, capsys):
+    first, lab = run(tmp_path)
+    grid_path = tmp_path / "grid.toml"
+    args = argparse.Namespace(grid=str(grid_path), output=str(tmp_path / "again"), force=False,
+                              dry_run=False, models="fine,coarse",
+                              measured=str(tmp_path / "out" / "points.csv"))
+
+    def no_lab(case):
+        raise AssertionError("the lab must not be used")
+
+    assert cmd_validate(args, lab_fn=no_lab) == 0
+    rows = read_csv(tmp_path / "again" / "points.csv")
+    old = {(r["case"], r["model"], r["workers"]): r for r in read_csv(tmp_path / "out" / "points.csv")}
+    for r in rows:
+        o = old[(r["case"], r["model"], r["workers"])]
+        assert r["measured_runs"] == o["measured_runs"]
+        assert float(r["measured"]) == pytest.approx(float(o["measured"]), rel=1e-5)
+    # an incomplete file fails before anything runs
+    (tmp_path / "short.csv").write_text("case,model,workers,measured_runs\nasync,fine,1,1.0\n")
+    args.measured, args.output = str(tmp_path / "short.csv"), str(tmp_path / "third")
+    with pytest.raises(ConfigError, match="has 0 measured run"):
+        cmd_validate(args)
+    assert not (tmp_path / "third").exists()

@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=8.0)
+    ap.add_argument("--trace", action="store_true", help="keep per-tensor transfer times")
     args = ap.parse_args()
     if args.report:
         with open(args.report, encoding="utf-8") as f:
@@ -64,7 +65,7 @@ def main() -> None:
             for W in counts:
                 for rep in range(args.repeats):
                     r = run_training(args.model, W, args.batch_size, bw, "ps", "async", overlap,
-                                     args.duration, args.warmup, lab=lab)
+                                     args.duration, args.warmup, lab=lab, trace=args.trace)
                     runs.append({"repeat": rep, **r.to_dict(with_times=True)})
                     print(f"overlap={overlap} W={W} rep={rep}: {r.throughput_intervals:.2f} ex/s",
                           flush=True)

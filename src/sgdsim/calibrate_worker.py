@@ -28,13 +28,17 @@ TOLERANCE = 1e-3
 STEPS = 200  # measured steps of the deterministic 1-worker (2-rank) model run
 
 
+def calibration_workers(arch: str) -> int:
+    """The run calibration fits: one worker and a PS, or two all-reduce ranks."""
+    return 2 if arch == "allreduce" else 1
+
+
 def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: float,
                  bandwidth_bps: float | None = None) -> float:
     """Predicted time of one worker's step with the calibration candidate applied."""
     kw = hw.predict_kwargs(arch)
     kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"])
-    W = 2 if arch == "allreduce" else 1
-    pt = predict(profile, workers=W, arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
+    pt = predict(profile, workers=calibration_workers(arch), arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
     return pt.step_time_s
 
 

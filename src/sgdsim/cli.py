@@ -62,7 +62,7 @@ def _predict_parser(sub) -> None:
                         "measured value, else 0.5 as in the papers)")
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
-                        "CV (default: the --hardware file's measured value, else 0 = equal shares)")
+                        "CV (default 0 = equal shares; netbench --fanout records a measured value)")
     q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
                    help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
     q.add_argument("--rho-threshold", type=float, default=0.6,
@@ -167,7 +167,7 @@ def cmd_predict(args) -> int:
 def _network(args) -> dict:
     """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
     net = {"bandwidth": "10Gbps", "overhead_beta": 0.0, "overhead_alpha": 0.0,
-           "fcfs_weight": 0.5, "share_cv": 0.0}
+           "fcfs_weight": 0.5, "share_cv": 0.0}  # share_cv: only when asked (hardware.py)
     if args.hardware:
         from .lab.hardware import load_hardware
 

@@ -11,7 +11,8 @@ releases the GIL):
   another seed, or a lab run, lands inside it; never narrower than one run's own interval;
 - regimes: the two groups when the runs are bimodal (``sim/regimes.py``).
 
-Rounds stop when the mean is known to ``REL_TARGET``, after ``MAX_ROUNDS``, or when the next
+Rounds stop when every run gave the same answer (a deterministic configuration), when the mean
+is known to ``REL_TARGET`` after at least two rounds, after ``MAX_ROUNDS``, or when the next
 round would overrun the op budget (``SimConfig.auto_max_ops``). Round sizes do not depend
 on the machine, so results do not either.
 """
@@ -94,10 +95,14 @@ def _single(config: SimConfig, runs: list[SimResult]) -> PredictionPoint:
 
 
 def _converged(reps: list[PredictionPoint]) -> bool:
+    """Identical runs (a deterministic configuration) end after one round; otherwise a round
+    of 4 can all land in one regime and look tight, so at least two rounds are run."""
     xs = np.array([r.throughput for r in reps])
     m = float(xs.mean())
-    if m <= 0:
+    if m <= 0 or float(xs.max() - xs.min()) <= 1e-9 * m:
         return True
+    if len(xs) < 2 * ROUND:
+        return False
     return t95(len(xs) - 1) * float(xs.std(ddof=1)) / math.sqrt(len(xs)) <= REL_TARGET * m
 
 

@@ -87,7 +87,13 @@ def _lab_run_parser(lsub) -> None:
     run.add_argument("--format", default="table", choices=["table", "csv", "json"])
     run.add_argument("--record-profile", default=None, metavar="PROFILE.json",
                      help="write an sgdsim profile of the run (--workers 1, --arch ps)")
-    run.add_argument("--force", action="store_true", help="overwrite --record-profile's file")
+    run.add_argument("--calibrate", default=None, metavar="HW.json",
+                     help="fit this hardware file to the run (--workers 1; all-reduce: 2) with "
+                          "sgdsim calibrate and the model's standalone profile; needs -o")
+    run.add_argument("-o", "--calibrated-output", default=None, metavar="OUT.json",
+                     help="where --calibrate writes the calibrated hardware file")
+    run.add_argument("--force", action="store_true",
+                     help="overwrite --record-profile's or --calibrated-output's file")
 
 
 # ----------------------------------------------------------------------------- netbench

@@ -54,10 +54,11 @@ class Hardware:
 
     def predict_kwargs(self, arch: str) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments)."""
+        # share_cv is recorded, not applied: on the lab it made async predictions worse
+        # (docs/validation/regimes/README.md); pass --share-cv to use it
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
-                "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
-                "share_cv": self.share_cv or 0.0}
+                "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight}
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import ConfigError
+
 
 def register(subparsers) -> dict:
     p = subparsers.add_parser(
@@ -24,6 +26,9 @@ def register(subparsers) -> dict:
                    help="profile and predict only: no lab, nothing measured")
     p.add_argument("--models", default="all", metavar="fine,coarse,lin,cynthia",
                    help="models to compare (default all; those that cannot honour a case are skipped)")
+    p.add_argument("--measured", default=None, metavar="POINTS.csv",
+                   help="reuse the lab runs of an earlier run's points.csv instead of measuring "
+                        "(no lab, no root); its profiles/ folder is used when present")
     p.set_defaults(validate_cmd=cmd_validate)
     return {"validate": cmd_validate}
 
@@ -36,12 +41,38 @@ def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
 
     models = parse_models(args.models)
     grid = load_grid(args.grid)
+    if getattr(args, "measured", None):
+        from .run import measured_from_csv
+
+        if args.dry_run:
+            raise ConfigError("--measured replays measurements; --dry-run measures nothing: pick one")
+        measure_fn, lab_fn = measured_from_csv(args.measured, grid)
+        profile_fn = profile_fn or _saved_profiles(args.measured)
     result = run_validation(grid, args.output, models=models, dry_run=args.dry_run,
                             force=args.force, profile_fn=profile_fn, measure_fn=measure_fn,
                             lab_fn=lab_fn)
     print(summary_markdown(result, with_details=result.dry_run), end="")
     print(f"wrote {len(result.files)} files to {args.output}", file=sys.stderr)
     return 0
+
+
+def _saved_profiles(points_csv: str):
+    """The profiles an earlier run used (``profiles/<case>.json`` next to its points.csv)."""
+    import os
+
+    from .run import default_profile
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(points_csv)), "profiles")
+
+    def profile(case):
+        path = os.path.join(folder, f"{case.name}.json")
+        if os.path.exists(path):
+            from ..profile.io import load_profile
+
+            return load_profile(path)
+        return default_profile(case)
+
+    return profile
 
 
 def main(argv: list[str] | None = None) -> int:

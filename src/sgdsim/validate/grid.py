@@ -24,6 +24,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 
 from ..errors import ConfigError
+from ..calibrate_worker import calibration_workers
 from ..predict import parse_workers
 from ..units import format_bps, parse_bandwidth_bps, parse_duration_s
 
@@ -77,13 +78,13 @@ class Case:
 
     def network(self) -> dict:
         """``predict`` keyword arguments for the network: the ``hardware`` file's measurements
-        where there is one (bandwidth, β, calibrated α, FCFS weight, share CV), else the
-        lab's link rate, no overheads, the papers' 0.5 and equal shares; ``predict_bandwidth``
+        where there is one (bandwidth, β, calibrated α, FCFS weight), else the lab's link
+        rate, no overheads and the papers' 0.5; ``predict_bandwidth``
         overrides the bandwidth."""
         hw = self.hardware_spec
         net = (hw.predict_kwargs(self.arch) if hw is not None else
                {"bandwidth": self.bandwidth_bps, "overhead_beta": 0.0, "overhead_alpha": 0.0,
-                "fcfs_weight": 0.5, "share_cv": 0.0})
+                "fcfs_weight": 0.5})
         return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"]}
 
     def describe(self) -> str:
@@ -177,11 +178,6 @@ def _case(d: dict, where: str, base: str) -> Case:
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return case
-
-
-def calibration_workers(arch: str) -> int:
-    """The run ``sgdsim calibrate`` fits: one worker and a PS, or two all-reduce ranks."""
-    return 2 if arch == "allreduce" else 1
 
 
 def _build(v: dict, base: str) -> Case:

@@ -86,3 +86,50 @@ def dwell_times_s(stats: list[WindowStats], window_s: float, threshold: float = 
     return {"lockstep_s": window_s * float(np.mean(spans[True])) if spans[True] else 0.0,
             "interleaved_s": window_s * float(np.mean(spans[False])) if spans[False] else 0.0,
             "lockstep_share": float(np.mean(states)) if states else float("nan")}
+
+
+def transfer_stats(events, model_bytes: float | None = None) -> dict:
+    """From a traced PS run (``run_training(trace=True).events``, PS first): how many workers
+    pull (downlink) and push (uplink) at once, as shares of the time; how long the PS takes
+    from a worker's last gradient byte to the first parameter byte of its next step (median
+    and max, s); with ``model_bytes``, the bits per second each PS link carried while busy.
+
+    A pull runs from the PS's first send to the worker's last received byte, a push from the
+    worker's first send to the PS's last received byte (one machine-wide clock). The worker's
+    own PULL timestamp is not used: it sends PULL while its gradients are still in its socket
+    buffer, so that time belongs to the push.
+    """
+    ps = {(int(e["rank"]), int(e["step"])): e for e in events[0] if e.get("event") == "ps_step"}
+    down, up = [], []
+    for child in events[1:]:
+        for e in child:
+            p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
+            if e.get("event") != "step" or "down_end" not in e or p is None:
+                continue
+            down.append((min(p["down_start"]), max(e["down_end"])))
+            up.append((min(e["up_start"]), max(p["up_end"])))
+    gaps = [min(ps[(r, s + 1)]["down_start"]) - max(e["up_end"])
+            for (r, s), e in ps.items() if (r, s + 1) in ps]
+    out = {"pulling": concurrency_shares(down), "pushing": concurrency_shares(up), "steps": len(down),
+           "ps_gap_median_s": float(np.median(gaps)) if gaps else float("nan"),
+           "ps_gap_max_s": float(np.max(gaps)) if gaps else float("nan")}
+    if model_bytes:
+        for name, iv in (("down", down), ("up", up)):
+            shares = concurrency_shares(iv)
+            span = max(b for _, b in iv) - min(a for a, _ in iv) if iv else 0.0
+            busy = span * (1.0 - shares.get(0, 0.0))
+            out[f"{name}_busy_bps"] = 8.0 * model_bytes * len(iv) / busy if busy > 0 else float("nan")
+    return out
+
+
+def concurrency_shares(intervals) -> dict[int, float]:
+    """{k: share of the covered span during which exactly k intervals are open}."""
+    if not intervals:
+        return {}
+    marks = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    open_, last, time_at = 0, marks[0][0], {}
+    for t, d in marks:
+        time_at[open_] = time_at.get(open_, 0.0) + (t - last)
+        open_, last = open_ + d, t
+    total = sum(time_at.values())
+    return {k: v / total for k, v in sorted(time_at.items())} if total > 0 else {}

@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from .grid import Case
 
 CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
-               "interval_low", "interval_high")
+               "interval_low", "interval_high", "fitted")
 SUMMARY_FORMAT = "sgdsim-validation-summary"
 
 
@@ -51,7 +51,7 @@ def write_points(result, path: str, upto: int | None = None) -> None:
                 runs = cr.measured_runs.get(p.workers, [])
                 w.writerow([p.case, p.model, p.workers, _num(p.measured), _num(p.predicted),
                             _num(p.error_pct), ";".join(f"{x:.6g}" for x in runs),
-                            _num(p.low), _num(p.high)])
+                            _num(p.low), _num(p.high), "1" if p.fitted else ""])
 
 
 def _num(x: float | None) -> str:
@@ -69,10 +69,13 @@ def write_plot(case_result, path: str) -> None:
 
 def error_stats(points) -> dict[str, dict]:
     """{model: {points, mean_abs_error_pct, max_abs_error_pct[, interval_coverage]}} over the
-    measured points; coverage: the share of points whose 95 % interval holds the measurement."""
+    measured points that are checks (calibration points are fits: left out); coverage: the
+    share of points whose 95 % interval holds the measurement."""
     by_model: dict[str, list[float]] = {}
     covered: dict[str, list[bool]] = {}
     for p in points:
+        if p.fitted:
+            continue
         if p.error_pct is not None:
             by_model.setdefault(p.model, []).append(abs(p.error_pct))
         if p.covered is not None:
@@ -171,7 +174,7 @@ def _cell(p) -> str:
     if p is None:
         return "-"
     err = p.error_pct
-    return _fmt(p.predicted) + ("" if err is None else f" ({err:+.1f} %)")
+    return _fmt(p.predicted) + ("" if err is None else f" ({err:+.1f} %" + (", fit)" if p.fitted else ")"))
 
 
 def _fmt(x: float | None) -> str:

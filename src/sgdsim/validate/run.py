@@ -38,6 +38,7 @@ class Point:
     measured: float | None = None
     low: float | None = None    # the model's 95 % interval (the simulator's); None: a point value
     high: float | None = None
+    fitted: bool = False        # the calibration point: a fit, not a check (left out of errors)
 
     @property
     def covered(self) -> bool | None:
@@ -171,9 +172,8 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
 def _calibrate_case(cr: CaseResult, models, log) -> None:
     """Fit the hardware to the measured calibration point, then predict the case again with it
     (``sgdsim calibrate``); the calibration point itself is no longer a held-out check."""
-    from ..calibrate_worker import calibrate
+    from ..calibrate_worker import calibrate, calibration_workers
     from ..lab.hardware import Hardware
-    from .grid import calibration_workers
 
     case = cr.case
     W0 = calibration_workers(case.arch)
@@ -189,7 +189,42 @@ def _calibrate_case(cr: CaseResult, models, log) -> None:
     points, _ = predict_case(dataclasses.replace(case, hardware_spec=hw, predict_bandwidth_bps=None),
                              cr.profile, models)
     runs = cr.measured
-    cr.points = [dataclasses.replace(p, measured=runs.get(p.workers)) for p in points]
+    cr.points = [dataclasses.replace(p, measured=runs.get(p.workers), fitted=p.workers == W0)
+                 for p in points]
+
+
+def measured_from_csv(path: str, grid: Grid):
+    """``measure_fn`` and ``lab_fn`` that replay the runs of an earlier ``points.csv``, so the
+    models can be compared again without the lab; every (case, workers) the grid needs must be
+    there with as many runs as ``repeats``."""
+    import contextlib
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    runs: dict[tuple[str, int], list[float]] = {}
+    try:
+        for r in rows:
+            if r.get("measured_runs"):
+                runs[(r["case"], int(r["workers"]))] = [float(x) for x in r["measured_runs"].split(";")]
+    except (KeyError, ValueError):
+        raise ConfigError(f"{path}: not a points.csv of sgdsim validate (case, workers, "
+                          f"measured_runs columns)") from None
+    for case in grid.cases:
+        for w in case.workers:
+            got = runs.get((case.name, w), [])
+            if len(got) < case.repeats:
+                raise ConfigError(f"{path}: case {case.name!r} has {len(got)} measured run(s) "
+                                  f"at {w} worker(s), the grid wants {case.repeats}")
+    queues = {k: list(v) for k, v in runs.items()}
+
+    def measure(case, workers, lab):
+        return queues[(case.name, workers)].pop(0)
+
+    return measure, lambda case: contextlib.nullcontext(None)
 
 
 def _nth(r: int, repeats: int) -> str:

@@ -22,9 +22,10 @@ COLUMNS = ("workers", "throughput", "throughput_intervals", "steps", "step_time_
 def run_command(args, workers: list[int]) -> int:
     from .runner import check_config, require_lab, run_training
 
-    require_lab()
     bandwidth = parse_bandwidth_bps(args.bandwidth)
     record, final = _record_target(args, workers)
+    base_hw = _check_calibration(args, workers)
+    require_lab()
     for w in workers:  # every bad option fails here, before any lab exists
         check_config(args.model, w, args.batch_size, bandwidth, args.arch, args.mode,
                      args.overlap, args.duration, args.warmup, record)
@@ -44,7 +45,58 @@ def run_command(args, workers: list[int]) -> int:
         print(json.dumps([r.to_dict() for r in results], indent=1))
     if record:
         print(f"wrote {final}", file=sys.stderr)
+    if base_hw is not None:
+        calibrate_from_run(results[0], base_hw, args.calibrated_output, args.force)
     return 0
+
+
+def _check_calibration(args, workers: list[int]):
+    """The hardware file --calibrate starts from, checked (with its output) before any run."""
+    if args.calibrate is None:
+        if args.calibrated_output is not None:
+            raise ConfigError("-o/--calibrated-output goes with --calibrate HW.json")
+        return None
+    from ...outputs import check_output_path
+    from ...calibrate_worker import calibration_workers
+    from ..hardware import load_hardware
+
+    need = calibration_workers(args.arch)
+    if workers != [need]:
+        raise ConfigError(f"--calibrate fits one run of {need} worker(s) for --arch {args.arch}: "
+                          f"use --workers {need}")
+    if args.calibrated_output is None:
+        raise ConfigError("--calibrate needs -o OUT.json for the calibrated hardware file")
+    check_output_path(args.calibrated_output, args.force)
+    return load_hardware(args.calibrate)
+
+
+def calibrate_from_run(result, hw, output: str, force: bool = False, profile=None):
+    """``sgdsim calibrate`` on a lab run: its step time against the model's standalone profile
+    (``profile_lab_model`` for lab: models, ``sgdsim profile`` otherwise) -> ``output``."""
+    from ...calibrate_worker import calibrate
+    from ..hardware import save_hardware
+
+    if profile is None:
+        profile = _standalone_profile(result)
+    step_s = result.workers * result.batch_size / result.throughput_intervals
+    out = calibrate(profile, step_s, hw, result.arch, result.mode)
+    save_hardware(out, output, force=force)
+    cal = out.measured["calibration"]
+    print(f"calibrated: measured step {step_s * 1e3:.1f} ms, the model predicted "
+          f"{cal['predicted_step_s_before'] * 1e3:.1f} ms; receiver CPU "
+          f"{(out.parse_alpha_s_per_byte or 0) * 1e9:.3g} ns/byte, bandwidth "
+          f"{format_bps(out.bandwidth_for(result.arch))}; wrote {output}", file=sys.stderr)
+    return out
+
+
+def _standalone_profile(result):
+    if result.model.startswith("lab:"):
+        from .timing import profile_lab_model
+
+        return profile_lab_model(result.model, result.batch_size, result.overlap)
+    from ...profiler import profile_model
+
+    return profile_model(result.model, result.batch_size, overlap=result.overlap).profile
 
 
 def _record_target(args, workers: list[int]) -> tuple[str | None, str | None]:

@@ -34,6 +34,8 @@ from ...profiler.spec import call_model  # noqa: F401
 INPUT_FEATURES = 1024
 CLASSES = 10
 _MLP_RE = re.compile(r"^lab:mlp-(\d+)mb$")
+_CNN_RE = re.compile(r"^lab:(wide)?cnn-(\d+)mb$")
+CNN_CHANNELS = {"": (32, 64, 128), "wide": (64, 128, 256)}
 
 
 @dataclass
@@ -93,6 +95,32 @@ def cnn_small(batch_size: int, seed: int = 0):
     return nn.Sequential(layers), _teacher_batches(batch_size, (3, 32, 32), seed), F.cross_entropy
 
 
+def cnn(size_mb: float, channels: tuple[int, int, int]):
+    """Builder of a CNN on 32x32 images: three 3x3 convolutions (``channels``), each pooled,
+    then two Linear layers of a width that brings the parameters to about ``size_mb`` MB.
+    Wider channels: more compute per byte sent."""
+    c1, c2, c3 = channels
+    conv_params = 3 * c1 * 9 + c1 + c1 * c2 * 9 + c2 + c2 * c3 * 9 + c3
+    feats = c3 * 16
+    # feats*h + h + h*CLASSES + CLASSES = rest: solve for h
+    rest = max(size_mb * 1e6 / 4 - conv_params - CLASSES, 0.0)
+    width = max(16, int(round(rest / (feats + 1 + CLASSES))))
+
+    def build(batch_size: int, seed: int = 0):
+        torch.manual_seed(seed)
+        layers: OrderedDict = OrderedDict()
+        for k, (i, o) in enumerate(((3, c1), (c1, c2), (c2, c3)), start=1):
+            layers[f"conv{k}"] = nn.Conv2d(i, o, 3, padding=1)
+            layers[f"relu{k}"] = nn.ReLU()
+            layers[f"pool{k}"] = nn.MaxPool2d(2)
+        layers.update(flat=nn.Flatten(), fc1=nn.Linear(feats, width), relu4=nn.ReLU(),
+                      fc2=nn.Linear(width, CLASSES))
+        return nn.Sequential(layers), _teacher_batches(batch_size, (3, 32, 32), seed), F.cross_entropy
+
+    build.__doc__ = f"CNN {c1}-{c2}-{c3} channels, fc {feats}-{width}-{CLASSES}, ~{size_mb:g} MB fp32"
+    return build
+
+
 def _teacher_batches(batch_size: int, shape: tuple, seed: int):
     """Seeded random inputs labelled by a fixed random linear teacher: learnable, no files.
 
@@ -136,8 +164,12 @@ def _builtin(spec: str) -> Callable:
     m = _MLP_RE.match(spec)
     if m and 1 <= int(m.group(1)) <= 400:
         return mlp(int(m.group(1)))
+    m = _CNN_RE.match(spec)
+    if m and 2 <= int(m.group(2)) <= 400:
+        return cnn(int(m.group(2)), CNN_CHANNELS[m.group(1) or ""])
     raise ConfigError(f"unknown lab model {spec!r} (built-ins: {', '.join(LAB_MODELS)}, "
-                      f"lab:mlp-<N>mb with N in 1..400)")
+                      f"lab:mlp-<N>mb with N in 1..400, lab:cnn-<N>mb and lab:widecnn-<N>mb "
+                      f"with N in 2..400)")
 
 
 def load_workload(spec: str, batch_size: int, seed: int = 0) -> Workload:

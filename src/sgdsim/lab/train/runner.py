@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ...errors import ConfigError, SgdsimError
@@ -55,6 +55,8 @@ class TrainResult:
     throughput_intervals: float = 0.0
     # every completion of every worker, seconds since t0 (warm-up included): regime analysis
     step_times_s: tuple[tuple[float, ...], ...] = ()
+    # with trace=True: every JSON line of every process (PS first), with per-tensor times
+    events: tuple = ()
 
     def to_dict(self, with_times: bool = False) -> dict:
         d = asdict(self)
@@ -63,6 +65,8 @@ class TrainResult:
             d["step_times_s"] = [list(t) for t in self.step_times_s]
         else:
             d.pop("step_times_s")
+        if not (with_times and self.events):
+            d.pop("events")
         return d
 
 
@@ -79,18 +83,22 @@ class _Config:
     warmup_s: float
     record_profile: str | None
     label: str  # the model as the user named it
+    trace: bool = False
 
 
 def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch: str = "ps",
                  mode: str = "async", overlap: bool = False, duration_s=30.0, warmup_s=5.0,
-                 lab: LabCluster | None = None, record_profile: str | None = None) -> TrainResult:
+                 lab: LabCluster | None = None, record_profile: str | None = None,
+                 trace: bool = False) -> TrainResult:
     """Train ``model`` on ``workers`` lab hosts for ``duration_s``; see the module docstring.
 
     ``lab``: an up ``LabCluster`` with at least workers+1 hosts at ``bandwidth_bps`` (reused,
-    left up), or None to bring one up and tear it down.
+    left up), or None to bring one up and tear it down. ``trace``: the processes record
+    per-tensor send/receive times (parameter server only), kept in ``TrainResult.events``.
     """
     cfg = check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
                        duration_s, warmup_s, record_profile)
+    cfg = replace(cfg, trace=bool(trace) and arch == "ps")
     if lab is not None:
         _check_lab(lab, cfg)
         return _run(lab, cfg)
@@ -237,7 +245,7 @@ def _run(lab: LabCluster, cfg: _Config) -> TrainResult:
 
 
 def _start_ps(lab, cfg: _Config, common, port, tmp, children) -> float:
-    record = ["--record"] if cfg.record_profile else []
+    record = ["--record"] if cfg.record_profile or cfg.trace else []
     ps = _Child(lab, 0, [f"{_PKG}.ps", *common, "--workers", str(cfg.workers), "--mode",
                          cfg.mode, "--port", str(port), *record], "ps", tmp)
     children.append(ps)
@@ -283,7 +291,8 @@ def _result(cfg: _Config, children: list[_Child]) -> TrainResult:
         window_s=window, loss_first=_mean(firsts), loss_last=_mean(lasts),
         param_change=summary["param_change"] if summary else None,
         throughput_intervals=cfg.batch_size * sum(rates),
-        step_times_s=tuple(tuple(e["t"] for e in steps[r]) for r in range(cfg.workers)))
+        step_times_s=tuple(tuple(e["t"] for e in steps[r]) for r in range(cfg.workers)),
+        events=tuple(tuple(c.events) for c in children) if cfg.trace else ())
 
 
 def _interval_rate(times: list[float], cfg: _Config) -> float:
