@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
+
+from docblock import write_block
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
@@ -67,10 +68,7 @@ def main() -> None:
     text = table(rows)
     print(text)
     if "--write" in sys.argv:
-        doc = open(DOC, encoding="utf-8").read()
-        doc = re.sub(r"(<!-- BENCH -->\n).*?(\n<!-- /BENCH -->)", lambda m: m.group(1) + text + m.group(2),
-                     doc, flags=re.S)
-        open(DOC, "w", encoding="utf-8").write(doc)
+        write_block(DOC, "BENCH", text)
 
 
 if __name__ == "__main__":

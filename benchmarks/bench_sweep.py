@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import sys
 import time
+
+from docblock import write_block
 
 import sgdsim
 
@@ -41,10 +42,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if "--write" in sys.argv:
-        doc = open(DOC, encoding="utf-8").read()
-        doc = re.sub(r"(<!-- SWEEP -->\n).*?(\n<!-- /SWEEP -->)", lambda m: m.group(1) + text + m.group(2),
-                     doc, flags=re.S)
-        open(DOC, "w", encoding="utf-8").write(doc)
+        write_block(DOC, "SWEEP", text)
 
 
 if __name__ == "__main__":
