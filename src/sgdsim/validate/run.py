@@ -158,7 +158,8 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
         for w in case.workers:
             runs = cr.measured_runs.setdefault(w, [])
             for r in range(case.repeats):
-                log(f"[{case.name}] measuring {w} worker(s){_nth(r, case.repeats)}: "
+                verb = "replaying" if getattr(measure_fn, "replay", False) else "measuring"
+                log(f"[{case.name}] {verb} {w} worker(s){_nth(r, case.repeats)}: "
                     f"{case.warmup_s:g} s warm-up + {case.duration_s - case.warmup_s:g} s")
                 got = measure_fn(case, w, lab)
                 # step-completion intervals avoid the ±1 step rounding of a count in a short window
@@ -224,6 +225,7 @@ def measured_from_csv(path: str, grid: Grid):
     def measure(case, workers, lab):
         return queues[(case.name, workers)].pop(0)
 
+    measure.replay = True  # type: ignore[attr-defined]  # the log says "replaying"
     return measure, lambda case: contextlib.nullcontext(None)
 
 
