@@ -23,6 +23,7 @@ from .errors import ConfigError
 from .lab.hardware import Hardware
 from .predict import predict
 from .profile.model import Profile
+from .units import format_bps
 
 TOLERANCE = 1e-3
 STEPS = 200  # measured steps of the deterministic 1-worker (2-rank) model run
@@ -69,6 +70,16 @@ def calibrate(profile: Profile, measured_step_s: float, hw: Hardware, arch: str 
     if bw != hw.bandwidth_for(arch):
         changes["allreduce_bandwidth_bps" if arch == "allreduce" else "bandwidth_bps"] = bw
     return dataclasses.replace(hw, **changes)
+
+
+def summary(hw: Hardware, arch: str) -> str:
+    """One line on a calibrated file: the measured step, the model before and after, the fit."""
+    cal = hw.measured["calibration"]
+    return (f"measured step {cal['measured_step_s'] * 1e3:.1f} ms; the model predicted "
+            f"{cal['predicted_step_s_before'] * 1e3:.1f} ms, now "
+            f"{cal['predicted_step_s_after'] * 1e3:.1f} ms with receiver CPU "
+            f"{(hw.parse_alpha_s_per_byte or 0.0) * 1e9:.3g} ns/byte and bandwidth "
+            f"{format_bps(hw.bandwidth_for(arch))}")
 
 
 def _bisect(f, target: float, lo: float, hi: float, rising: bool) -> float:

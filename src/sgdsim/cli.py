@@ -166,12 +166,10 @@ def cmd_predict(args) -> int:
 
 def _network(args) -> dict:
     """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
-    net = {"bandwidth": "10Gbps", "overhead_beta": 0.0, "overhead_alpha": 0.0,
-           "fcfs_weight": 0.5, "share_cv": 0.0}  # share_cv: only when asked (hardware.py)
-    if args.hardware:
-        from .lab.hardware import load_hardware
+    from .lab.hardware import Hardware, load_hardware
 
-        net.update(load_hardware(args.hardware).predict_kwargs(args.arch))
+    hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
+    net = {**hw.predict_kwargs(args.arch), "share_cv": 0.0}  # share_cv: only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv}
@@ -271,7 +269,7 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_calibrate_worker(args) -> int:
-    from .calibrate_worker import calibrate
+    from .calibrate_worker import calibrate, summary
     from .lab.hardware import load_hardware, save_hardware
     from .profile.io import load_profile
     from .units import parse_duration_s
@@ -285,13 +283,7 @@ def cmd_calibrate_worker(args) -> int:
             else prof.job.batch_size / args.throughput)
     out = calibrate(prof, step, hw, args.arch, args.mode)
     save_hardware(out, args.output, force=args.force)
-    cal = out.measured["calibration"]
-    fitted = (f"receiver CPU {out.parse_alpha_s_per_byte * 1e9:.3g} ns/byte"
-              if out.parse_alpha_s_per_byte else
-              f"bandwidth {format_bps(out.bandwidth_for(args.arch))}" if step < cal["predicted_step_s_before"]
-              else "nothing (the profile already matches)")
-    print(f"measured step {step * 1e3:.1f} ms; the model predicted {cal['predicted_step_s_before'] * 1e3:.1f} ms; "
-          f"fitted {fitted}; now {cal['predicted_step_s_after'] * 1e3:.1f} ms; wrote {args.output}")
+    print(f"{summary(out, args.arch)}; wrote {args.output}")
     return 0
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import socket
 import statistics
 import subprocess
@@ -37,6 +36,7 @@ import time
 
 import numpy as np
 
+from ..sim.stats import lognormal_factors
 from ..errors import ConfigError, SgdsimError
 from .procs import kill_all, last_line
 
@@ -61,8 +61,7 @@ def first_last_ratio(cv: float, n: int, rng: np.random.Generator, draws: int = 2
     """E[mean(w)/max(w)] for n lognormal weights of mean 1 and CV ``cv`` (Monte Carlo)."""
     if cv <= 0:
         return 1.0
-    s2 = math.log1p(cv * cv)
-    w = rng.lognormal(-s2 / 2, math.sqrt(s2), size=(draws, n))
+    w = lognormal_factors(rng, cv, (draws, n))
     return float(np.mean(w.mean(axis=1) / w.max(axis=1)))
 
 

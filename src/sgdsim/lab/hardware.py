@@ -52,6 +52,12 @@ class Hardware:
     share_cv: float | None = None  # spread of TCP shares among concurrent flows (lab.fairness)
     parse_alpha_s_per_byte: float | None = None  # receiver CPU per byte (sgdsim calibrate)
 
+    @classmethod
+    def nominal(cls, bandwidth_bps: float) -> "Hardware":
+        """A link known only by its rate: no overheads, no measurements (the papers' defaults)."""
+        return cls(bandwidth_bps=bandwidth_bps, latency_s=0.0,
+                   overhead_alpha_s_per_byte=8.0 / bandwidth_bps, overhead_beta_s=0.0)
+
     def predict_kwargs(self, arch: str) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments)."""
         # share_cv is recorded, not applied: on the lab it made async predictions worse

@@ -69,9 +69,6 @@ class SimConfig:
             raise ConfigError(f"--share-cv must be a coefficient of variation in [0, 10), got {self.share_cv}")
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
-        if self.share_cv > 0 and (self.ps_count or 1) > 1:
-            raise ConfigError("--share-cv applies to one parameter server (several PS share "
-                              "worker NICs by water-filling): use --share-cv 0 with --ps-count")
         if self.ps_count is not None and self.ps_count < 1:
             raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
         if self.arch == "allreduce" and (self.ps_count or 1) > 1:

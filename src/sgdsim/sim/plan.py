@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
+from .stats import lognormal_factors
 from .streams import SCHEDULERS
 
 Plan = namedtuple(
@@ -139,9 +140,7 @@ def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
     if config.jitter_cv <= 0:
         return durations_s
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 11]))
-    sigma2 = np.log1p(config.jitter_cv ** 2)
-    shape = (N_JITTER_COPIES,) + durations_s.shape
-    factor = rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=shape)
+    factor = lognormal_factors(rng, config.jitter_cv, (N_JITTER_COPIES,) + durations_s.shape)
     return (durations_s[None] * factor).reshape(-1, durations_s.shape[1])
 
 

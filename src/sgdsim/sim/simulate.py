@@ -15,7 +15,7 @@ from .kernel import make_kernel
 from .links import POLICIES, make_links
 from .plan import build_plan
 from .state import SAMPLES_PER_WORKER, for_backend, make_state
-from .stats import Estimate, estimate
+from .stats import Estimate, estimate, lognormal_factors
 
 TIMELINE_CHUNK = 1 << 16
 
@@ -144,8 +144,7 @@ def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
         raise ConfigError("--share-cv applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --share-cv 0 with this profile")
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 13]))
-    sigma2 = np.log1p(config.share_cv ** 2)
-    return rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=NOISE_POOL)
+    return lognormal_factors(rng, config.share_cv, NOISE_POOL)
 
 
 def _like(ref, values):

@@ -26,6 +26,12 @@ class Estimate:
         return self.half_width / self.throughput if self.throughput > 0 else math.inf
 
 
+def lognormal_factors(rng: np.random.Generator, cv: float, size) -> np.ndarray:
+    """Multiplicative noise: lognormal factors of mean 1 and coefficient of variation ``cv``."""
+    sigma2 = math.log1p(cv * cv)
+    return rng.lognormal(-sigma2 / 2, math.sqrt(sigma2), size=size)
+
+
 def t95(df: int) -> float:
     return _T95.get(df, 1.96 + 2.5 / df) if df >= 1 else math.inf
 

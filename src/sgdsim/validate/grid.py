@@ -81,11 +81,14 @@ class Case:
         where there is one (bandwidth, β, calibrated α, FCFS weight), else the lab's link
         rate, no overheads and the papers' 0.5; ``predict_bandwidth``
         overrides the bandwidth."""
-        hw = self.hardware_spec
-        net = (hw.predict_kwargs(self.arch) if hw is not None else
-               {"bandwidth": self.bandwidth_bps, "overhead_beta": 0.0, "overhead_alpha": 0.0,
-                "fcfs_weight": 0.5})
+        net = self.model_hardware().predict_kwargs(self.arch)
         return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"]}
+
+    def model_hardware(self):
+        """The ``hardware`` file, or the lab's nominal link rate when there is none."""
+        from ..lab.hardware import Hardware
+
+        return self.hardware_spec or Hardware.nominal(self.predict_bandwidth_bps or self.bandwidth_bps)
 
     def describe(self) -> str:
         overlap = "overlap" if self.overlap else "no overlap"

@@ -30,12 +30,13 @@ def windows(step_times_s, batch_size: int, start_s: float, end_s: float,
     """Per-window throughput and lock-step index of one run (``step_times_s``: per worker)."""
     per_worker = [np.asarray(t, float) for t in step_times_s]
     period = mean_period_s(per_worker, start_s, end_s)
+    gaps = nearest_gaps(per_worker)  # once for the run: each window only averages a slice
     out = []
     t = start_s
     while t + window_s <= end_s + 1e-9:
-        inside = [x[(x > t) & (x <= t + window_s)] for x in per_worker]
-        n = sum(len(x) for x in inside)
-        out.append(WindowStats(t, batch_size * n / window_s, lockstep_index(per_worker, t, t + window_s, period)))
+        n = sum(int(((x > t) & (x <= t + window_s)).sum()) for x in per_worker)
+        out.append(WindowStats(t, batch_size * n / window_s,
+                               _index(per_worker, gaps, t, t + window_s, period)))
         t += window_s
     return out
 
@@ -47,26 +48,36 @@ def mean_period_s(per_worker, t0: float, t1: float) -> float:
     return float(np.mean(np.concatenate(gaps))) if gaps else float("nan")
 
 
+def nearest_gaps(per_worker) -> list[np.ndarray]:
+    """For every completion of every worker, the time to the nearest completion of another."""
+    out = []
+    for i, x in enumerate(per_worker):
+        others = np.sort(np.concatenate([y for j, y in enumerate(per_worker) if j != i] or [[]]))
+        if len(others) == 0:
+            out.append(np.full(len(x), np.nan))
+            continue
+        k = np.searchsorted(others, x)
+        after = np.abs(others[np.minimum(k, len(others) - 1)] - x)
+        before = np.abs(x - others[np.maximum(k - 1, 0)])
+        out.append(np.minimum(np.where(k < len(others), after, np.inf),
+                              np.where(k > 0, before, np.inf)))
+    return out
+
+
 def lockstep_index(per_worker, t0: float, t1: float, period_s: float | None = None) -> float:
     """Mean gap to another worker's nearest completion over period/W (module docstring);
     ``period_s``: the workers' mean step period, by default measured in (t0, t1]."""
     per_worker = [np.asarray(x, float) for x in per_worker]
-    W = len(per_worker)
     period = mean_period_s(per_worker, t0, t1) if period_s is None else period_s
+    return _index(per_worker, nearest_gaps(per_worker), t0, t1, period)
+
+
+def _index(per_worker, gaps, t0: float, t1: float, period: float) -> float:
+    W = len(per_worker)
     if W < 2 or not period > 0:
         return float("nan")
-    ideal = period / W
-    gaps = []
-    for i, x in enumerate(per_worker):
-        others = np.sort(np.concatenate([y for j, y in enumerate(per_worker) if j != i]))
-        if len(others) == 0:
-            continue
-        for t in x[(x > t0) & (x <= t1)]:
-            k = np.searchsorted(others, t)
-            near = min(abs(t - others[k]) if k < len(others) else np.inf,
-                       abs(t - others[k - 1]) if k > 0 else np.inf)
-            gaps.append(near)
-    return float(np.mean(gaps) / ideal) if gaps and ideal > 0 else float("nan")
+    inside = np.concatenate([g[(x > t0) & (x <= t1)] for x, g in zip(per_worker, gaps)])
+    return float(inside.mean() / (period / W)) if len(inside) else float("nan")
 
 
 def dwell_times_s(stats: list[WindowStats], window_s: float, threshold: float = 0.5) -> dict:

@@ -173,20 +173,16 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
 def _calibrate_case(cr: CaseResult, models, log) -> None:
     """Fit the hardware to the measured calibration point, then predict the case again with it
     (``sgdsim calibrate``); the calibration point itself is no longer a held-out check."""
-    from ..calibrate_worker import calibrate, calibration_workers
-    from ..lab.hardware import Hardware
+    from ..calibrate_worker import calibrate, calibration_workers, summary
 
     case = cr.case
     W0 = calibration_workers(case.arch)
     measured = cr.measured[W0]
     prof = cr.profile if isinstance(cr.profile, Profile) else to_profile(cr.profile)
-    B = case.predict_bandwidth_bps or case.bandwidth_bps
-    base = case.hardware_spec or Hardware(B, 0.0, 8.0 / B, 0.0)
-    hw = calibrate(prof, prof.job.batch_size / measured, base, case.arch, case.mode)
+    hw = calibrate(prof, prof.job.batch_size / measured, case.model_hardware(), case.arch, case.mode)
     cr.calibration = {"workers": W0, "parse_alpha_s_per_byte": hw.parse_alpha_s_per_byte,
                       "bandwidth_bps": hw.bandwidth_for(case.arch), **hw.measured["calibration"]}
-    log(f"[{case.name}] calibrated on {W0} worker(s): α {hw.parse_alpha_s_per_byte * 1e9:.3g} ns/B, "
-        f"bandwidth {hw.bandwidth_for(case.arch) / 1e6:.1f} Mbit/s; predicting again")
+    log(f"[{case.name}] calibrated on {W0} worker(s): {summary(hw, case.arch)}; predicting again")
     points, _ = predict_case(dataclasses.replace(case, hardware_spec=hw, predict_bandwidth_bps=None),
                              cr.profile, models)
     runs = cr.measured
@@ -252,15 +248,9 @@ def default_profile(case: Case):
         from ..profile.io import load_profile
 
         return load_profile(case.profile)
-    if case.is_lab_model:
-        from ..lab.train import profile_lab_model
+    from ..lab.train.timing import standalone_profile
 
-        return profile_lab_model(case.model, case.batch_size, case.overlap,
-                                 steps=case.profile_steps)
-    from ..profiler import profile_model
-
-    return profile_model(case.model, case.batch_size, steps=case.profile_steps,
-                         overlap=case.overlap).profile
+    return standalone_profile(case.model, case.batch_size, case.overlap, steps=case.profile_steps)
 
 
 def default_lab(case: Case):

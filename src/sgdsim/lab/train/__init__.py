@@ -14,7 +14,7 @@ import importlib
 _EXPORTS = {
     "run_training": "runner", "TrainResult": "runner",
     "LAB_MODELS": "models", "load_workload": "models",
-    "profile_lab_model": "timing",
+    "profile_lab_model": "timing", "standalone_profile": "timing",
 }
 
 __all__ = sorted(_EXPORTS)

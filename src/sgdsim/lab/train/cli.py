@@ -73,30 +73,18 @@ def _check_calibration(args, workers: list[int]):
 def calibrate_from_run(result, hw, output: str, force: bool = False, profile=None):
     """``sgdsim calibrate`` on a lab run: its step time against the model's standalone profile
     (``profile_lab_model`` for lab: models, ``sgdsim profile`` otherwise) -> ``output``."""
-    from ...calibrate_worker import calibrate
+    from ...calibrate_worker import calibrate, summary
     from ..hardware import save_hardware
 
     if profile is None:
-        profile = _standalone_profile(result)
+        from .timing import standalone_profile
+
+        profile = standalone_profile(result.model, result.batch_size, result.overlap)
     step_s = result.workers * result.batch_size / result.throughput_intervals
     out = calibrate(profile, step_s, hw, result.arch, result.mode)
     save_hardware(out, output, force=force)
-    cal = out.measured["calibration"]
-    print(f"calibrated: measured step {step_s * 1e3:.1f} ms, the model predicted "
-          f"{cal['predicted_step_s_before'] * 1e3:.1f} ms; receiver CPU "
-          f"{(out.parse_alpha_s_per_byte or 0) * 1e9:.3g} ns/byte, bandwidth "
-          f"{format_bps(out.bandwidth_for(result.arch))}; wrote {output}", file=sys.stderr)
+    print(f"calibrated: {summary(out, result.arch)}; wrote {output}", file=sys.stderr)
     return out
-
-
-def _standalone_profile(result):
-    if result.model.startswith("lab:"):
-        from .timing import profile_lab_model
-
-        return profile_lab_model(result.model, result.batch_size, result.overlap)
-    from ...profiler import profile_model
-
-    return profile_model(result.model, result.batch_size, overlap=result.overlap).profile
 
 
 def _record_target(args, workers: list[int]) -> tuple[str | None, str | None]:

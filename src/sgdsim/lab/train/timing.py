@@ -135,6 +135,16 @@ def compute_durations(rec: dict, upd: dict[str, float]) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------- 1-process profile
 
+def standalone_profile(spec: str, batch_size: int, overlap: bool, steps: int = 20) -> Profile:
+    """What a user has before any cluster: ``lab:`` models through ``profile_lab_model``,
+    ``file.py:function`` specs through ``sgdsim profile``."""
+    if spec.startswith("lab:"):
+        return profile_lab_model(spec, batch_size, overlap, steps=steps)
+    from ...profiler import profile_model
+
+    return profile_model(spec, batch_size, steps=steps, overlap=overlap).profile
+
+
 def profile_lab_model(model: str, batch_size: int, overlap: bool, steps: int = 20,
                       lr: float = 0.1) -> Profile:
     """Compute-only profile of ``model`` in this process (one thread, no network).
