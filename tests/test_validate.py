@@ -403,3 +403,7 @@ def test_measured_replays_an_earlier_run_without_the_lab(tmp_path, capsys):
     with pytest.raises(ConfigError, match="has 0 measured run"):
         cmd_validate(args)
     assert not (tmp_path / "third").exists()
+    (tmp_path / "notes.csv").write_text("just,some\ntext,here\n")
+    args.measured = str(tmp_path / "notes.csv")
+    with pytest.raises(ConfigError, match="not a points.csv"):
+        cmd_validate(args)

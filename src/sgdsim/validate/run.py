@@ -199,9 +199,13 @@ def measured_from_csv(path: str, grid: Grid):
 
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+            reader = csv.DictReader(f)
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not {"case", "workers", "measured_runs"} <= set(reader.fieldnames or ()):
+        raise ConfigError(f"{path}: not a points.csv of sgdsim validate (no case, workers and "
+                          f"measured_runs columns)")
     runs: dict[tuple[str, int], list[float]] = {}
     try:
         for r in rows:
