@@ -106,3 +106,43 @@ def test_calibrated_file_is_used_by_predict(tmp_path, capsys):
     assert main(["calibrate", str(prof_path), "--step-time", "1s", "--hardware", str(hw_path),
                  "-o", str(out_path)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_several_runs_fit_their_mean_and_record_their_spread():
+    """Runs at step times T·(1 ± d): the fit is that of their mean, and the spread is the
+    textbook prediction half-width t_{n-1}·s/mean·sqrt(1 + 1/n) (s of ±d: d·sqrt(n/(n-1)))."""
+    T, d = _closed_form(2e-9), 0.01
+    runs = [T * (1 - d), T * (1 + d)]
+    out = calibrate(_profile(), runs, _hw())
+    assert out.parse_alpha_s_per_byte == pytest.approx(2e-9, rel=1e-3)
+    s = d * T * math.sqrt(2)  # the sample sd of two values T ± dT
+    assert out.run_spread_rel == pytest.approx(12.706 * s / T * math.sqrt(1.5), rel=1e-3)
+    assert out.measured["calibration"]["runs_step_s"] == runs
+    one = calibrate(_profile(), [T], _hw())
+    assert one.run_spread_rel is None  # one run says nothing about the spread
+
+
+def test_run_spread_widens_every_fine_interval_and_nothing_else(tmp_path, capsys):
+    kw = dict(workers=[1, 2], replications=1, steps=40)
+    base = sgdsim.predict(_profile(), **kw)
+    wide = sgdsim.predict(_profile(), run_spread=0.05, **kw)
+    for b, w in zip(base, wide):
+        assert w.throughput == b.throughput
+        assert w.ci_low == pytest.approx(min(b.ci_low, 0.95 * b.throughput))
+        assert w.ci_high == pytest.approx(max(b.ci_high, 1.05 * b.throughput))
+    with pytest.raises(ConfigError, match="run spread"):
+        sgdsim.predict(_profile(), run_spread=float("nan"), **kw)
+
+
+def test_cli_takes_several_runs(tmp_path, capsys):
+    prof_path, hw_path, out_path = tmp_path / "p.json", tmp_path / "hw.json", tmp_path / "cal.json"
+    save_profile(_profile(), prof_path)
+    save_hardware(_hw(), hw_path)
+    T = _closed_form(2e-9)
+    assert main(["calibrate", str(prof_path), "--throughput", f"{16 / T * 0.99},{16 / T * 1.01}",
+                 "--hardware", str(hw_path), "-o", str(out_path)]) == 0
+    assert "2 runs vary" in capsys.readouterr().out
+    assert load_hardware(out_path).run_spread_rel > 0
+    assert main(["calibrate", str(prof_path), "--throughput", "9,x", "--hardware", str(hw_path),
+                 "-o", str(tmp_path / "other.json")]) == 2
+    assert "numbers separated by commas" in capsys.readouterr().err

@@ -166,6 +166,38 @@ def test_one_worker_ps_matches_the_no_overlap_oracle(lab):
 
 
 @needs_lab
+def test_two_parameter_servers_share_the_model_and_the_workers_nic(lab):
+    """One worker, two PS: it pulls from both at once through its own NIC, so the transfers
+    still take 2·M·8/B in all; each server holds about half the bytes."""
+    prof = profile_lab_model(MODEL, BATCH, overlap=False, steps=10)
+    compute = prof.mean_compute_s() + prof.mean_compute_s("ps")
+    oracle = BATCH / (2 * prof.model_bytes() * 8 / BW + compute)
+    r = run_training(MODEL, 1, BATCH, BW, duration_s=9, warmup_s=2, lab=lab, ps_count=2)
+    assert r.ps_count == 2 and min(r.steps) > 0 and r.param_change > 0
+    assert r.throughput == pytest.approx(oracle, rel=0.3)
+
+
+def test_lab_shards_layers_exactly_as_the_simulator_places_them():
+    from sgdsim.lab.train.models import shard_of
+    from sgdsim.sim.plan import assign_ps
+
+    prof = profile_lab_model("lab:cnn-10mb", 4, overlap=False, steps=2)
+    params, owners = param_layers(load_workload("lab:cnn-10mb", 4, 0).model)
+    for M in (2, 3):
+        lab = dict(zip(owners, shard_of(params, owners, M)))
+        sim = {op.layer: int(p) for op, p in zip(prof.ops, assign_ps(prof, M))
+               if op.resource == "downlink"}
+        assert lab == sim and len(set(lab.values())) == M
+
+
+def test_two_ps_options_fail_before_any_lab():
+    with pytest.raises(ConfigError, match="ps-count"):
+        run_training(MODEL, 1, BATCH, BW, arch="allreduce", mode="sync", ps_count=2)
+    with pytest.raises(ConfigError, match="ps count"):
+        run_training(MODEL, 1, BATCH, BW, ps_count=0)
+
+
+@needs_lab
 def test_cli_reuses_the_lab_and_records_a_profile(lab, tmp_path, capsys):
     from sgdsim.cli import main
 

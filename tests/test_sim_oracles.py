@@ -105,12 +105,11 @@ def test_sync_ps_fcfs_eq8(prof, K):
 
 
 @pytest.mark.parametrize("K", [2, 4])
-def test_sync_hybrid_is_mean_of_ps_and_fcfs(prof, K):
+def test_sync_hybrid_is_eq9_the_mean_of_ps_and_fcfs_step_times(prof, K):
     b, M, C = _parts(prof)
-    ps = K * b / (2 * K * M / B + C)
-    fcfs = K * b / ((K + 1) * M / B + C)
+    step = (2 * K * M / B + C + (K + 1) * M / B + C) / 2  # TPDS Eq. 9
     pt = _one(prof, workers=K, mode="sync", sharing="hybrid")
-    assert pt.throughput == pytest.approx((ps + fcfs) / 2, rel=REL)
+    assert pt.throughput == pytest.approx(K * b / step, rel=REL)
     assert pt.ci_low <= pt.throughput <= pt.ci_high
 
 

@@ -337,7 +337,8 @@ def test_hardware_key_sets_the_models_network(tmp_path):
                            share_cv=0.3), tmp_path / "hw.json")
     g = load_grid(write(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "hw.json"')))
     ps, ring = g.cases
-    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1}  # share_cv: opt-in
+    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1,  # share_cv: opt-in
+           "two_way_penalty": 0.0, "run_spread": 0.0}
     assert ps.network() == {"bandwidth": 5e7, **net} and ps.model_bandwidth_bps == 5e7
     assert ring.network() == {"bandwidth": 4e7, **net}
     (tmp_path / "bad.json").write_text("{")
@@ -373,6 +374,30 @@ def test_calibrate_key_fits_the_one_worker_point_then_predicts_again(tmp_path):
     assert one["fine"].fitted and summary["cases"][0]["errors"]["fine"]["points"] == 2
     assert "(+0.0 %, fit)" in (tmp_path / "out" / "summary.md").read_text() or \
         "(-0.0 %, fit)" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_calibrate_key_on_all_reduce_fits_one_ranks_step_with_the_runs_spread(tmp_path):
+    """A 2-rank run's examples/s are both ranks': one rank's step is 2·batch/x. Three runs at
+    x·(1 - d, 1, 1 + d) fit their mean step and carry their spread into the intervals."""
+    from sgdsim.calibrate_worker import model_step_s
+    from sgdsim.lab.hardware import Hardware
+
+    B, true_alpha, d = 100e6, 5e-9, 0.01
+    step2 = model_step_s(to_profile(PROFILE), Hardware(B, 0.0, 8 / B, 0.0), "allreduce", "sync",
+                         true_alpha)
+    x = 2 * 16 / step2
+    runs = iter([x * (1 - d), x, x * (1 + d)] + [10.0] * 3)
+    text = GRID.replace('workers = [2, 4]', 'workers = [2, 4]\ncalibrate = true\nrepeats = 3')
+    result = run_validation(load_grid(write(tmp_path, text)), str(tmp_path / "out"),
+                            profile_fn=lambda case: PROFILE, models=("fine",),
+                            measure_fn=lambda case, w, lab: next(runs) if case.name == "ring" else 10.0,
+                            lab_fn=lambda case: contextlib.nullcontext(None), log=lambda m: None)
+    ring = result.cases[1]
+    mean_step = sum(2 * 16 / v for v in (x * (1 - d), x, x * (1 + d))) / 3
+    assert ring.calibration["measured_step_s"] == pytest.approx(mean_step, rel=1e-9)
+    assert ring.calibration["parse_alpha_s_per_byte"] == pytest.approx(true_alpha, rel=0.05)
+    four = next(p for p in ring.points if p.workers == 4)
+    assert four.high - four.predicted >= 0.9 * 4.303 * d * four.predicted  # t(2)·s·sqrt(4/3) ≈ 5 %
 
 
 def test_calibrate_needs_its_point_in_the_grid(tmp_path):

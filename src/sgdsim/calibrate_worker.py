@@ -19,10 +19,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from .errors import ConfigError
 from .lab.hardware import Hardware
 from .predict import predict
 from .profile.model import Profile
+from .sim.stats import t95
 from .units import format_bps
 
 TOLERANCE = 1e-3
@@ -35,38 +38,60 @@ def calibration_workers(arch: str) -> int:
 
 
 def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: float,
-                 bandwidth_bps: float | None = None) -> float:
+                 bandwidth_bps: float | None = None, ps_count: int | None = None) -> float:
     """Predicted time of one worker's step with the calibration candidate applied."""
     kw = hw.predict_kwargs(arch)
-    kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"])
+    kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"], ps_count=ps_count)
     pt = predict(profile, workers=calibration_workers(arch), arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
     return pt.step_time_s
 
 
-def calibrate(profile: Profile, measured_step_s: float, hw: Hardware, arch: str = "ps",
-              mode: str = "async") -> Hardware:
-    """The hardware file with α (or the bandwidth) fitted to ``measured_step_s``."""
-    if not (math.isfinite(measured_step_s) and measured_step_s > 0):
-        raise ConfigError(f"the measured step time must be a positive number, got {measured_step_s}")
-    before = model_step_s(profile, hw, arch, mode, 0.0)
+def run_spread_rel(step_times_s) -> float:
+    """Relative half-width of a 95 % prediction interval for one more run, from repeated runs'
+    mean step times: t·s/mean·sqrt(1 + 1/n) (0 from a single run)."""
+    x = np.asarray(step_times_s, float)
+    if len(x) < 2:
+        return 0.0
+    return float(t95(len(x) - 1) * x.std(ddof=1) / x.mean() * math.sqrt(1 + 1 / len(x)))
+
+
+def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = "ps",
+              mode: str = "async", ps_count: int | None = None) -> Hardware:
+    """The hardware file with α (or the bandwidth) fitted to ``measured_step_s`` (measured with
+    ``ps_count`` parameter servers; None: the profile's).
+
+    ``measured_step_s``: one mean step time, or those of several runs of the same job. Their
+    mean is fitted; their spread becomes ``run_spread_rel``, the run-to-run noise of the real
+    system that no simulator replication shows, which widens every fine interval (``predict``).
+    """
+    runs = [float(v) for v in np.atleast_1d(np.asarray(measured_step_s, float))]
+    if not runs or not all(math.isfinite(v) and v > 0 for v in runs):
+        raise ConfigError(f"the measured step times must be positive numbers, got {measured_step_s}")
+    measured_step_s = sum(runs) / len(runs)
+
+    def step(alpha: float, bandwidth_bps: float | None = None) -> float:
+        return model_step_s(profile, hw, arch, mode, alpha, bandwidth_bps, ps_count)
+
+    before = step(0.0)
     alpha, bw = 0.0, hw.bandwidth_for(arch)
     if measured_step_s > before * (1 + TOLERANCE):
         # at this α the downlink's parsing alone takes the measured step: an upper bound
         top = measured_step_s / max(profile.model_bytes(), 1.0)
-        alpha = _bisect(lambda a: model_step_s(profile, hw, arch, mode, a), measured_step_s,
-                        0.0, top, rising=True)
+        alpha = _bisect(step, measured_step_s, 0.0, top, rising=True)
     elif measured_step_s < before * (1 - TOLERANCE):
         top = bw * 1e3
-        if model_step_s(profile, hw, arch, mode, 0.0, top) > measured_step_s:
+        if step(0.0, top) > measured_step_s:
             raise ConfigError(f"the measured step ({measured_step_s:.4g} s) is shorter than the "
                               f"profile's computation allows: is it the same job and batch size?")
-        bw = _bisect(lambda b: model_step_s(profile, hw, arch, mode, 0.0, b), measured_step_s,
-                     bw, top, rising=False)
-    after = model_step_s(profile, hw, arch, mode, alpha, bw)
+        bw = _bisect(lambda b: step(0.0, b), measured_step_s, bw, top, rising=False)
+    after = step(alpha, bw)
     record = {"profile": profile.job.model, "batch_size": profile.job.batch_size, "arch": arch,
-              "mode": mode, "measured_step_s": measured_step_s, "predicted_step_s_before": before,
+              "mode": mode, **({"ps_count": ps_count} if ps_count else {}), "measured_step_s": measured_step_s, "predicted_step_s_before": before,
               "predicted_step_s_after": after}
-    changes = {"parse_alpha_s_per_byte": alpha, "measured": {**hw.measured, "calibration": record}}
+    if len(runs) > 1:
+        record["runs_step_s"] = runs
+    changes = {"parse_alpha_s_per_byte": alpha, "measured": {**hw.measured, "calibration": record},
+               "run_spread_rel": run_spread_rel(runs) if len(runs) > 1 else hw.run_spread_rel}
     if bw != hw.bandwidth_for(arch):
         changes["allreduce_bandwidth_bps" if arch == "allreduce" else "bandwidth_bps"] = bw
     return dataclasses.replace(hw, **changes)
@@ -79,7 +104,9 @@ def summary(hw: Hardware, arch: str) -> str:
             f"{cal['predicted_step_s_before'] * 1e3:.1f} ms, now "
             f"{cal['predicted_step_s_after'] * 1e3:.1f} ms with receiver CPU "
             f"{(hw.parse_alpha_s_per_byte or 0.0) * 1e9:.3g} ns/byte and bandwidth "
-            f"{format_bps(hw.bandwidth_for(arch))}")
+            f"{format_bps(hw.bandwidth_for(arch))}"
+            + (f"; {len(cal['runs_step_s'])} runs vary by ±{hw.run_spread_rel:.1%} (95 % for "
+               f"one more run)" if "runs_step_s" in cal and hw.run_spread_rel is not None else ""))
 
 
 def _bisect(f, target: float, lo: float, hi: float, rising: bool) -> float:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -63,6 +64,9 @@ def _predict_parser(sub) -> None:
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
+    q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
+                   help="a NIC direction with m more flows the other way loses K·m of its capacity "
+                        "(default: the --hardware file's measured value, else 0)")
     q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
                    help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
     q.add_argument("--rho-threshold", type=float, default=0.6,
@@ -95,9 +99,12 @@ def _calibrate_parser(sub) -> None:
                                          "time; writes a hardware file")
     c.add_argument("profile", help="the standalone profile (sgdsim profile) of the job")
     what = c.add_mutually_exclusive_group(required=True)
-    what.add_argument("--step-time", metavar="T", help="measured mean step time of the worker, e.g. 1.72s")
-    what.add_argument("--throughput", type=float, metavar="X",
-                      help="measured examples/s of the single worker (all-reduce: of one rank)")
+    what.add_argument("--step-time", metavar="T[,T...]",
+                      help="measured mean step time of the worker, e.g. 1.72s; several runs: "
+                           "1.72s,1.75s,1.70s (their spread widens every prediction interval)")
+    what.add_argument("--throughput", metavar="X[,X...]",
+                      help="measured examples/s of the single worker (all-reduce: of one rank); "
+                           "several runs: 9.17,9.33,9.31")
     c.add_argument("--hardware", required=True, metavar="FILE.json",
                    help="the network as measured by sgdsim netbench (bandwidth, β, ...)")
     c.add_argument("--arch", default="ps", choices=["ps", "allreduce"],
@@ -172,7 +179,7 @@ def _network(args) -> dict:
     net = {**hw.predict_kwargs(args.arch), "share_cv": 0.0}  # share_cv: only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
-             "share_cv": args.share_cv}
+             "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty}
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 
@@ -277,14 +284,24 @@ def cmd_calibrate_worker(args) -> int:
     check_output_path(args.output, args.force)
     prof = load_profile(args.profile)
     hw = load_hardware(args.hardware)
-    if args.throughput is not None and not args.throughput > 0:
-        raise SgdsimError(f"--throughput must be positive, got {args.throughput}")
-    step = (parse_duration_s(args.step_time) if args.step_time is not None
-            else prof.job.batch_size / args.throughput)
-    out = calibrate(prof, step, hw, args.arch, args.mode)
+    if args.step_time is not None:
+        steps = [parse_duration_s(v) for v in args.step_time.split(",")]
+    else:
+        steps = [prof.job.batch_size / x for x in _positive_floats(args.throughput, "--throughput")]
+    out = calibrate(prof, steps, hw, args.arch, args.mode)
     save_hardware(out, args.output, force=args.force)
     print(f"{summary(out, args.arch)}; wrote {args.output}")
     return 0
+
+
+def _positive_floats(text: str, option: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise SgdsimError(f"{option} takes numbers separated by commas, got {text!r}") from None
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise SgdsimError(f"{option} values must be positive, got {text!r}")
+    return values
 
 
 def cmd_import(args) -> int:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 from .analytic.async_ps import DEFAULT_RHO_THRESHOLD
 from .analytic.coarse_profile import CoarseProfile, from_profile, load_coarse, parse_coarse, to_profile
@@ -81,6 +82,7 @@ def _coarse(p: Profile | CoarseProfile) -> CoarseProfile:
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
             sharing: str | None = None, fcfs_weight: float = 0.5, share_cv: float = 0.0,
+            two_way_penalty: float = 0.0, run_spread: float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
@@ -100,7 +102,11 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     PS and FCFS, TPDS §3.1.1/§3.2.1) for sync PS; for async, ps in the simulator and Eq. 5
     ("threshold") in the coarse model. ``fcfs_weight`` w turns hybrid into (1 − w)·PS + w·FCFS
     (0.5: the papers' mean). ``share_cv`` > 0: under PS sharing, flows draw unequal shares
-    (lognormal weights of that CV, as measured by ``netbench --lab --fanout``). ``coarse`` gives a coarse
+    (lognormal weights of that CV, as measured by ``netbench --lab --fanout``).
+    ``two_way_penalty`` k > 0: a NIC direction with m more flows the other way loses k·m of its
+    capacity (``sim/sharing/fair.py``; ``netbench --lab --two-way`` measures k). ``run_spread``:
+    the relative run-to-run noise of the real job (``sgdsim calibrate`` with several runs); every
+    fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
     ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
     ``replications``: "auto" (default) runs rounds of independent simulations until the mean
@@ -108,12 +114,15 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     ``regimes`` reports two clusters of runs. 1: a single run with a batch-means interval.
     """
     n_reps = _replications(replications)
+    if not 0 <= run_spread < 1:
+        raise ConfigError(f"run spread must be a fraction in [0, 1), got {run_spread}")
     if sharing not in (None, "ps", "fcfs", "hybrid", "threshold"):
         raise ConfigError(f"unknown sharing {sharing!r} (choose from ps, fcfs, hybrid, threshold)")
     config = SimConfig(
         bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch,
         sharing=sharing if sharing in ("ps", "fcfs", "hybrid") else _fine_default(mode, arch),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
+        two_way_penalty=float(two_way_penalty),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),
@@ -129,8 +138,9 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         if name == "fine":
             for W in counts:
                 scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
-                points.append(simulate_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled],
-                                             config, n_reps))
+                pt = simulate_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled],
+                                    config, n_reps)
+                points.append(_with_run_spread(pt, run_spread))
         else:
             coarse_classes = [(_coarse(_with_overhead(p, config)), c) for _, p, c in classes]
             Ks = None if worker_profiles else counts
@@ -138,6 +148,14 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
                        run_analytic(name, coarse_classes, Ks, config, sharing, rho_threshold)]
     order = {m: i for i, m in enumerate(MODELS)}
     return sorted(points, key=lambda p: (p.workers, order[p.model]))
+
+
+def _with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:
+    """The interval for one real run also holds the real system's own run-to-run noise."""
+    if spread <= 0:
+        return pt
+    m = pt.throughput
+    return replace(pt, ci_low=min(pt.ci_low, m * (1 - spread)), ci_high=max(pt.ci_high, m * (1 + spread)))
 
 
 def _with_overhead(p: Profile | CoarseProfile, config: SimConfig) -> Profile | CoarseProfile:

@@ -80,14 +80,22 @@ def _run_all(classes, configs: list[SimConfig]) -> list[SimResult]:
 
 
 def _single(config: SimConfig, runs: list[SimResult]) -> PredictionPoint:
-    """One replication: a run, or the hybrid mix (1 − w)·ps + w·fcfs of two runs."""
+    """One replication: a run, or the hybrid mix of a ps and an fcfs run.
+
+    The mix is of step times, T = (1 − w)·T_ps + w·T_fcfs, as in TPDS Eq. 9 and as
+    ``netbench --fanout`` fits w (from completion times). TPDS §3.2.1 averages the fine model's
+    throughputs instead, which is higher by up to (x_fcfs − x_ps)²/(4·x_fcfs) at w = 0.5: on
+    the lab's sync runs that was +4 to +8 % against +1 to +3 % (docs/validation/async/).
+    """
     pts = [_from_result(r) for r in runs]
     if len(pts) == 1:
         return pts[0]
     w = config.fcfs_weight
 
-    def mix(x: float, y: float) -> float:
-        return (1 - w) * x + w * y
+    def mix(x: float, y: float) -> float:  # throughputs whose step times mix linearly
+        if x <= 0 or y <= 0:
+            return 0.0
+        return 1.0 / ((1 - w) / x + w / y)
 
     a, b = pts
     return _merge(pts, mix(a.throughput, b.throughput), mix(a.ci_low, b.ci_low),

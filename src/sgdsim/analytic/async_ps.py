@@ -14,6 +14,7 @@ import numpy as np
 from .coarse_profile import CoarseProfile
 from .mva import solve, symmetric_sweep
 from .results import CoarseResult
+from .two_way import coupled, scaled_network
 
 STATIONS = ("compute", "uplink", "update", "downlink")
 KINDS_FCFS = ("delay", "fcfs", "ps", "fcfs")
@@ -33,52 +34,65 @@ def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None 
 
 
 def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
-             rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None) -> CoarseResult:
+             rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None,
+             two_way: float = 0.0) -> CoarseResult:
     """Async PS throughput of the workers in ``classes``, TPDS Eqs. 1–6.
 
     ``sharing``: "fcfs" (X^FCFS, Eq. 3), "ps" (X^PS, Eq. 4) or "threshold" (Eq. 5: X^FCFS if the
     FCFS network utilization ρ^FCFS ≤ ρ_T, else X^PS). With ``overlap`` (default: the
     profiles' flag), Eq. 6: solve, replace the compute time by
-    max(0, S^F − T^D) + max(0, S^B − T^U), and solve again.
+    max(0, S^F − T^D) + max(0, S^B − T^U), and solve again. ``two_way`` > 0 slows the PS-shared
+    links by two-way traffic (``two_way.py``).
     """
     if len(classes) == 1:
         c, K = classes[0]
-        return async_ps_sweep(c, bandwidth_bps, [K], sharing, rho_threshold, overlap)[0]
+        return async_ps_sweep(c, bandwidth_bps, [K], sharing, rho_threshold, overlap, two_way)[0]
     workers = [c for c, n in classes for _ in range(n)]
     overlap = all(c.overlap for c, _ in classes) if overlap is None else overlap
     batch = np.array([w.batch_size for w in workers], float)
     S = np.array([service_row(w, bandwidth_bps) for w in workers])
-    X, T, U, regime = _combined(lambda kinds: _solve_classes(S, kinds, batch), sharing, rho_threshold)
+    K = len(workers)
+
+    def solve_kinds(kinds):
+        return _solve_classes(S, kinds, batch, two_way if kinds is KINDS_PS else 0.0)
+
+    X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
     if overlap:
         fwd = np.array([w.forward_s for w in workers])
         bwd = np.array([w.backward_s for w in workers])
         S[:, 0] = np.maximum(0.0, fwd - T[:, 3]) + np.maximum(0.0, bwd - T[:, 1])
-        X, T, U, regime = _combined(lambda kinds: _solve_classes(S, kinds, batch), sharing, rho_threshold)
-    return _result(len(workers), X, T.mean(axis=0), U, regime, overlap, float(batch.sum()))
+        X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
+    return _result(K, X, T.mean(axis=0), U, regime, overlap, float(batch.sum()))
 
 
 def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "threshold",
                    rho_threshold: float = DEFAULT_RHO_THRESHOLD,
-                   overlap: bool | None = None) -> list[CoarseResult]:
+                   overlap: bool | None = None, two_way: float = 0.0) -> list[CoarseResult]:
     """:func:`async_ps` for ``K`` identical workers, for every K in ``Ks`` at once."""
     Ks = np.asarray(Ks, dtype=np.int64)
     overlap = c.overlap if overlap is None else overlap
     rows = np.tile(service_row(c, bandwidth_bps), (len(Ks), 1))
-    out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold)
+    out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold, two_way)
     if overlap:
         T = out[1]
         rows[:, 0] = np.maximum(0.0, c.forward_s - T[:, 3]) + np.maximum(0.0, c.backward_s - T[:, 1])
-        out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold)
+        out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold, two_way)
     X, T, U, regimes = out
     return [_result(int(K), X[i], T[i], U[i], regimes[i], overlap, float(K * c.batch_size))
             for i, K in enumerate(Ks)]
 
 
-def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float):
+def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: float = 0.0):
     """Eq. 3/4/5 for identical workers: examples/s, T (n, L), station utilizations, regimes."""
     def solve_kinds(kinds):
-        X_steps, T = symmetric_sweep(rows, kinds, Ks)
-        U = X_steps[:, None] * rows  # total utilization of each station (Little)
+        def solve(scale):
+            S = scaled_network(rows, scale)
+            X_steps, T = symmetric_sweep(S, kinds, Ks)
+            return X_steps, T, S
+
+        X_steps, T, S = coupled(solve, Ks, two_way if kinds is KINDS_PS else 0.0,
+                                lambda o: (o[0] * o[1][:, 1], o[0] * o[1][:, 3]))
+        U = X_steps[:, None] * S  # total utilization of each station (Little)
         U[:, 0] = U[:, 0] / Ks  # the compute station is each worker's own
         return X_steps * batch, T, U
 
@@ -95,8 +109,15 @@ def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float):
     return np.where(use_f, X_f, X_p), np.where(pick, T_f, T_p), np.where(pick, U_f, U_p), regimes
 
 
-def _solve_classes(S, kinds, batch):
-    r = solve(S, kinds, exact_limit=EXACT_WORKERS)
+def _solve_classes(S, kinds, batch, two_way: float = 0.0):
+    def one(scale):
+        return solve(scaled_network(S, scale[0]), kinds, exact_limit=EXACT_WORKERS)
+
+    def queues(r):  # one job per class: Q = Σ_k T_k / cycle_k
+        q = (r.T / r.T.sum(axis=1, keepdims=True)).sum(axis=0)
+        return [q[1]], [q[3]]
+
+    r = coupled(one, [len(S)], two_way, queues)
     U = r.U.sum(axis=0)
     U[0] = r.U[:, 0].mean()
     return float(np.sum(batch / r.T.sum(axis=1))), r.T, U

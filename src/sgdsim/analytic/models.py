@@ -45,9 +45,11 @@ def run_analytic(model: str, classes: list[tuple[CoarseProfile, int]], Ks: list[
     if Ks is None:
         return [_one(model, classes, config, sharing, rho_threshold)]
     c = classes[0][0]
-    if config.mode == "async" and model in ("coarse", "lin"):
-        sweep = async_ps_sweep if model == "coarse" else lin_sweep
-        return sweep(c, B, Ks, sharing or "threshold", rho_threshold)
+    if config.mode == "async" and model == "coarse":
+        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho_threshold,
+                              two_way=config.two_way_penalty)
+    if config.mode == "async" and model == "lin":
+        return lin_sweep(c, B, Ks, sharing or "threshold", rho_threshold)
     return [_one(model, [(c, K)], config, sharing, rho_threshold) for K in Ks]
 
 
@@ -61,4 +63,4 @@ def _one(model, classes, config: SimConfig, sharing, rho_threshold) -> CoarseRes
         return ring_allreduce(classes, B)
     if config.mode == "sync":
         return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=config.fcfs_weight)
-    return async_ps(classes, B, sharing or "threshold", rho_threshold)
+    return async_ps(classes, B, sharing or "threshold", rho_threshold, two_way=config.two_way_penalty)

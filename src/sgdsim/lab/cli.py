@@ -43,6 +43,9 @@ def _netbench_parser(sub) -> None:
                         "(hybrid sharing's FCFS weight, written to the hardware file)")
     p.add_argument("--fanout-size", default="8MB", help="bytes per transfer in the --fanout rounds")
     p.add_argument("--fanout-rounds", type=int, default=6, help="down+up rounds for --fanout")
+    p.add_argument("--two-way", action="store_true",
+                   help="with --lab: also measure how much a NIC direction loses to more flows "
+                        "the other way (--two-way-penalty; needs >= 3 hosts, ~2 minutes)")
     p.add_argument("--gloo", type=int, default=0, metavar="N",
                    help="with --lab: also time torch.distributed (gloo) send/recv and an "
                         "all-reduce over N ranks on hosts 1..N (needs torch)")
@@ -80,6 +83,9 @@ def _lab_run_parser(lsub) -> None:
     run.add_argument("--bandwidth", default="100Mbps", help="rate of every NIC, each direction")
     run.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
     run.add_argument("--mode", default="async", choices=["async", "sync"])
+    run.add_argument("--ps-count", type=int, default=1, metavar="M",
+                     help="parameter servers (--arch ps): each holds whole layers, placed as "
+                          "sgdsim predict --ps-count places them (default 1)")
     run.add_argument("--overlap", action="store_true",
                      help="per-layer overlap of communication and computation")
     run.add_argument("--duration", default="30s", help="length of each run (from the common start)")
@@ -105,10 +111,9 @@ def cmd_netbench(args) -> int:
     if args.output and os.path.exists(args.output) and not args.force:
         raise ConfigError(f"{args.output} exists; refusing to overwrite (use --force)")
     kw = measure_kwargs(args)
-    if (args.fanout or args.gloo) and not args.lab:
-        raise ConfigError("--fanout and --gloo need --lab (they start processes on lab hosts)")
-    if args.fanout and not args.lab:
-        raise ConfigError("--fanout needs --lab (it starts peers on several lab hosts)")
+    if (args.fanout or args.gloo or args.two_way) and not args.lab:
+        raise ConfigError("--fanout, --two-way and --gloo need --lab (they start processes on "
+                          "lab hosts)")
     if args.fanout_rounds < 1:
         raise ConfigError(f"--fanout-rounds must be at least 1, got {args.fanout_rounds}")
     fanout_size = int(parse_size_bytes(args.fanout_size))  # bad options fail before measuring
@@ -125,6 +130,8 @@ def cmd_netbench(args) -> int:
     hw = m.hardware()
     if args.fanout:
         hw = _with_fairness(hw, args, fanout_size)
+    if args.two_way:
+        hw = _with_two_way(hw)
     if args.gloo:
         hw = _with_gloo(hw, args.gloo)
     if args.format == "json":
@@ -148,6 +155,14 @@ def _with_fairness(hw, args, size: int):
                     fanout_rounds=fair["rounds"])
     return dataclasses.replace(hw, fcfs_weight=fair["fcfs_weight"], share_cv=fair["share_cv"],
                                measured=measured)
+
+
+def _with_two_way(hw):
+    from .twoway import run_lab as two_way_lab
+
+    tw = two_way_lab(progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    return dataclasses.replace(hw, two_way_penalty=tw["two_way_penalty"],
+                               measured={**hw.measured, "two_way_cases": tw["two_way_cases"]})
 
 
 def _with_gloo(hw, ranks: int):
@@ -183,6 +198,9 @@ def _print_table(m, hw) -> None:
               f"{1 - hw.fcfs_weight:.0%} PS + {hw.fcfs_weight:.0%} FCFS (fcfs_weight "
               f"{hw.fcfs_weight:.3f}; downlink rounds {hw.measured['fcfs_weight_down']:.3f}, "
               f"uplink rounds {hw.measured['fcfs_weight_up']:.3f})")
+    if hw.two_way_penalty is not None:
+        print(f"two-way traffic: a NIC direction loses {hw.two_way_penalty:.0%} of its capacity "
+              f"per surplus flow the other way (--two-way-penalty {hw.two_way_penalty:.3f})")
     if hw.share_cv is not None:
         print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
               f"{hw.share_cv:.2f} (--share-cv)")

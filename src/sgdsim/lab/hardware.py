@@ -51,6 +51,8 @@ class Hardware:
     allreduce_bandwidth_bps: float | None = None  # Eq. 11's B fitted to gloo (lab.gloo_bench)
     share_cv: float | None = None  # spread of TCP shares among concurrent flows (lab.fairness)
     parse_alpha_s_per_byte: float | None = None  # receiver CPU per byte (sgdsim calibrate)
+    two_way_penalty: float | None = None  # capacity lost per surplus reverse flow (lab.twoway)
+    run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -64,7 +66,9 @@ class Hardware:
         # (docs/validation/regimes/README.md); pass --share-cv to use it
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
-                "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight}
+                "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
+                "two_way_penalty": self.two_way_penalty or 0.0,
+                "run_spread": self.run_spread_rel or 0.0}
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
@@ -73,16 +77,12 @@ class Hardware:
         return self.bandwidth_bps
 
     def to_dict(self) -> dict:
+        optional = {key: getattr(self, key) for key, required, _ in _FIELDS if not required}
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
                 "overhead_alpha_s_per_byte": self.overhead_alpha_s_per_byte,
                 "overhead_beta_s": self.overhead_beta_s,
-                **({} if self.fcfs_weight is None else {"fcfs_weight": self.fcfs_weight}),
-                **({} if self.allreduce_bandwidth_bps is None
-                   else {"allreduce_bandwidth_bps": self.allreduce_bandwidth_bps}),
-                **({} if self.share_cv is None else {"share_cv": self.share_cv}),
-                **({} if self.parse_alpha_s_per_byte is None
-                   else {"parse_alpha_s_per_byte": self.parse_alpha_s_per_byte}),
+                **{k: v for k, v in optional.items() if v is not None},
                 "measured": dict(self.measured)}
 
 
@@ -160,12 +160,13 @@ def load_hardware(path: str | os.PathLike) -> Hardware:
 
 
 _RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,
-          "in [0, 1]": lambda v: 0 <= v <= 1}
+          "in [0, 1]": lambda v: 0 <= v <= 1, "in [0, 1)": lambda v: 0 <= v < 1}
 _FIELDS = (  # key, required, rule
     ("bandwidth_bps", True, "positive"), ("latency_s", True, "non-negative"),
     ("overhead_alpha_s_per_byte", True, "positive"), ("overhead_beta_s", True, "non-negative"),
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
-    ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"))
+    ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
+    ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

@@ -30,6 +30,7 @@ class SimConfig:
     sharing: str = "ps"
     fcfs_weight: float = 0.5  # hybrid = (1 - w)·PS + w·FCFS; the papers' mean is 0.5
     share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
+    two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (sharing/fair.py)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -67,6 +68,8 @@ class SimConfig:
             raise ConfigError(f"--jitter must be a coefficient of variation in [0, 10), got {self.jitter_cv}")
         if not 0 <= self.share_cv < 10:
             raise ConfigError(f"--share-cv must be a coefficient of variation in [0, 10), got {self.share_cv}")
+        if not 0 <= self.two_way_penalty < 1:
+            raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
         if self.ps_count is not None and self.ps_count < 1:

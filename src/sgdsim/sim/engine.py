@@ -108,10 +108,7 @@ def _link_event(P, S, K, LK, Q, l, now):
         _try_start(P, S, K, LK, Q, w, r, now)
     if S.run_op[slot] < 0:
         remove_flow(LK, l, w, now, next_seq(K))
-    if LK.n_ps == 1:
-        schedule(K, P.W * P.R + l, next_time(LK, l))
-    else:
-        _reschedule_links(P, K, LK, now)
+    _reschedule(P, K, LK, l, now)
 
 
 @jit
@@ -178,10 +175,18 @@ def _try_start(P, S, K, LK, Q, w, r, now):
         continue_flow(LK, l, w, size, now, next_seq(K))
     else:
         add_flow(LK, l, w, size, now, next_seq(K))
-    if LK.n_ps == 1:
-        schedule(K, P.W * P.R + l, next_time(LK, l))
-    else:
+    _reschedule(P, K, LK, l, now)
+
+
+@jit
+def _reschedule(P, K, LK, l, now):
+    """Re-time link l after a change; with two-way coupling also its NIC's other direction."""
+    if LK.n_ps > 1:
         _reschedule_links(P, K, LK, now)
+        return
+    schedule(K, P.W * P.R + l, next_time(LK, l))
+    if LK.two_way > 0.0:
+        schedule(K, P.W * P.R + (l ^ 1), next_time(LK, l ^ 1))
 
 
 @jit

@@ -37,6 +37,7 @@ def add_flow(LK, l, w, size_bytes, now, seq):
         fair.admit(LK, l, f, seq)
         if LK.n_ps > 1:
             nic.rebalance_link(LK, l, w, now, seq)
+        _other_direction(LK, l, now, seq)
 
 
 @jit
@@ -65,6 +66,19 @@ def remove_flow(LK, l, w, now, seq):
         fair.release(LK, l, f, was_weight, seq)
         if LK.n_ps > 1:
             nic.rebalance_link(LK, l, w, now, seq)
+        _other_direction(LK, l, now, seq)
+
+
+@jit
+def _other_direction(LK, l, now, seq):
+    """Link l's flow count changed: with two-way coupling, so did its NIC's other direction."""
+    if LK.two_way <= 0.0:
+        return
+    m = l ^ 1
+    advance(LK, m, now)
+    fair.set_rate(LK, m)
+    if LK.n_ps > 1:
+        nic.rebalance_link(LK, m, -1, now, seq)
 
 
 @jit

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..placement import least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
@@ -53,12 +54,7 @@ def assign_ps(profile: Profile, ps_count: int) -> np.ndarray:
     for op in profile.ops:
         if op.resource == DOWNLINK:
             layer_bytes[op.layer] = layer_bytes.get(op.layer, 0.0) + op.size_bytes
-    load = [0.0] * ps_count
-    owner: dict[str, int] = {}
-    for layer, size in layer_bytes.items():
-        p = min(range(ps_count), key=lambda i: (load[i], i))
-        owner[layer] = p
-        load[p] += size
+    owner = least_loaded(layer_bytes, ps_count)
     return np.array([owner.get(op.layer, 0) if op.resource != WORKER else 0
                      for op in profile.ops], np.int64)
 

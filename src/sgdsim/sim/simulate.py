@@ -70,7 +70,8 @@ class _Sim:
         self.P = for_backend(plan)
         self.K = for_backend(make_kernel(W * R + L + W))
         self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
-                                         _share_noise(config, self.info.ps_count)))
+                                         _share_noise(config, self.info.ps_count),
+                                         config.two_way_penalty))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))

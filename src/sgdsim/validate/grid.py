@@ -33,7 +33,7 @@ REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
-            "calibrate": False}
+            "calibrate": False, "ps_count": 1}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -66,6 +66,7 @@ class Case:
     repeats: int = 1              # lab runs per worker count (their mean is the measurement)
     replications: int | None = None  # independent simulator runs per point (fine); None: auto
     calibrate: bool = False       # fit the hardware to the measured 1-worker (2-rank) step first
+    ps_count: int = 1             # parameter servers (arch ps): the lab shards layers as predict does
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -82,7 +83,8 @@ class Case:
         rate, no overheads and the papers' 0.5; ``predict_bandwidth``
         overrides the bandwidth."""
         net = self.model_hardware().predict_kwargs(self.arch)
-        return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"]}
+        return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"],
+                **({"ps_count": self.ps_count} if self.ps_count > 1 else {})}
 
     def model_hardware(self):
         """The ``hardware`` file, or the lab's nominal link rate when there is none."""
@@ -92,8 +94,9 @@ class Case:
 
     def describe(self) -> str:
         overlap = "overlap" if self.overlap else "no overlap"
+        arch = self.arch + (f" ×{self.ps_count} PS" if self.ps_count > 1 else "")
         return (f"{self.model}, batch {self.batch_size}, {format_bps(self.bandwidth_bps)}, "
-                f"{self.arch} {self.mode}, {overlap}, workers {_workers_text(self.workers)}, "
+                f"{arch} {self.mode}, {overlap}, workers {_workers_text(self.workers)}, "
                 f"runs of {self.duration_s:g} s ({self.warmup_s:g} s warm-up)"
                 + (f" ×{self.repeats}" if self.repeats > 1 else ""))
 
@@ -196,6 +199,9 @@ def _build(v: dict, base: str) -> Case:
         if not isinstance(value, bool):
             raise ConfigError(f"{key!r} must be true or false, got {value!r}")
     workers = _workers(v["workers"])
+    ps_count = _int(v, "ps_count", 1)
+    if arch == "allreduce" and ps_count > 1:
+        raise ConfigError("'ps_count' applies to arch = \"ps\", not all-reduce")
     if calibrate and calibration_workers(arch) not in workers:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
@@ -212,7 +218,7 @@ def _build(v: dict, base: str) -> Case:
         hardware=hw_path, hardware_spec=_hardware(hw_path),
         repeats=_int(v, "repeats", 1),
         replications=None if v["replications"] == "auto" else _int(v, "replications", 1),
-        calibrate=calibrate)
+        calibrate=calibrate, ps_count=ps_count)
     return case
 
 

@@ -137,7 +137,7 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
     options are left out, with the reason."""
     net = case.network()
     config = SimConfig(bandwidth_bps=net["bandwidth"], mode=case.mode, arch=case.arch)
-    n_ps = getattr(profile, "ps_count", 1)
+    n_ps = max(getattr(profile, "ps_count", 1), case.ps_count)
     points, skipped = [], []
     for name in models:
         reason = unsupported(name, config, case.sharing, n_ps)
@@ -177,9 +177,11 @@ def _calibrate_case(cr: CaseResult, models, log) -> None:
 
     case = cr.case
     W0 = calibration_workers(case.arch)
-    measured = cr.measured[W0]
     prof = cr.profile if isinstance(cr.profile, Profile) else to_profile(cr.profile)
-    hw = calibrate(prof, prof.job.batch_size / measured, case.model_hardware(), case.arch, case.mode)
+    # the runs' spread counts too; a run's examples/s are those of all W0 workers (ranks)
+    steps = [W0 * prof.job.batch_size / x for x in cr.measured_runs[W0]]
+    hw = calibrate(prof, steps, case.model_hardware(), case.arch, case.mode,
+                   case.ps_count if case.ps_count > 1 else None)
     cr.calibration = {"workers": W0, "parse_alpha_s_per_byte": hw.parse_alpha_s_per_byte,
                       "bandwidth_bps": hw.bandwidth_for(case.arch), **hw.measured["calibration"]}
     log(f"[{case.name}] calibrated on {W0} worker(s): {summary(hw, case.arch)}; predicting again")
@@ -258,11 +260,12 @@ def default_profile(case: Case):
 
 
 def default_lab(case: Case):
-    """One lab for the case: its largest worker count plus one host (the PS for ``arch=ps``;
-    a spare for all-reduce). Needs root."""
+    """One lab for the case: its largest worker count plus a host per PS (``arch=ps``; a spare
+    for all-reduce). Needs root."""
     from ..lab.cluster import LabCluster
 
-    return LabCluster(hosts=max(max(case.workers) + 1, 2), bandwidth_bps=case.bandwidth_bps)
+    servers = case.ps_count if case.arch == "ps" else 1
+    return LabCluster(hosts=max(max(case.workers) + servers, 2), bandwidth_bps=case.bandwidth_bps)
 
 
 def default_measure(case: Case, workers: int, lab):
@@ -270,7 +273,8 @@ def default_measure(case: Case, workers: int, lab):
 
     return run_training(case.model, workers, case.batch_size, case.bandwidth_bps,
                         arch=case.arch, mode=case.mode, overlap=case.overlap,
-                        duration_s=case.duration_s, warmup_s=case.warmup_s, lab=lab)
+                        duration_s=case.duration_s, warmup_s=case.warmup_s, lab=lab,
+                        ps_count=case.ps_count)
 
 
 def _check_matplotlib() -> None:

@@ -26,15 +26,15 @@ def run_command(args, workers: list[int]) -> int:
     record, final = _record_target(args, workers)
     base_hw = _check_calibration(args, workers)
     require_lab()
-    for w in workers:  # every bad option fails here, before any lab exists
-        check_config(args.model, w, args.batch_size, bandwidth, args.arch, args.mode,
-                     args.overlap, args.duration, args.warmup, record)
+    cfgs = [check_config(args.model, w, args.batch_size, bandwidth, args.arch, args.mode,
+                         args.overlap, args.duration, args.warmup, record, args.ps_count)
+            for w in workers]  # every bad option fails here, before any lab exists
     results = []
-    with _lab(max(workers) + 1, bandwidth) as lab:
+    with _lab(max(c.hosts for c in cfgs), bandwidth) as lab:
         for w in workers:
             r = run_training(args.model, w, args.batch_size, bandwidth, args.arch, args.mode,
                              args.overlap, args.duration, args.warmup, lab=lab,
-                             record_profile=record)
+                             record_profile=record, ps_count=args.ps_count)
             if not results:
                 _header(args.format)  # after the first run: an error prints alone
             results.append(r)
@@ -81,7 +81,8 @@ def calibrate_from_run(result, hw, output: str, force: bool = False, profile=Non
 
         profile = standalone_profile(result.model, result.batch_size, result.overlap)
     step_s = result.workers * result.batch_size / result.throughput_intervals
-    out = calibrate(profile, step_s, hw, result.arch, result.mode)
+    out = calibrate(profile, step_s, hw, result.arch, result.mode,
+                    result.ps_count if result.ps_count > 1 else None)
     save_hardware(out, output, force=force)
     print(f"calibrated: {summary(out, result.arch)}; wrote {output}", file=sys.stderr)
     return out

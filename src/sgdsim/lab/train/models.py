@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ...errors import ConfigError
+from ...placement import least_loaded
 from ...profiler.recorder import find_layers  # noqa: F401  (the lab's layers are the profiler's)
 from ...profiler.spec import call_model  # noqa: F401
 
@@ -264,3 +265,13 @@ def param_layers(model: nn.Module) -> tuple[list[torch.Tensor], list[str]]:
                 params.append(p)
                 owners.append(name)
     return params, owners
+
+
+def shard_of(params, owners: list[str], shards: int) -> list[int]:
+    """The parameter server of every tensor: whole layers, least-loaded by bytes, in layer
+    order, as the simulator places them (``placement.least_loaded``)."""
+    layer_bytes: dict[str, float] = {}
+    for p, layer in zip(params, owners):
+        layer_bytes[layer] = layer_bytes.get(layer, 0.0) + p.numel() * p.element_size()
+    owner = least_loaded(layer_bytes, shards)
+    return [owner[layer] for layer in owners]

@@ -4,6 +4,8 @@ Holds the model's parameters and serves W workers, one thread per connection (pr
 ``wire.py``). async: each gradient tensor is applied as soon as it arrived (SGD, in place).
 sync: gradients of all W workers for a step are summed per tensor and applied once (mean); the
 downlink of step k+1 is released to everyone when all W workers have sent step k (a barrier).
+With ``--shards M`` it is one of M servers and holds only the layers ``models.shard_of`` gives
+its ``--shard`` (the simulator's placement); the worker talks to all of them at once.
 
 Reports on stdout (JSON lines): ``listening``, ``start`` (t0 on the machine-wide monotonic
 clock), with ``--record`` a ``ps_step`` per worker step, and on SIGTERM a ``summary``
@@ -22,12 +24,14 @@ import time
 import torch
 
 from . import wire
-from .models import load_workload, param_layers
+from .models import load_workload, param_layers, shard_of
 
 
 class Server:
-    def __init__(self, params, workers: int, mode: str, lr: float, record: bool):
+    def __init__(self, params, workers: int, mode: str, lr: float, record: bool,
+                 mine: list[int] | None = None):
         self.params = [p.detach() for p in params]
+        self.mine = list(range(len(self.params))) if mine is None else list(mine)
         self.initial = [p.clone() for p in self.params]
         self.workers, self.mode, self.lr, self.record = workers, mode, lr, record
         self.locks = [threading.Lock() for _ in self.params]
@@ -63,18 +67,18 @@ class Server:
             os._exit(2)
 
     def _send_model(self, conn, step: int, copies) -> list[float]:
-        starts = []
-        for i, (p, copy) in enumerate(zip(self.params, copies)):
+        starts = [0.0] * len(self.params)
+        for i in self.mine:
             with self.locks[i]:  # a consistent snapshot of the tensor, not a torn update
-                copy.copy_(p)
-            starts.append(wire.now())
-            wire.send_msg(conn, wire.TENSOR, i, step, wire.tensor_bytes(copy))
+                copies[i].copy_(self.params[i])
+            starts[i] = wire.now()
+            wire.send_msg(conn, wire.TENSOR, i, step, wire.tensor_bytes(copies[i]))
         return starts
 
     def _receive_grads(self, conn, grads) -> tuple[list[float], list[float]]:
         n = len(self.params)
         up_end, upd = [0.0] * n, [0.0] * n
-        for _ in range(n):
+        for _ in self.mine:
             i, _, length = wire.expect(conn, wire.GRAD)
             wire.recv_into_tensor(conn, length, grads[i])
             up_end[i] = wire.now()
@@ -106,8 +110,9 @@ class Server:
 
     # ------------------------------------------------------------------ whole run
     def summary(self) -> dict:
-        moved = sum(float((p - q).pow(2).sum()) for p, q in zip(self.params, self.initial))
-        norm = sum(float(q.pow(2).sum()) for q in self.initial)
+        pairs = [(self.params[i], self.initial[i]) for i in self.mine]
+        moved = sum(float((p - q).pow(2).sum()) for p, q in pairs)
+        norm = sum(float(q.pow(2).sum()) for _, q in pairs)
         return {"param_change": (moved / norm) ** 0.5 if norm else moved ** 0.5,
                 "tensor_updates": self.updates, "rounds": self.round}
 
@@ -138,12 +143,15 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--shard", type=int, default=0, help="this server's index")
+    ap.add_argument("--shards", type=int, default=1, help="parameter servers in the job")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # the machine's cores are shared by every emulated host
     try:
-        params, _ = param_layers(load_workload(args.model, args.batch_size, args.seed).model)
+        params, owners = param_layers(load_workload(args.model, args.batch_size, args.seed).model)
+        shard = shard_of(params, owners, args.shards)
         server = Server([p.contiguous() for p in params], args.workers, args.mode, args.lr,
-                        args.record)
+                        args.record, [i for i, k in enumerate(shard) if k == args.shard])
 
         def _stop(signum, frame):
             wire.emit("summary", **server.summary())

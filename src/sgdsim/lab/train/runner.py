@@ -1,7 +1,7 @@
 """``run_training``: real distributed training in the lab, measured in steady state.
 
-One run: start the processes (PS on host 0 and workers on hosts 1..W, or W all-reduce ranks
-on hosts 1..W), let them agree on a start time t0 (the PS, or rank 0, picks it once every
+One run: start the processes (M parameter servers on hosts 0..M-1 and workers on hosts
+M..M+W-1, or W all-reduce ranks on hosts 1..W), let them agree on a start time t0 (the PS, or rank 0, picks it once every
 process is connected, so torch imports and model building are not measured), sleep until
 t0 + duration, stop everything. Steps whose completion time lies in (warm-up, duration] count;
 throughput = batch · Σ steps / (duration − warm-up).
@@ -46,6 +46,7 @@ class TrainResult:
     bandwidth_bps: float         # the lab's configured NIC rate
     model: str = ""
     batch_size: int = 0
+    ps_count: int = 1
     window_s: float = 0.0        # duration_s - warm-up: the seconds the steps were counted in
     loss_first: float | None = None  # mean loss of the workers' first and last steps
     loss_last: float | None = None
@@ -84,26 +85,33 @@ class _Config:
     record_profile: str | None
     label: str  # the model as the user named it
     trace: bool = False
+    ps_count: int = 1
+
+    @property
+    def hosts(self) -> int:
+        """Lab hosts the run needs: the workers and the servers (all-reduce leaves host 0 idle)."""
+        return max(2, self.workers + (self.ps_count if self.arch == "ps" else 1))
 
 
 def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch: str = "ps",
                  mode: str = "async", overlap: bool = False, duration_s=30.0, warmup_s=5.0,
                  lab: LabCluster | None = None, record_profile: str | None = None,
-                 trace: bool = False) -> TrainResult:
+                 trace: bool = False, ps_count: int = 1) -> TrainResult:
     """Train ``model`` on ``workers`` lab hosts for ``duration_s``; see the module docstring.
 
     ``lab``: an up ``LabCluster`` with at least workers+1 hosts at ``bandwidth_bps`` (reused,
     left up), or None to bring one up and tear it down. ``trace``: the processes record
     per-tensor send/receive times (parameter server only), kept in ``TrainResult.events``.
+    ``ps_count``: parameter servers sharing the model's layers (``models.shard_of``).
     """
     cfg = check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
-                       duration_s, warmup_s, record_profile)
+                       duration_s, warmup_s, record_profile, ps_count)
     cfg = replace(cfg, trace=bool(trace) and arch == "ps")
     if lab is not None:
         _check_lab(lab, cfg)
         return _run(lab, cfg)
     require_lab()
-    with LabCluster(max(2, cfg.workers + 1), cfg.bandwidth_bps) as own:
+    with LabCluster(cfg.hosts, cfg.bandwidth_bps) as own:
         return _run(own, cfg)
 
 
@@ -115,7 +123,7 @@ def require_lab() -> None:
 
 
 def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap, duration_s,
-                 warmup_s, record_profile) -> _Config:
+                 warmup_s, record_profile, ps_count: int = 1) -> _Config:
     """Every check that needs no lab (one-line ``ConfigError``s); the normalised settings."""
     from .models import check_spec
 
@@ -124,11 +132,14 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
                           f"got {arch!r}, {mode!r}")
     if arch == "allreduce" and mode == "async":
         raise ConfigError("ring all-reduce is synchronous: use --mode sync with --arch allreduce")
-    for what, value in (("workers", workers), ("batch size", batch_size)):
+    for what, value in (("workers", workers), ("batch size", batch_size), ("ps count", ps_count)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{what} must be a positive integer, got {value!r}")
-    if workers > 249:
-        raise ConfigError(f"a lab has at most 250 hosts: {workers} workers do not fit")
+    if arch == "allreduce" and ps_count != 1:
+        raise ConfigError("--ps-count applies to --arch ps, not allreduce")
+    if workers + ps_count > 250:
+        raise ConfigError(f"a lab has at most 250 hosts: {workers} workers and {ps_count} "
+                          "servers do not fit")
     duration, warmup = parse_duration_s(duration_s), parse_duration_s(warmup_s)
     if not duration > warmup:
         raise ConfigError(f"the duration ({duration:g} s) must be longer than the warm-up "
@@ -139,22 +150,23 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
         target, _, fn = model.rpartition(":")
         spec = f"{Path(target).resolve()}:{fn}" if target.endswith(".py") else model
     if record_profile is not None:
-        _check_record(record_profile, workers, arch)
+        _check_record(record_profile, workers, arch, ps_count)
     return _Config(spec, workers, batch_size, parse_bandwidth_bps(bandwidth_bps), arch, mode,
-                   bool(overlap), duration, warmup, record_profile, model)
+                   bool(overlap), duration, warmup, record_profile, model, ps_count=ps_count)
 
 
-def _check_record(path: str, workers: int, arch: str) -> None:
-    if workers != 1 or arch != "ps":
+def _check_record(path: str, workers: int, arch: str, ps_count: int = 1) -> None:
+    if workers != 1 or arch != "ps" or ps_count != 1:
         raise ConfigError("--record-profile records one worker and one PS: use --workers 1 "
-                          "--arch ps")
+                          "--arch ps (and one PS)")
     check_output_path(path, force=False)
 
 
 def _check_lab(lab: LabCluster, cfg: _Config) -> None:
-    if lab.hosts < cfg.workers + 1:
+    if lab.hosts < cfg.hosts:
         raise ConfigError(f"the lab has {lab.hosts} hosts; {cfg.workers} workers need "
-                          f"{cfg.workers + 1} (host 0 is the PS's, or idle for all-reduce)")
+                          f"{cfg.hosts} (the first hosts are the servers', or host 0 is idle "
+                          "for all-reduce)")
     if abs(lab.bandwidth_bps - cfg.bandwidth_bps) > 1e-6 * cfg.bandwidth_bps:
         raise ConfigError(f"the lab runs at {lab.bandwidth_bps:g} bit/s, not the requested "
                           f"{cfg.bandwidth_bps:g} bit/s: bring up a lab at that bandwidth")
@@ -246,15 +258,24 @@ def _run(lab: LabCluster, cfg: _Config) -> TrainResult:
 
 def _start_ps(lab, cfg: _Config, common, port, tmp, children) -> float:
     record = ["--record"] if cfg.record_profile or cfg.trace else []
-    ps = _Child(lab, 0, [f"{_PKG}.ps", *common, "--workers", str(cfg.workers), "--mode",
-                         cfg.mode, "--port", str(port), *record], "ps", tmp)
-    children.append(ps)
+    M = cfg.ps_count
+    servers = [_Child(lab, k, [f"{_PKG}.ps", *common, "--workers", str(cfg.workers), "--mode",
+                               cfg.mode, "--port", str(port), "--shard", str(k), "--shards",
+                               str(M), *record], "ps" if M == 1 else f"ps {k}", tmp)
+               for k in range(M)]
+    children.extend(servers)
+    addresses = ",".join(lab.address(k) for k in range(M))
     for r in range(cfg.workers):
-        argv = [f"{_PKG}.worker", *common, "--ps", lab.address(0), "--port", str(port),
+        argv = [f"{_PKG}.worker", *common, "--ps", addresses, "--port", str(port),
                 "--rank", str(r), *record, *(["--overlap"] if cfg.overlap else [])]
-        children.append(_Child(lab, r + 1, argv, f"worker {r}", tmp))  # they retry connecting
-    return _wait(children, lambda: ps.find("start"), STARTUP_TIMEOUT_S,
-                 "the parameter server and the workers")["t0"]
+        children.append(_Child(lab, M + r, argv, f"worker {r}", tmp))  # they retry connecting
+
+    def started():  # every server announces its t0; the workers begin at the latest
+        t0s = [s.find("start") for s in servers]
+        return all(t0s) and {"t0": max(e["t0"] for e in t0s)}
+
+    return _wait(children, started, STARTUP_TIMEOUT_S,
+                 "the parameter servers and the workers")["t0"]
 
 
 def _start_allreduce(lab, cfg: _Config, common, port, tmp, children) -> float:
@@ -288,7 +309,7 @@ def _result(cfg: _Config, children: list[_Child]) -> TrainResult:
         workers=cfg.workers, throughput=cfg.batch_size * sum(counted) / window, steps=counted,
         duration_s=cfg.duration_s, arch=cfg.arch, mode=cfg.mode, overlap=cfg.overlap,
         bandwidth_bps=cfg.bandwidth_bps, model=cfg.label, batch_size=cfg.batch_size,
-        window_s=window, loss_first=_mean(firsts), loss_last=_mean(lasts),
+        ps_count=cfg.ps_count, window_s=window, loss_first=_mean(firsts), loss_last=_mean(lasts),
         param_change=summary["param_change"] if summary else None,
         throughput_intervals=cfg.batch_size * sum(rates),
         step_times_s=tuple(tuple(e["t"] for e in steps[r]) for r in range(cfg.workers)),

@@ -7,6 +7,10 @@ layer's forward pre-hook waits only for that layer's own tensors, and each gradi
 for a background sender by its post-accumulate-grad hook, so the uplink of the last layers
 runs during the backward of the first ones.
 
+With several parameter servers (``--ps A,B``) each holds whole layers (``models.shard_of``):
+the worker pulls from all of them at once and pushes each gradient to its owner, one receiving
+and one sending thread per server, as the simulator's per-PS links run concurrently.
+
 Reports one ``step`` JSON line per completed step (time since t0, loss, and with ``--record``
 the per-layer compute and per-tensor receive/send times the profile needs).
 """
@@ -23,26 +27,29 @@ from functools import partial
 import torch
 
 from . import wire
-from .models import find_layers, load_workload, param_layers
+from .models import find_layers, load_workload, param_layers, shard_of
 from .timing import LayerTimer
 
 
 class Worker:
-    def __init__(self, work, sock, overlap: bool, record: bool):
-        self.work, self.sock, self.overlap = work, sock, overlap
+    def __init__(self, work, socks, overlap: bool, record: bool):
+        self.work, self.socks, self.overlap = work, list(socks), overlap
         self.params, self.owners = param_layers(work.model)
         for p in self.params:
             p.data = p.data.contiguous()
+        self.shard = shard_of(self.params, self.owners, len(self.socks))
+        self.count = [self.shard.count(k) for k in range(len(self.socks))]
         self.arrived = [threading.Event() for _ in self.params]
         self.timer = LayerTimer(work.model) if record else None
-        self.sendq: queue.Queue = queue.Queue()
+        self.sendqs: list[queue.Queue] = [queue.Queue() for _ in self.socks]
         self.step = 0
         self.down_end = [0.0] * len(self.params)
         self.up_start = [0.0] * len(self.params)
         self.ready: list[int] = []
         self._install_hooks()
         if overlap:
-            threading.Thread(target=self._sender, daemon=True).start()
+            for q in self.sendqs:
+                threading.Thread(target=self._sender, args=(q,), daemon=True).start()
 
     def _install_hooks(self) -> None:
         index = {id(p): i for i, p in enumerate(self.params)}
@@ -61,29 +68,34 @@ class Worker:
     def _grad_ready(self, i: int) -> None:
         self.ready.append(i)
         if self.overlap:
-            self.sendq.put(i)
+            self.sendqs[self.shard[i]].put(i)
 
     # ------------------------------------------------------------------ communication
-    def _receive_all(self) -> None:
-        for _ in self.params:
-            i, _, length = wire.expect(self.sock, wire.TENSOR)
-            wire.recv_into_tensor(self.sock, length, self.params[i].data)
+    def _receive_all(self, k: int) -> None:
+        sock = self.socks[k]
+        for _ in range(self.count[k]):
+            i, _, length = wire.expect(sock, wire.TENSOR)
+            wire.recv_into_tensor(sock, length, self.params[i].data)
             self.down_end[i] = wire.now()
             self.arrived[i].set()
 
     def _send(self, i: int) -> None:
         self.up_start[i] = wire.now()
         grad = self.params[i].grad.contiguous()
-        wire.send_msg(self.sock, wire.GRAD, i, self.step, wire.tensor_bytes(grad))
+        wire.send_msg(self.socks[self.shard[i]], wire.GRAD, i, self.step, wire.tensor_bytes(grad))
 
-    def _sender(self) -> None:
+    def _send_some(self, indices: list[int]) -> None:
+        for i in indices:
+            self._send(i)
+
+    def _sender(self, q: queue.Queue) -> None:
         while True:
-            i = self.sendq.get()
+            i = q.get()
             try:
                 self._send(i)
             except OSError:
                 pass  # the run is over; the main thread notices on its next receive
-            self.sendq.task_done()
+            q.task_done()
 
     # ------------------------------------------------------------------ one step
     def run_step(self) -> dict:
@@ -92,24 +104,28 @@ class Worker:
             ev.clear()
         self.ready = []
         t_pull = wire.now()
-        wire.send_msg(self.sock, wire.PULL, 0, self.step)
-        receiver = None
-        if self.overlap:
-            receiver = threading.Thread(target=self._receive_all, daemon=True)
-            receiver.start()
+        for sock in self.socks:
+            wire.send_msg(sock, wire.PULL, 0, self.step)
+        receivers = []
+        if self.overlap or len(self.socks) > 1:
+            receivers = _threads(self._receive_all, [(k,) for k in range(len(self.socks))])
+            if not self.overlap:
+                _join(receivers)
         else:
-            self._receive_all()
+            self._receive_all(0)
         loss = self.work.loss(self.step)
-        if receiver is not None:
-            receiver.join()  # tensors of layers the forward did not call
+        _join(receivers)  # tensors of layers the forward did not call
         loss.backward()
         if self.timer is not None:
             self.timer.backward_done()
         if self.overlap:
-            self.sendq.join()
+            for q in self.sendqs:
+                q.join()
+        elif len(self.socks) == 1:
+            self._send_some(list(self.ready))
         else:
-            for i in list(self.ready):
-                self._send(i)
+            _join(_threads(self._send_some, [([i for i in self.ready if self.shard[i] == k],)
+                                             for k in range(len(self.socks))]))
         rec = {"loss": float(loss)}
         if self.timer is not None:
             rec.update(self.timer.step_record(), t_pull=t_pull, down_end=list(self.down_end),
@@ -121,11 +137,23 @@ class Worker:
         return rec
 
 
+def _threads(target, arg_lists) -> list[threading.Thread]:
+    threads = [threading.Thread(target=target, args=a, daemon=True) for a in arg_lists]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _join(threads) -> None:
+    for t in threads:
+        t.join()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m sgdsim.lab.train.worker")
     ap.add_argument("--model", required=True)
     ap.add_argument("--batch-size", type=int, required=True)
-    ap.add_argument("--ps", required=True, help="address of the parameter server")
+    ap.add_argument("--ps", required=True, help="address of the parameter server (several: A,B)")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--rank", type=int, required=True)
     ap.add_argument("--overlap", action="store_true")
@@ -136,11 +164,14 @@ def main(argv=None) -> None:
     warnings.filterwarnings("ignore", category=UserWarning)
     try:
         work = load_workload(args.model, args.batch_size, args.seed + 1 + args.rank)
-        sock = wire.connect(args.ps, args.port)
-        wire.send_msg(sock, wire.HELLO, args.rank)
-        _, _, length = wire.expect(sock, wire.START)
-        t0 = json.loads(wire.recv_payload(sock, length))["t0"]
-        worker = Worker(work, sock, args.overlap, args.record)
+        socks = [wire.connect(host, args.port) for host in args.ps.split(",")]
+        for sock in socks:
+            wire.send_msg(sock, wire.HELLO, args.rank)
+        t0 = 0.0
+        for sock in socks:  # every server picks a start time: begin at the latest
+            _, _, length = wire.expect(sock, wire.START)
+            t0 = max(t0, json.loads(wire.recv_payload(sock, length))["t0"])
+        worker = Worker(work, socks, args.overlap, args.record)
         time.sleep(max(0.0, t0 - wire.now()))
         while True:
             rec = worker.run_step()

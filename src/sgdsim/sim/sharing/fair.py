@@ -6,31 +6,50 @@ together (``netbench --lab --fanout``): with ``--share-cv`` each flow draws its 
 ``LK.noise``, a pool of seeded lognormal factors, indexed by the flow's arrival sequence
 number, so the draw needs no random state in the compiled core. An arrival or departure
 changes only the link rate: O(log n).
+
+Two-way traffic (``--two-way-penalty k``): a NIC direction carrying n flows while the other
+direction carries m > n loses k·(m − n) of its capacity. The minority direction's ACKs queue
+behind the majority's data, so its flows run window-limited (Zhang, Shenker & Clark, "the
+effects of two-way traffic", SIGCOMM 1991); ``netbench --lab --two-way`` measures k, e.g. 0.17
+on the lab's 100 Mbit/s token buckets (docs/validation/async/two-way.md).
 """
 from __future__ import annotations
 
 from ..flows import serve
 from ..jit import jit
 
+MIN_TWO_WAY_FACTOR = 0.05  # the lab's worst measured case (1 flow against 6) kept 20 %
+
 
 @jit
-def _set_rate(LK, l):
+def two_way_factor(LK, l):
+    """The share of link l's bandwidth its direction keeps against the other direction's flows."""
+    surplus = LK.n[l ^ 1] - LK.n[l]
+    if LK.two_way <= 0.0 or surplus <= 0:
+        return 1.0
+    f = 1.0 - LK.two_way * surplus
+    return f if f > MIN_TWO_WAY_FACTOR else MIN_TWO_WAY_FACTOR
+
+
+@jit
+def set_rate(LK, l):
     if LK.n_served[l] == 0:
         LK.wsum[l] = 0.0  # no drift from adding and removing random weights
+    bw = LK.bw_Bps[l] * two_way_factor(LK, l)
     if len(LK.noise) > 1:  # unequal shares (never with a flow cap): weight · B / Σ weights
-        LK.rate[l] = LK.bw_Bps[l] / LK.wsum[l] if LK.wsum[l] > 0 else 0.0
+        LK.rate[l] = bw / LK.wsum[l] if LK.wsum[l] > 0 else 0.0
         return
     # equal shares; the weights may be NIC shares (sharing/nic.py), so count flows
-    share = LK.bw_Bps[l] / LK.n[l] if LK.n[l] > 0 else 0.0
+    share = bw / LK.n[l] if LK.n[l] > 0 else 0.0
     LK.rate[l] = share if share < LK.cap_Bps[l] else LK.cap_Bps[l]
 
 
 @jit
 def admit(LK, l, f, seq):
     serve(LK, l, f, LK.rem[f], LK.noise[seq % len(LK.noise)], seq)
-    _set_rate(LK, l)
+    set_rate(LK, l)
 
 
 @jit
 def release(LK, l, f, was_weight, seq):
-    _set_rate(LK, l)
+    set_rate(LK, l)

@@ -1,0 +1,46 @@
+"""One table over several validation runs: per case, fine and coarse mean / max |error| and how
+often the fine interval holds the measurement (held-out points only; calibration fits left out).
+
+    python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps}/points.csv
+"""
+from __future__ import annotations
+
+import csv
+import sys
+from collections import defaultdict
+
+
+def rows(paths: list[str]) -> list[dict]:
+    out = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            out += [r for r in csv.DictReader(f) if r["fitted"] != "1" and r["measured"]]
+    return out
+
+
+def table(points: list[dict]) -> str:
+    by = defaultdict(lambda: defaultdict(list))
+    for r in points:
+        if r["model"] in ("fine", "coarse"):
+            by[r["case"]][r["model"]].append(r)
+    by["all"] = {m: [r for c in list(by.values()) for r in c.get(m, [])] for m in ("fine", "coarse")}
+    lines = ["| case | points | fine mean / max | coarse mean / max | fine interval holds |",
+             "|---|---:|---:|---:|---:|"]
+    for case, models in by.items():
+        fine = models.get("fine", [])
+        held = sum(float(r["interval_low"]) <= float(r["measured"]) <= float(r["interval_high"])
+                   for r in fine)
+        lines.append(f"| {case} | {len(fine)} | {_stats(fine)} | {_stats(models.get('coarse', []))} "
+                     f"| {held} of {len(fine)} |")
+    return "\n".join(lines)
+
+
+def _stats(rs: list[dict]) -> str:
+    if not rs:
+        return "-"
+    errs = [abs(float(r["error_pct"])) for r in rs]
+    return f"{sum(errs) / len(errs):.1f} % / {max(errs):.1f} %"
+
+
+if __name__ == "__main__":
+    print(table(rows(sys.argv[1:])))

@@ -1,0 +1,181 @@
+"""Two-way traffic on one NIC: how much a direction loses to flows in the other direction.
+
+In async PS training some workers pull parameters while others push gradients, so the PS NIC
+carries bulk data both ways at once. On the lab's token buckets a direction with n flows next
+to m > n flows the other way gets visibly less than its link: 1 flow against 4 carried 47 Mbit/s
+of 100 (docs/validation/async/two-way.md). Its ACKs wait behind the other direction's queued
+data, so its windows drain (Zhang, Shenker & Clark, SIGCOMM 1991). The simulator models this
+as a capacity factor max(0.05, 1 − k·(m − n)) (``sim/sharing/fair.py``); this module measures
+k: the PS host streams to n peers while m others stream to it, and the other way round; the
+goodput of each direction comes from the token-bucket counters of the PS's two NIC directions.
+
+Roles: ``python -m sgdsim.lab.twoway hub OUT IN SECONDS`` on lab host 0 and
+``... peer HOST PORT`` on the others.
+"""
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from ..errors import ConfigError, SgdsimError
+from .procs import kill_all
+
+# (flows in the minority direction, flows the other way): both directions get each case
+CASES = ((1, 1), (1, 2), (1, 3), (1, 4), (2, 4), (1, 6), (2, 6))
+RUN_S, SETTLE_S = 7.0, 2.0  # per case; the first SETTLE_S are not counted (TCP ramps up)
+_CHUNK = 1 << 16
+_READY = "twoway hub on port"
+
+
+def fit_penalty(cases: list[dict]) -> float:
+    """k of f = 1 − k·(m − n) by least squares through f(n, n) = 1.
+
+    ``cases``: dicts with ``n`` (minority flows), ``m`` (majority flows) and ``factor`` (the
+    minority direction's goodput over the majority's). Factors at the floor say nothing about
+    the slope and are left out.
+    """
+    pts = [(c["m"] - c["n"], 1.0 - c["factor"]) for c in cases
+           if c["m"] > c["n"] and c["factor"] > 0.1]
+    if not pts:
+        raise SgdsimError("two-way: no case with more flows one way than the other completed")
+    k = sum(d * y for d, y in pts) / sum(d * d for d, _ in pts)
+    return min(0.99, max(0.0, k))
+
+
+def cases_for(peers: int) -> list[tuple[int, int]]:
+    """(flows out of the PS, flows into it) for every case that fits on ``peers`` hosts."""
+    out = []
+    for n, m in CASES:
+        if n + m <= peers:
+            out += [(n, m)] if n == m else [(n, m), (m, n)]
+    return out
+
+
+# ----------------------------------------------------------------------------- the two roles
+
+def hub(n_out: int, n_in: int, seconds: float, announce=print) -> None:
+    srv = socket.create_server(("0.0.0.0", 0))
+    announce(f"{_READY} {srv.getsockname()[1]}", flush=True)
+    with srv:
+        srv.settimeout(60)
+        conns = [srv.accept()[0] for _ in range(n_out + n_in)]
+    stop = time.monotonic() + seconds
+    threads = [threading.Thread(target=_send, args=(c, stop)) for c in conns[:n_out]]
+    threads += [threading.Thread(target=_receive, args=(c, stop)) for c in conns[n_out:]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _send(c: socket.socket, stop: float) -> None:
+    payload = memoryview(bytes(_CHUNK))
+    with c:
+        c.sendall(b"r")  # the peer receives
+        while time.monotonic() < stop:
+            c.sendall(payload)
+
+
+def _receive(c: socket.socket, stop: float) -> None:
+    buf = bytearray(_CHUNK)
+    with c:
+        c.sendall(b"s")  # the peer sends
+        while time.monotonic() < stop and c.recv_into(buf):
+            pass
+
+
+def peer(host: str, port: int) -> None:
+    buf, payload = bytearray(_CHUNK), bytes(_CHUNK)
+    with socket.create_connection((host, port), timeout=60) as c:
+        role = c.recv(1)
+        try:
+            if role == b"r":
+                while c.recv_into(buf):
+                    pass
+            else:
+                while True:
+                    c.sendall(payload)
+        except OSError:
+            pass  # the hub closed: the case is over
+
+
+# ----------------------------------------------------------------------------- in the lab
+
+def run_lab(lab=None, progress=None) -> dict:
+    """Every case of ``cases_for`` on a running lab; the fitted penalty and the cases."""
+    from .cluster import LabCluster
+
+    lab = lab or LabCluster.attach()
+    todo = cases_for(lab.hosts - 1)
+    if not todo:
+        raise ConfigError(f"--two-way needs a lab of at least 3 hosts, this one has {lab.hosts}")
+    rows = []
+    for i, (n_out, n_in) in enumerate(todo):
+        if progress:
+            progress(f"two-way {i + 1}/{len(todo)}: {n_out} flows out of host 0, {n_in} into it")
+        out_bps, in_bps = _one_case(lab, n_out, n_in)
+        n, m, minority, majority = ((n_out, n_in, out_bps, in_bps) if n_out < n_in
+                                    else (n_in, n_out, in_bps, out_bps))
+        if n_out == n_in:
+            minority, majority = min(out_bps, in_bps), max(out_bps, in_bps)
+        rows.append({"flows_out": n_out, "flows_in": n_in, "out_bps": out_bps, "in_bps": in_bps,
+                     "n": n, "m": m, "factor": minority / majority if majority > 0 else 0.0})
+    return {"two_way_penalty": fit_penalty(rows), "two_way_cases": rows}
+
+
+def _one_case(lab, n_out: int, n_in: int) -> tuple[float, float]:
+    me = [sys.executable, "-m", "sgdsim.lab.twoway"]
+    hub_p = lab.popen(0, me + ["hub", str(n_out), str(n_in), repr(RUN_S)],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [hub_p]
+    try:
+        line = hub_p.stdout.readline()
+        if not line.startswith(_READY):
+            raise SgdsimError(f"two-way hub did not start: {hub_p.stderr.read().strip()[-200:]}")
+        port = line.split()[-1]
+        for i in range(1, n_out + n_in + 1):
+            procs.append(lab.popen(i, me + ["peer", lab.address(0), port],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(SETTLE_S)
+        before, t0 = _counters(lab), time.monotonic()
+        time.sleep(RUN_S - SETTLE_S - 1.0)
+        after, t1 = _counters(lab), time.monotonic()
+        hub_p.wait(timeout=RUN_S + 60)
+        return tuple(8.0 * (a - b) / (t1 - t0) for a, b in zip(after, before))  # type: ignore
+    finally:
+        kill_all(procs)
+
+
+def _counters(lab) -> tuple[int, int]:
+    """Bytes host 0 has sent (its eth0 bucket) and received (its switch port's bucket)."""
+    return (_sent(lab.namespace(0), "eth0"), _sent(lab.switch, "p0"))
+
+
+def _sent(ns: str, dev: str) -> int:
+    out = subprocess.run(["tc", "-s", "-n", ns, "qdisc", "show", "dev", dev],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"Sent (\d+) bytes", out)
+    if not m:
+        raise SgdsimError(f"two-way: no byte counter on {ns}/{dev}")
+    return int(m.group(1))
+
+
+def main(argv=None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["hub"]:
+            hub(int(args[1]), int(args[2]), float(args[3]))
+        else:
+            peer(args[1], int(args[2]))
+        return 0
+    except (OSError, IndexError, ValueError) as exc:
+        print(f"sgdsim: error: two-way {args[:1]}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Two-way traffic: a NIC direction slowed by surplus flows the other way.
+
+Oracles: a hand-computed link timeline (rates change when the other direction's flows come
+and go), the fit of k on exact synthetic cases, the multinomial factors by brute-force
+enumeration, the coarse model's fixed point against its own closed form at k = 0 and in
+the limits, and invariance where the mechanism cannot act (one worker, sync all-reduce).
+"""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import chunks, layered_profile, run_sim
+from sgdsim import predict
+from sgdsim.analytic.async_ps import async_ps_sweep
+from sgdsim.analytic.coarse_profile import CoarseProfile
+from sgdsim.analytic.two_way import direction_factors
+from sgdsim.errors import ConfigError
+from sgdsim.lab.hardware import hardware_from_dict
+from sgdsim.lab.twoway import cases_for, fit_penalty
+from sgdsim.sim.flows import make_links
+from sgdsim.sim.links import add_flow, advance, next_flow, next_time, remove_flow
+
+MB = 1e6
+
+
+def _links(k, W=4, bw=1.0):
+    return make_links(2, W, 0, np.full(2, bw), np.full(2, np.inf), None, k)
+
+
+def test_a_direction_slows_while_more_flows_run_the_other_way_and_recovers():
+    # link 0 (downlink) and 1 (uplink) are one NIC; B = 1 byte/s, k = 0.2
+    LK = _links(0.2)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)            # 1 byte down
+    for w in (1, 2, 3):
+        add_flow(LK, 1, w, 10.0, 0.0, w)       # three long flows up: surplus 2 -> factor 0.6
+    assert next_time(LK, 0) == pytest.approx(1 / 0.6)
+    assert next_time(LK, 1) == pytest.approx(30.0)  # the majority keeps its whole link
+    advance(LK, 1, 0.5)
+    remove_flow(LK, 1, 3, 0.5, 4)
+    remove_flow(LK, 1, 2, 0.5, 5)              # surplus 0: full rate for the 0.7 byte left
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(0.5 + 0.7)
+    # the uplink moved 1/6 byte per flow in 0.5 s; worker 1, alone now, sends the rest at B
+    assert next_time(LK, 1) == pytest.approx(0.5 + (10 - 0.5 / 3))
+
+
+def test_the_factor_never_falls_below_the_floor():
+    LK = _links(0.5, W=8)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    for w in range(1, 8):
+        add_flow(LK, 1, w, 1.0, 0.0, w)        # surplus 6: 1 - 3 < 0.05
+    assert next_time(LK, 0) == pytest.approx(1 / 0.05)
+
+
+def test_without_a_penalty_the_directions_are_independent():
+    LK = _links(0.0)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    for w in (1, 2, 3):
+        add_flow(LK, 1, w, 1.0, 0.0, w)
+    assert next_time(LK, 0) == pytest.approx(1.0)
+
+
+def test_fit_recovers_an_exact_penalty_and_ignores_floored_cases():
+    cases = [{"n": n, "m": m, "factor": max(0.05, 1 - 0.17 * (m - n))}
+             for n, m in [(1, 1), (1, 2), (1, 3), (1, 4), (2, 4), (1, 6), (1, 8)]]
+    assert fit_penalty(cases) == pytest.approx(0.17)
+
+
+def test_fit_without_any_asymmetric_case_is_an_error():
+    from sgdsim.errors import SgdsimError
+    with pytest.raises(SgdsimError):
+        fit_penalty([{"n": 2, "m": 2, "factor": 0.97}])
+
+
+def test_cases_fit_the_lab_and_come_in_both_directions():
+    cases = cases_for(4)
+    assert all(a + b <= 4 for a, b in cases)
+    assert {(b, a) for a, b in cases} == set(cases)
+    assert (1, 3) in cases and (1, 4) not in cases
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 7), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.01, 0.5))
+def test_multinomial_factors_match_brute_force_enumeration(K, a, b, k):
+    q_up, q_down = a * K / 2, b * K / 2
+    pu, pd = q_up / K, q_down / K
+    num_u = num_d = den_u = den_d = 0.0
+    for nu, nd in itertools.product(range(K + 1), repeat=2):
+        if nu + nd > K:
+            continue
+        p = (math.factorial(K) / (math.factorial(nu) * math.factorial(nd) * math.factorial(K - nu - nd))
+             * pu ** nu * pd ** nd * (1 - pu - pd) ** (K - nu - nd))
+        num_u += p * nu * max(0.05, 1 - k * max(0, nd - nu))
+        num_d += p * nd * max(0.05, 1 - k * max(0, nu - nd))
+        den_u, den_d = den_u + p * nu, den_d + p * nd
+    fu, fd = direction_factors(q_up, q_down, K, k)
+    assert fu == pytest.approx(num_u / den_u if den_u else 1.0, rel=1e-9, abs=1e-12)
+    assert fd == pytest.approx(num_d / den_d if den_d else 1.0, rel=1e-9, abs=1e-12)
+
+
+COARSE = CoarseProfile(model_bytes=10e6, forward_s=0.01, backward_s=0.02, update_s=0.0, batch_size=16)
+
+
+def test_coarse_penalty_zero_is_the_papers_model_and_one_worker_is_untouched():
+    Ks = [1, 2, 4, 8]
+    plain = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps")]
+    zero = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=0.0)]
+    slowed = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=0.17)]
+    assert zero == plain
+    # one worker never sends both ways at once; two are never 1 against 2 or more
+    assert slowed[:2] == pytest.approx(plain[:2])
+    assert all(s < p for s, p in zip(slowed[2:], plain[2:]))
+    # the link bound B/M·batch (both directions full) is never exceeded
+    assert max(slowed) <= 100e6 / 8 / 10e6 * 16 * (1 + 1e-9)
+
+
+def test_coarse_heterogeneous_path_agrees_with_the_symmetric_sweep():
+    """Identical workers given as two classes go through the exact multi-class MVA; the
+    fixed point must land where the symmetric recursion's does."""
+    from sgdsim.analytic.async_ps import async_ps
+
+    for k in (0.0, 0.17):
+        sym = async_ps_sweep(COARSE, 100e6, [5], "ps", two_way=k)[0].throughput
+        het = async_ps([(COARSE, 2), (COARSE, 3)], 100e6, "ps", two_way=k).throughput
+        assert het == pytest.approx(sym, rel=1e-5)
+
+
+def test_coarse_threshold_branch_fcfs_is_not_slowed():
+    # under FCFS one flow per direction is served: no surplus, as in the simulator
+    a = async_ps_sweep(COARSE, 100e6, [4], "fcfs")[0].throughput
+    b = async_ps_sweep(COARSE, 100e6, [4], "fcfs", two_way=0.3)[0].throughput
+    assert a == b
+
+
+def _fluid_bytes(chunks_on, chunks_rev, B, k):
+    """Bytes each transfer on a link gets when replayed as fluid: B·f(n, m)/n at every instant."""
+    times = sorted({t for c in chunks_on + chunks_rev for t in (c.start, c.end)})
+    got = [0.0] * len(chunks_on)
+    surplus_seen = False
+    for a, b in zip(times, times[1:]):
+        mid = (a + b) / 2
+        on = [i for i, c in enumerate(chunks_on) if c.start < mid < c.end]
+        m = sum(1 for c in chunks_rev if c.start < mid < c.end)
+        if not on:
+            continue
+        surplus_seen |= m > len(on)
+        rate = B * max(0.05, 1 - k * max(0, m - len(on))) / len(on)
+        for i in on:
+            got[i] += rate * (b - a)
+    return got, surplus_seen
+
+
+@pytest.mark.parametrize("W,seed", [(3, 0), (4, 1), (5, 2)])
+def test_fine_transfers_get_exactly_their_bytes_under_the_two_way_rule(W, seed):
+    """Replay the simulated timeline as a fluid with the rule of sim/sharing/fair.py: every
+    transfer must receive exactly its size, so both directions were re-timed at every change."""
+    S, k = 2 * MB, 0.2
+    p = layered_profile([S], [0.05], [0.05], overlap=False)
+    r = run_sim(p, workers=W, Bps=MB, steps=6, mode="async", sharing="ps", seed=seed,
+                two_way_penalty=k)
+    cs = chunks(r)
+    down = [c for c in cs if c.resource == "downlink"]
+    up = [c for c in cs if c.resource == "uplink"]
+    # transfers still running when the run ends are not in the timeline; each worker's next
+    # transfer starts after its last recorded one ended, so the replay is exact until then
+    t_safe = min(max(c.end for c in down + up if c.worker == w) for w in range(W))
+    seen, checked = False, 0
+    for mine, other in ((down, up), (up, down)):
+        got, surplus = _fluid_bytes(mine, other, MB, k)
+        seen |= surplus
+        ok = [g for g, c in zip(got, mine) if c.end <= t_safe]
+        checked += len(ok)
+        assert ok == pytest.approx([S] * len(ok), rel=1e-6)
+    assert checked >= 4 * W
+    assert seen  # the rule was exercised, not only the equal case
+
+
+def test_fine_one_worker_is_untouched_and_more_workers_change():
+    kw = dict(coarse="size=10MB,fwd=10ms,bwd=20ms,batch=16", bandwidth="100Mbps",
+              replications=1, steps=60, warmup=5)
+    base = predict(workers=[1, 4], **kw)
+    slowed = predict(workers=[1, 4], two_way_penalty=0.17, **kw)
+    assert slowed[0].throughput == pytest.approx(base[0].throughput, rel=1e-9)
+    # not necessarily lower: slowing the minority direction also re-phases the workers
+    assert slowed[1].throughput != pytest.approx(base[1].throughput, rel=1e-3)
+
+
+def test_bad_penalties_are_refused_at_the_boundary():
+    with pytest.raises(ConfigError, match="two-way-penalty"):
+        predict(coarse="size=10MB,fwd=10ms,bwd=20ms,batch=16", workers=2, two_way_penalty=1.0)
+    with pytest.raises(ConfigError, match="two-way-penalty"):
+        predict(coarse="size=10MB,fwd=10ms,bwd=20ms,batch=16", workers=2,
+                two_way_penalty=float("nan"))
+    base = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,
+            "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0}
+    assert hardware_from_dict({**base, "two_way_penalty": 0.2}).predict_kwargs("ps")["two_way_penalty"] == 0.2
+    with pytest.raises(Exception, match="two_way_penalty"):
+        hardware_from_dict({**base, "two_way_penalty": 1.5})
