@@ -198,3 +198,73 @@ def test_bad_penalties_are_refused_at_the_boundary():
     assert hardware_from_dict({**base, "two_way_penalty": 0.2}).predict_kwargs("ps")["two_way_penalty"] == 0.2
     with pytest.raises(Exception, match="two_way_penalty"):
         hardware_from_dict({**base, "two_way_penalty": 1.5})
+
+
+# ----------------------------------------------------------------------------- the measurement
+
+class _LocalLab:
+    """Every 'lab host' is this machine (loopback): enough to run the roles' plumbing."""
+    hosts = 4
+
+    def popen(self, i, argv, **kw):
+        import subprocess
+        return subprocess.Popen(argv, **kw)
+
+    def address(self, i):
+        return "127.0.0.1"
+
+
+def test_a_hub_that_fails_to_start_is_one_line_naming_it():
+    import sys
+
+    from sgdsim.errors import SgdsimError
+    from sgdsim.lab.procs import start_hub
+
+    argv = [sys.executable, "-c", "import sys; sys.stderr.write('port in use'); sys.exit(2)"]
+    with pytest.raises(SgdsimError, match="two-way hub did not start: port in use"):
+        start_hub(_LocalLab(), argv, "twoway hub on port", "two-way")
+
+
+def test_hub_and_peers_stream_both_ways_over_loopback():
+    import threading
+
+    from sgdsim.lab import twoway
+
+    lines = []
+    t = threading.Thread(target=twoway.hub, args=(1, 1, 1.0),
+                         kwargs={"announce": lambda msg, flush=True: lines.append(msg)})
+    t.start()
+    while not lines:
+        threading.Event().wait(0.01)
+    port = int(lines[0].split()[-1])
+    peers = [threading.Thread(target=twoway.peer, args=("127.0.0.1", port), daemon=True)
+             for _ in range(2)]
+    for p in peers:
+        p.start()
+    t.join(10)
+    assert not t.is_alive()  # the hub ends after its seconds and closes both streams
+    for p in peers:
+        p.join(10)
+        assert not p.is_alive()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="the lab needs root")
+def test_two_way_cases_on_a_real_lab(tmp_path):
+    """Four hosts: the cases that fit (1 against 1, 1 against 2 both ways) run, each direction
+    is measured from the token buckets, and the fit is a fraction."""
+    from sgdsim.lab.cluster import LabCluster, list_namespaces
+    from sgdsim.lab import twoway
+
+    if list_namespaces():
+        pytest.skip("sgdsim- namespaces exist; not touching them")
+    B = 50e6
+    with LabCluster(4, B, state_file=str(tmp_path / "lab.json")) as lab:
+        got = twoway.run_lab(lab, run_s=3.0, settle_s=1.0)
+    cases = {(c["flows_out"], c["flows_in"]): c for c in got["two_way_cases"]}
+    assert set(cases) == {(1, 1), (1, 2), (2, 1)}
+    for c in cases.values():  # the counters see a shaped link: never above its rate (+ headers)
+        assert 0 < c["out_bps"] <= 1.1 * B and 0 < c["in_bps"] <= 1.1 * B
+    assert cases[(1, 1)]["factor"] > 0.7  # equal flows both ways: both directions nearly full
+    assert 0.0 <= got["two_way_penalty"] < 1.0
+    assert list_namespaces() == []

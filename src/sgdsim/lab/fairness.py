@@ -38,7 +38,7 @@ import numpy as np
 
 from ..sim.stats import lognormal_factors
 from ..errors import ConfigError, SgdsimError
-from .procs import kill_all, last_line
+from .procs import kill_all, last_line, start_hub
 
 _READY = "fairness hub listening on"
 _GO, _ACK = b"G", b"A"
@@ -194,15 +194,11 @@ def run_lab(peers: int, size: int, rounds: int = 6, idle_s: float = 1.0, lab=Non
         raise ConfigError(f"--fanout needs 2..{lab.hosts - 1} peers in a {lab.hosts}-host lab, "
                           f"got {peers}")
     me = [sys.executable, "-m", "sgdsim.lab.fairness"]
-    hub_p = lab.popen(0, me + ["hub", "--peers", str(peers), "--size", str(size), "--rounds",
-                               str(rounds), "--idle", repr(idle_s)],
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub_p, port = start_hub(lab, me + ["hub", "--peers", str(peers), "--size", str(size),
+                                       "--rounds", str(rounds), "--idle", repr(idle_s)],
+                            _READY, "fairness")
     procs = [hub_p]
     try:
-        line = hub_p.stdout.readline()
-        if not line.startswith(_READY):
-            raise SgdsimError(f"fairness hub did not start: {hub_p.stderr.read().strip()[-200:]}")
-        port = line.split()[-1]
         for i in range(1, peers + 1):
             procs.append(lab.popen(i, me + ["peer", "--host", lab.address(0), "--port", port,
                                             "--size", str(size)],

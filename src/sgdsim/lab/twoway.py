@@ -22,7 +22,7 @@ import threading
 import time
 
 from ..errors import ConfigError, SgdsimError
-from .procs import kill_all
+from .procs import kill_all, start_hub
 
 # (flows in the minority direction, flows the other way): both directions get each case
 CASES = ((1, 1), (1, 2), (1, 3), (1, 4), (2, 4), (1, 6), (2, 6))
@@ -105,8 +105,9 @@ def peer(host: str, port: int) -> None:
 
 # ----------------------------------------------------------------------------- in the lab
 
-def run_lab(lab=None, progress=None) -> dict:
-    """Every case of ``cases_for`` on a running lab; the fitted penalty and the cases."""
+def run_lab(lab=None, progress=None, run_s: float = RUN_S, settle_s: float = SETTLE_S) -> dict:
+    """Every case of ``cases_for`` on a running lab; the fitted penalty and the cases.
+    Each case streams for ``run_s`` and counts bytes from ``settle_s`` to ``run_s`` − 1."""
     from .cluster import LabCluster
 
     lab = lab or LabCluster.attach()
@@ -117,7 +118,7 @@ def run_lab(lab=None, progress=None) -> dict:
     for i, (n_out, n_in) in enumerate(todo):
         if progress:
             progress(f"two-way {i + 1}/{len(todo)}: {n_out} flows out of host 0, {n_in} into it")
-        out_bps, in_bps = _one_case(lab, n_out, n_in)
+        out_bps, in_bps = _one_case(lab, n_out, n_in, run_s, settle_s)
         n, m, minority, majority = ((n_out, n_in, out_bps, in_bps) if n_out < n_in
                                     else (n_in, n_out, in_bps, out_bps))
         if n_out == n_in:
@@ -127,24 +128,19 @@ def run_lab(lab=None, progress=None) -> dict:
     return {"two_way_penalty": fit_penalty(rows), "two_way_cases": rows}
 
 
-def _one_case(lab, n_out: int, n_in: int) -> tuple[float, float]:
+def _one_case(lab, n_out: int, n_in: int, run_s: float, settle_s: float) -> tuple[float, float]:
     me = [sys.executable, "-m", "sgdsim.lab.twoway"]
-    hub_p = lab.popen(0, me + ["hub", str(n_out), str(n_in), repr(RUN_S)],
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub_p, port = start_hub(lab, me + ["hub", str(n_out), str(n_in), repr(run_s)], _READY, "two-way")
     procs = [hub_p]
     try:
-        line = hub_p.stdout.readline()
-        if not line.startswith(_READY):
-            raise SgdsimError(f"two-way hub did not start: {hub_p.stderr.read().strip()[-200:]}")
-        port = line.split()[-1]
         for i in range(1, n_out + n_in + 1):
             procs.append(lab.popen(i, me + ["peer", lab.address(0), port],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(SETTLE_S)
+        time.sleep(settle_s)
         before, t0 = _counters(lab), time.monotonic()
-        time.sleep(RUN_S - SETTLE_S - 1.0)
+        time.sleep(max(0.5, run_s - settle_s - 1.0))
         after, t1 = _counters(lab), time.monotonic()
-        hub_p.wait(timeout=RUN_S + 60)
+        hub_p.wait(timeout=run_s + 60)
         return tuple(8.0 * (a - b) / (t1 - t0) for a, b in zip(after, before))  # type: ignore
     finally:
         kill_all(procs)
