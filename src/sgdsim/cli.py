@@ -51,7 +51,9 @@ def _predict_parser(sub) -> None:
     q.add_argument("--workers", default="1-16", help="range 1-16, list 1,2,4,8 or one number")
     q.add_argument("--bandwidth", default=None, help="NIC bandwidth, e.g. 10Gbps, 100Mbps (default 10Gbps)")
     q.add_argument("--hardware", default=None, metavar="FILE.json",
-                   help="bandwidth and per-message overhead measured by sgdsim netbench")
+                   help="the network as sgdsim netbench measured it (bandwidth, overheads, FCFS "
+                        "weight, two-way penalty) and sgdsim calibrate fitted it (receiver CPU, "
+                        "the real runs' spread, which widens every interval)")
     q.add_argument("--mode", default="async", choices=["async", "sync"])
     q.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
     q.add_argument("--model", default="fine", choices=["fine", "coarse", "lin", "cynthia", "all"],
