@@ -245,6 +245,30 @@ def test_full_run_plots_and_profiles(tmp_path):
         ["points.csv", "summary.md", "summary.json", "async.png", "ring.png", "async.json", "ring.json"])
 
 
+def test_plot_draws_the_fine_interval_band_and_every_run():
+    from types import SimpleNamespace
+
+    from sgdsim.validate.plot import _draw
+    from sgdsim.validate.run import Point
+
+    calls = []
+
+    class Ax:  # records what is drawn
+        def __getattr__(self, name):
+            return lambda *a, **k: calls.append((name, a, k))
+
+    points = [Point("c", "fine", 1, 10.0, low=9.0, high=11.0), Point("c", "fine", 2, 18.0, low=15.0, high=21.0),
+              Point("c", "coarse", 1, 10.5), Point("c", "coarse", 2, 19.0)]
+    cr = SimpleNamespace(points=points, measured={1: 10.2, 2: 17.0},
+                         measured_runs={1: [10.0, 10.4], 2: [16.0, 18.0]},
+                         case=SimpleNamespace(workers=(1, 2)))
+    _draw(Ax(), cr)
+    bands = [c for c in calls if c[0] == "fill_between"]
+    assert [b[1] for b in bands] == [([1, 2], [9.0, 15.0], [11.0, 21.0])]  # fine only
+    runs = [c for c in calls if c[0] == "plot" and c[2].get("label") == "runs"]
+    assert runs and runs[0][1][:2] == ([1, 1, 2, 2], [10.0, 10.4, 16.0, 18.0])
+
+
 def test_models_option_limits_the_models(tmp_path):
     result, _ = run(tmp_path, models="fine,lin")
     assert {p.model for p in result.points} == {"fine", "lin"}
