@@ -86,7 +86,8 @@ def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = "ps",
         bw = _bisect(lambda b: step(0.0, b), measured_step_s, bw, top, rising=False)
     after = step(alpha, bw)
     record = {"profile": profile.job.model, "batch_size": profile.job.batch_size, "arch": arch,
-              "mode": mode, **({"ps_count": ps_count} if ps_count else {}), "measured_step_s": measured_step_s, "predicted_step_s_before": before,
+              "mode": mode, **({"ps_count": ps_count} if ps_count else {}),
+              "measured_step_s": measured_step_s, "predicted_step_s_before": before,
               "predicted_step_s_after": after}
     if len(runs) > 1:
         record["runs_step_s"] = runs

@@ -178,7 +178,7 @@ def _network(args) -> dict:
     from .lab.hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    net = {**hw.predict_kwargs(args.arch), "share_cv": 0.0}  # share_cv: only when asked
+    net = hw.predict_kwargs(args.arch)  # share_cv is not in it: only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty}

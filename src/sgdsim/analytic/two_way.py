@@ -14,7 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-MIN_FACTOR = 0.05  # as in the simulator (sim/sharing/fair.py)
+from ..sim.sharing.fair import MIN_TWO_WAY_FACTOR as MIN_FACTOR
+
 MAX_ROUNDS, TOLERANCE, DAMPING = 200, 1e-7, 0.5
 
 

@@ -119,10 +119,8 @@ def run_lab(lab=None, progress=None, run_s: float = RUN_S, settle_s: float = SET
         if progress:
             progress(f"two-way {i + 1}/{len(todo)}: {n_out} flows out of host 0, {n_in} into it")
         out_bps, in_bps = _one_case(lab, n_out, n_in, run_s, settle_s)
-        n, m, minority, majority = ((n_out, n_in, out_bps, in_bps) if n_out < n_in
-                                    else (n_in, n_out, in_bps, out_bps))
-        if n_out == n_in:
-            minority, majority = min(out_bps, in_bps), max(out_bps, in_bps)
+        # the minority: fewer flows, or at equal counts the slower direction
+        (n, minority), (m, majority) = sorted([(n_out, out_bps), (n_in, in_bps)])
         rows.append({"flows_out": n_out, "flows_in": n_in, "out_bps": out_bps, "in_bps": in_bps,
                      "n": n, "m": m, "factor": minority / majority if majority > 0 else 0.0})
     return {"two_way_penalty": fit_penalty(rows), "two_way_cases": rows}

@@ -79,9 +79,9 @@ class Case:
 
     def network(self) -> dict:
         """``predict`` keyword arguments for the network: the ``hardware`` file's measurements
-        where there is one (bandwidth, β, calibrated α, FCFS weight), else the lab's link
-        rate, no overheads and the papers' 0.5; ``predict_bandwidth``
-        overrides the bandwidth."""
+        where there is one (bandwidth, β, calibrated α, FCFS weight, two-way penalty, run
+        spread), else the lab's link rate and the papers' defaults; ``predict_bandwidth``
+        overrides the bandwidth; ``ps_count`` when the case has several servers."""
         net = self.model_hardware().predict_kwargs(self.arch)
         return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"],
                 **({"ps_count": self.ps_count} if self.ps_count > 1 else {})}

@@ -263,9 +263,10 @@ def default_lab(case: Case):
     """One lab for the case: its largest worker count plus a host per PS (``arch=ps``; a spare
     for all-reduce). Needs root."""
     from ..lab.cluster import LabCluster
+    from ..lab.train.runner import lab_hosts
 
-    servers = case.ps_count if case.arch == "ps" else 1
-    return LabCluster(hosts=max(max(case.workers) + servers, 2), bandwidth_bps=case.bandwidth_bps)
+    return LabCluster(hosts=lab_hosts(max(case.workers), case.arch, case.ps_count),
+                      bandwidth_bps=case.bandwidth_bps)
 
 
 def default_measure(case: Case, workers: int, lab):

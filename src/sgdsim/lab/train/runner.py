@@ -1,8 +1,9 @@
 """``run_training``: real distributed training in the lab, measured in steady state.
 
 One run: start the processes (M parameter servers on hosts 0..M-1 and workers on hosts
-M..M+W-1, or W all-reduce ranks on hosts 1..W), let them agree on a start time t0 (the PS, or rank 0, picks it once every
-process is connected, so torch imports and model building are not measured), sleep until
+M..M+W-1, or W all-reduce ranks on hosts 1..W), let them agree on a start time t0 (the PS, or
+rank 0, picks it once every process is connected, so torch imports and model building are not
+measured), sleep until
 t0 + duration, stop everything. Steps whose completion time lies in (warm-up, duration] count;
 throughput = batch · Σ steps / (duration − warm-up).
 
@@ -89,8 +90,12 @@ class _Config:
 
     @property
     def hosts(self) -> int:
-        """Lab hosts the run needs: the workers and the servers (all-reduce leaves host 0 idle)."""
-        return max(2, self.workers + (self.ps_count if self.arch == "ps" else 1))
+        return lab_hosts(self.workers, self.arch, self.ps_count)
+
+
+def lab_hosts(workers: int, arch: str, ps_count: int = 1) -> int:
+    """Lab hosts a run needs: the workers and the servers (all-reduce leaves host 0 idle)."""
+    return max(2, workers + (ps_count if arch == "ps" else 1))
 
 
 def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch: str = "ps",
@@ -99,7 +104,7 @@ def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch:
                  trace: bool = False, ps_count: int = 1) -> TrainResult:
     """Train ``model`` on ``workers`` lab hosts for ``duration_s``; see the module docstring.
 
-    ``lab``: an up ``LabCluster`` with at least workers+1 hosts at ``bandwidth_bps`` (reused,
+    ``lab``: an up ``LabCluster`` with at least ``lab_hosts(...)`` hosts at ``bandwidth_bps`` (reused,
     left up), or None to bring one up and tear it down. ``trace``: the processes record
     per-tensor send/receive times (parameter server only), kept in ``TrainResult.events``.
     ``ps_count``: parameter servers sharing the model's layers (``models.shard_of``).

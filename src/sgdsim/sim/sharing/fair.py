@@ -10,7 +10,7 @@ changes only the link rate: O(log n).
 Two-way traffic (``--two-way-penalty k``): a NIC direction carrying n flows while the other
 direction carries m > n loses k·(m − n) of its capacity. The minority direction's ACKs queue
 behind the majority's data, so its flows run window-limited (Zhang, Shenker & Clark, "the
-effects of two-way traffic", SIGCOMM 1991); ``netbench --lab --two-way`` measures k, e.g. 0.17
+effects of two-way traffic", SIGCOMM 1991); ``netbench --lab --two-way`` measures k, e.g. 0.16
 on the lab's 100 Mbit/s token buckets (docs/validation/async/two-way.md).
 """
 from __future__ import annotations
