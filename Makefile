@@ -29,6 +29,7 @@ test: install-dev
 bench: install
 	$(BIN)/python benchmarks/bench_sim.py --write
 	$(BIN)/python benchmarks/bench_sweep.py --write
+	$(BIN)/python benchmarks/bench_warmup.py --write
 	$(BIN)/python benchmarks/bench_coarse.py --write
 	$(BIN)/python benchmarks/bench_mva.py --write
 

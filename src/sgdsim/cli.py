@@ -86,7 +86,8 @@ def _predict_parser(sub) -> None:
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--jitter", type=float, default=0.0, metavar="CV",
                    help="multiply compute durations by seeded noise of this coefficient of variation")
-    q.add_argument("--warmup", type=int, default=20, help="warm-up steps per worker (each replication)")
+    q.add_argument("--warmup", type=int, default=None,
+                   help="warm-up steps per worker, in each replication (default 10)")
     q.add_argument("--steps", default="auto", help="measured steps per worker, or auto")
     q.add_argument("--replications", default="auto", metavar="R",
                    help="independent simulator runs per point (default auto: rounds of 4 until the "

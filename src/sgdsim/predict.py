@@ -88,7 +88,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
             ps_count: int | None = None,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
-            jitter: float = 0.0, seed: int = 0, warmup: int = 20, steps: int | str = "auto",
+            jitter: float = 0.0, seed: int = 0, warmup: int | None = None, steps: int | str = "auto",
             timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
             rho_threshold: float = DEFAULT_RHO_THRESHOLD, replications: int | str = "auto",
             on_skip=None) -> list[PredictionPoint]:
@@ -127,7 +127,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),
         overhead_beta_s=parse_duration_s(overhead_beta), ps_count=ps_count, seed=seed,
-        jitter_cv=float(jitter), warmup_steps=int(warmup), steps_per_worker=_steps(steps),
+        jitter_cv=float(jitter), steps_per_worker=_steps(steps),
+        warmup_steps=SimConfig.warmup_steps if warmup is None else int(warmup),
         timeline=timeline)
     classes = _classes(profile, coarse, worker_profiles)
     counts = [sum(c for _, _, c in classes)] if worker_profiles else parse_workers(workers)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .heap import heap_pop, heap_set
 from .jit import jit
-from .kernel import next_seq, pop_next, schedule
+from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
 from .streams import chunk_bytes, queue_key
 
@@ -43,6 +43,7 @@ def run(P, S, K, LK, Q, target_completions, max_ops):
             _link_event(P, S, K, LK, Q, timer - WR, K.clock[0])
         else:  # a worker's delayed first step
             _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), K.clock[0])
+        retire(K, timer)
     return DONE
 
 
@@ -106,9 +107,9 @@ def _link_event(P, S, K, LK, Q, l, now):
         S.op_rem[i] = 0.0
         _complete_op(P, S, K, LK, Q, w, op, now)
         _try_start(P, S, K, LK, Q, w, r, now)
-    if S.run_op[slot] < 0:
+    if S.run_op[slot] < 0:  # otherwise _try_start went on with the next chunk and re-timed l
         remove_flow(LK, l, w, now, next_seq(K))
-    _reschedule(P, K, LK, l, now)
+        _reschedule(P, K, LK, l, now, True)
 
 
 @jit
@@ -138,7 +139,12 @@ def _complete_op(P, S, K, LK, Q, w, op, now):
         d = P.succ_idx[k]
         S.waiting[base + d] -= 1
         if S.waiting[base + d] == 0:
-            _enqueue(P, S, K, Q, w, d)
+            if P.instant[d]:  # a zero-time sink: done now (plan._instant)
+                S.waiting[base + d] = -1
+                S.ctr[C_OPS] += 1
+                S.w_left[w] -= 1
+            else:
+                _enqueue(P, S, K, Q, w, d)
     for k in range(lo, hi):
         d = P.succ_idx[k]
         if S.waiting[base + d] == 0:
@@ -171,21 +177,23 @@ def _try_start(P, S, K, LK, Q, w, r, now):
         return
     size = chunk_bytes(P, S, item)
     S.run_bytes[slot] = size
-    if LK.on[l * P.W + w]:
-        continue_flow(LK, l, w, size, now, next_seq(K))
-    else:
+    joined = LK.on[l * P.W + w] == 0
+    if joined:
         add_flow(LK, l, w, size, now, next_seq(K))
-    _reschedule(P, K, LK, l, now)
+    else:
+        continue_flow(LK, l, w, size, now, next_seq(K))
+    _reschedule(P, K, LK, l, now, joined)
 
 
 @jit
-def _reschedule(P, K, LK, l, now):
-    """Re-time link l after a change; with two-way coupling also its NIC's other direction."""
+def _reschedule(P, K, LK, l, now, count_changed):
+    """Re-time link l after a change; when its flow count changed, with two-way coupling, also
+    its NIC's other direction (whose rate depends on that count)."""
     if LK.n_ps > 1:
         _reschedule_links(P, K, LK, now)
         return
     schedule(K, P.W * P.R + l, next_time(LK, l))
-    if LK.two_way > 0.0:
+    if count_changed and LK.two_way > 0.0:
         schedule(K, P.W * P.R + (l ^ 1), next_time(LK, l ^ 1))
 
 

@@ -17,7 +17,7 @@ from .streams import SCHEDULERS
 Plan = namedtuple(
     "Plan",
     "W R n_ops sync streams window_bytes op_res op_size op_npred succ_ptr succ_idx roots "
-    "rank comp_key res_link link_res dur worker_row0 worker_rows",
+    "rank comp_key res_link link_res dur worker_row0 worker_rows instant",
 )
 
 N_RANDOM_ORDERS = 16  # distinct random transmission orders sampled per step
@@ -153,6 +153,18 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
     return rows
 
 
+def _instant(dur: np.ndarray, op_res, res_link, npred, succ_ptr) -> np.ndarray:
+    """1 for ops the engine completes as soon as they are released, without a timer: sinks
+    of zero duration in every row on an exclusive resource (e.g. an unprofiled PS update).
+    Nothing waits for them and they hold their resource for no time, so timing is unchanged;
+    PipeDream profiles have one per layer with parameters (16 % of ResNet-50's ops). Off
+    with a timeline, which shows every op."""
+    sink = succ_ptr[1:] == succ_ptr[:-1]
+    exclusive = res_link[op_res] < 0
+    zero = (dur == 0.0).all(axis=0)
+    return (sink & exclusive & zero & (npred > 0)).astype(np.int64)
+
+
 def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, PlanInfo, np.ndarray, np.ndarray]:
     """Return the plan, its info, and per-link bandwidth/cap in bytes/s."""
     check_same_dag(classes)
@@ -171,6 +183,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         for p in range(M):
             res_link[1 + 3 * p], res_link[2 + 3 * p] = 2 * p, 2 * p + 1
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
+    dur = _durations(classes, config, W, cap)
     copies = N_JITTER_COPIES if config.jitter_cv > 0 else 1
     counts = [c.profile.n_steps * copies for c in classes]
     row0 = np.cumsum([0] + counts[:-1])
@@ -183,9 +196,10 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         roots=np.array([i for i in range(ref.n_ops) if npred[i] == 0], np.int64),
         rank=ranks.ravel().copy(), comp_key=np.arange(ref.n_ops, dtype=np.float64),
         res_link=res_link, link_res=link_res,
-        dur=_durations(classes, config, W, cap).ravel().copy(),
+        dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
         worker_rows=np.array([counts[k] for k in worker_cls], np.int64),
+        instant=_instant(dur, op_res, res_link, npred, ptr) * (not config.timeline),
     )
     info = PlanInfo(
         ps_count=M, resource_names=resource_names(M), link_bw_Bps=np.full(len(link_res), bw),
