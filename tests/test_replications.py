@@ -97,3 +97,19 @@ def test_auto_rounds_stop_before_the_op_budget_is_overrun():
     per_rep = pt.ops_simulated / pt.replications
     assert pt.ops_simulated <= SimConfig(bandwidth_bps=1.0).auto_max_ops + ROUND * per_rep
     assert pt.replications % ROUND == 0
+
+
+def test_runs_too_short_for_their_own_interval_still_get_the_spread_between_them():
+    kw = {**KW, "steps": 1, "warmup": 0}
+    reps = _singles(3, 3, steps=1, warmup=0)
+    assert all(math.isinf(r.ci_high) for r in reps)  # one step each: no batch means
+    pt = sgdsim.predict(PROFILE, seed=3, replications=3, **kw)[0]
+    xs = np.array([r.throughput for r in reps])
+    pi = 4.303 * xs.std(ddof=1) * math.sqrt(1 + 1 / 3)
+    assert pt.ci_high - pt.throughput == pytest.approx(pi, rel=1e-9)
+
+
+def test_hybrid_sharing_of_runs_without_an_interval_is_an_open_interval_not_a_crash():
+    pt = sgdsim.predict(PROFILE, workers=2, bandwidth="1Gbps", mode="sync", steps=1, warmup=0,
+                        replications=1)[0]
+    assert pt.throughput > 0 and math.isinf(pt.ci_high)

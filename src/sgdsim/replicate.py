@@ -95,6 +95,8 @@ def _single(config: SimConfig, runs: list[SimResult]) -> PredictionPoint:
     def mix(x: float, y: float) -> float:  # throughputs whose step times mix linearly
         if x <= 0 or y <= 0:
             return 0.0
+        if math.isinf(x) or math.isinf(y):  # a run with no interval of its own
+            return math.inf
         return 1.0 / ((1 - w) / x + w / y)
 
     a, b = pts
@@ -123,8 +125,8 @@ def _combine(reps: list[PredictionPoint]) -> PredictionPoint:
     xs = np.array([r.throughput for r in reps])
     R, m = len(xs), float(xs.mean())
     own = [(r.ci_high - r.ci_low) / 2 for r in reps if math.isfinite(r.ci_high)]
-    hw = max(t95(R - 1) * float(xs.std(ddof=1)) * math.sqrt(1 + 1 / R) if R > 1 else 0.0,
-             float(np.mean(own)) if own else math.inf)
+    spread = t95(R - 1) * float(xs.std(ddof=1)) * math.sqrt(1 + 1 / R) if R > 1 else math.inf
+    hw = max(spread, float(np.mean(own))) if own else spread
     point = _merge(reps, m, m - hw, m + hw)
     return replace(point, replications=R, regimes=split_modes(xs) or ())
 
