@@ -69,6 +69,9 @@ def _predict_parser(sub) -> None:
     q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
                    help="a NIC direction with m more flows the other way loses K·m of its capacity "
                         "(default: the --hardware file's measured value, else 0)")
+    q.add_argument("--ring-latency", default=None, metavar="DURATION",
+                   help="--arch allreduce: fixed cost of each ring step of each all-reduce call, "
+                        "e.g. 2ms (default: the --hardware file's measured value, else 0)")
     q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
                    help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
     q.add_argument("--rho-threshold", type=float, default=0.6,
@@ -182,7 +185,8 @@ def _network(args) -> dict:
     net = hw.predict_kwargs(args.arch)  # share_cv is not in it: only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
-             "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty}
+             "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty,
+             "ring_latency": args.ring_latency}
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 

@@ -2,9 +2,10 @@
 
 Model size M, forward S^F, backward S^B and PS-update S^S times per step, batch size, and
 whether communication overlaps computation. From a JSON file, from ``--coarse
-size=102MB,fwd=182ms,bwd=261ms,batch=128[,update=5ms][,overlap=1]``, or derived from a
-fine-grained profile. ``to_profile`` turns it into a one-layer step DAG so that the simulator
-can run on it too.
+size=102MB,fwd=182ms,bwd=261ms,batch=128[,update=5ms][,overlap=1][,messages=N]``, or derived
+from a fine-grained profile. ``messages``: how many separate transfers (layers with parameters)
+a step makes, which matters where each pays a fixed cost (a collective's ring latency).
+``to_profile`` turns it into a step DAG so that the simulator can run on it too.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class CoarseProfile:
     batch_size: int
     overlap: bool = False
     name: str = "coarse"
+    messages: int = 1  # separate transfers per step (layers with parameters): calls of a collective
 
     @property
     def compute_s(self) -> float:
@@ -35,11 +37,11 @@ class CoarseProfile:
 
 
 _KEYS = {"size": "model_bytes", "fwd": "forward_s", "bwd": "backward_s", "update": "update_s",
-         "batch": "batch_size", "overlap": "overlap", "name": "name"}
+         "batch": "batch_size", "overlap": "overlap", "name": "name", "messages": "messages"}
 
 
 def parse_coarse(spec: str) -> CoarseProfile:
-    """``size=102MB,fwd=182ms,bwd=261ms,batch=128[,update=5ms][,overlap=1][,name=x]``."""
+    """``size=102MB,fwd=182ms,bwd=261ms,batch=128[,update=5ms][,overlap=1][,name=x][,messages=N]``."""
     fields: dict[str, str] = {}
     for part in spec.split(","):
         key, eq, value = part.strip().partition("=")
@@ -76,12 +78,15 @@ def _build(fields: dict[str, str], where: str) -> CoarseProfile:
         raise ProfileError(f"{where}: batch must be an integer, got {fields['batch']!r}") from None
     if batch < 1:
         raise ProfileError(f"{where}: batch must be positive, got {batch}")
+    messages = fields.get("messages", "1")
+    if not messages.isdigit() or int(messages) < 1:
+        raise ProfileError(f"{where}: messages must be a positive integer, got {messages!r}")
     return CoarseProfile(
         model_bytes=parse_size_bytes(fields["size"]), forward_s=parse_duration_s(fields["fwd"]),
         backward_s=parse_duration_s(fields["bwd"]),
         update_s=parse_duration_s(fields.get("update", "0")), batch_size=batch,
         overlap=fields.get("overlap", "0").lower() in ("1", "true", "yes"),
-        name=fields.get("name", "coarse"))
+        name=fields.get("name", "coarse"), messages=int(messages))
 
 
 def from_profile(profile: Profile) -> CoarseProfile:
@@ -102,15 +107,22 @@ def from_profile(profile: Profile) -> CoarseProfile:
     return CoarseProfile(
         model_bytes=profile.model_bytes(), forward_s=float(fwd + other / 2),
         backward_s=float(bwd + other / 2), update_s=update, batch_size=profile.job.batch_size,
-        overlap=bool(profile.job.overlap), name=profile.job.model)
+        overlap=bool(profile.job.overlap), name=profile.job.model,
+        messages=max(1, sum(op.resource == UPLINK and op.size_bytes > 0 for op in profile.ops)))
 
 
 def to_profile(c: CoarseProfile) -> Profile:
-    """A one-layer, no-overlap step DAG with the coarse profile's times (for the simulator)."""
-    ops = (Op("down:model", "model", "model", COMM, DOWNLINK, (), 0, c.model_bytes),
-           Op("fwd:model", "forward", "model", "compute", WORKER, ("down:model",)),
+    """A no-overlap step DAG with the coarse profile's times (for the simulator): the model in
+    ``messages`` equal parts, each pulled, pushed and updated on its own."""
+    n = c.messages
+    parts = ["model"] if n == 1 else [f"part{i}" for i in range(n)]
+    size = c.model_bytes / n
+    downs = [Op(f"down:{x}", x, x, COMM, DOWNLINK, (), 0, size) for x in parts]
+    ops = (*downs,
+           Op("fwd:model", "forward", "model", "compute", WORKER, tuple(d.id for d in downs)),
            Op("bwd:model", "backward", "model", "compute", WORKER, ("fwd:model",)),
-           Op("up:model", "model", "model", COMM, UPLINK, ("bwd:model",), 0, c.model_bytes),
-           Op("upd:model", "update", "model", "compute", PS, ("up:model",)))
-    durations = np.array([[0.0, c.forward_s, c.backward_s, 0.0, c.update_s]])
+           *[Op(f"up:{x}", x, x, COMM, UPLINK, ("bwd:model",), 0, size) for x in parts],
+           *[Op(f"upd:{x}", "update", x, "compute", PS, (f"up:{x}",)) for x in parts])
+    durations = np.array([[0.0] * n + [c.forward_s, c.backward_s] + [0.0] * n
+                          + [c.update_s / n] * n])
     return Profile(Job(c.name, c.batch_size, "coarse", "unknown", None, False, "coarse"), ops, durations)

@@ -60,7 +60,7 @@ def _one(model, classes, config: SimConfig, sharing, rho_threshold) -> CoarseRes
     if model == "lin":
         return lin(classes, B, sharing or "threshold", rho_threshold)
     if config.arch == "allreduce":
-        return ring_allreduce(classes, B)
+        return ring_allreduce(classes, B, step_latency_s=config.ring_latency_s)
     if config.mode == "sync":
         return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=config.fcfs_weight)
     return async_ps(classes, B, sharing or "threshold", rho_threshold, two_way=config.two_way_penalty)

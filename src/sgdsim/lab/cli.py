@@ -49,6 +49,10 @@ def _netbench_parser(sub) -> None:
     p.add_argument("--gloo", type=int, default=0, metavar="N",
                    help="with --lab: also time torch.distributed (gloo) send/recv and an "
                         "all-reduce over N ranks on hosts 1..N (needs torch)")
+    p.add_argument("--add-to", default=None, metavar="HARDWARE.json",
+                   help="with --lab: skip the point-to-point measurement, start from this file "
+                        "and add what --fanout, --two-way and --gloo measure (its other fields "
+                        "are kept); -o names the result (this file again with --force)")
     p.add_argument("-o", "--output", default=None, metavar="HARDWARE.json",
                    help="write the sgdsim-hardware file")
     p.add_argument("--force", action="store_true", help="overwrite an existing --output file")
@@ -105,7 +109,7 @@ def _lab_run_parser(lsub) -> None:
 # ----------------------------------------------------------------------------- netbench
 
 def cmd_netbench(args) -> int:
-    from .hardware import save_hardware
+    from .hardware import load_hardware, save_hardware
     from .netbench import measure, measure_kwargs, run_lab, run_local
 
     if args.output and os.path.exists(args.output) and not args.force:
@@ -121,13 +125,18 @@ def cmd_netbench(args) -> int:
         raise ConfigError(f"--fanout-size must be positive, got {args.fanout_size!r}")
     if args.gloo and importlib.util.find_spec("torch") is None:
         raise ConfigError("--gloo needs torch: pip install torch (see the README)")
-    if args.local:
+    if args.add_to and not (args.lab and (args.fanout or args.two_way or args.gloo)):
+        raise ConfigError("--add-to needs --lab and something to add: --fanout, --two-way or --gloo")
+    if args.add_to:
+        m, hw = None, load_hardware(args.add_to)  # a bad file fails before measuring
+    elif args.local:
         m = run_local(**kw)
     elif args.lab:
         m = run_lab(args.lab_server, args.lab_client, **kw)
     else:
         m = measure(args.host, args.port, **kw)
-    hw = m.hardware()
+    if m is not None:
+        hw = m.hardware()
     if args.fanout:
         hw = _with_fairness(hw, args, fanout_size)
     if args.two_way:
@@ -166,16 +175,25 @@ def _with_two_way(hw):
 
 
 def _with_gloo(hw, ranks: int):
-    from .gloo_bench import run_lab as gloo_lab
+    from .gloo_bench import ring_latency_lab, run_lab as gloo_lab
 
     print(f"gloo: send/recv and all-reduce over {ranks} ranks ...", file=sys.stderr)
     g = gloo_lab(ranks)
-    measured = {**hw.measured, **{k: v for k, v in g.items() if k != "allreduce_bandwidth_bps"}}
+    ring = ring_latency_lab(ranks, g["allreduce_bandwidth_bps"],
+                            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    measured = {**hw.measured, **{k: v for k, v in g.items() if k != "allreduce_bandwidth_bps"},
+                "ring_latency_points": ring["ring_latency_points"]}
     return dataclasses.replace(hw, allreduce_bandwidth_bps=g["allreduce_bandwidth_bps"],
-                               measured=measured)
+                               ring_latency_s=ring["ring_latency_s"], measured=measured)
 
 
 def _print_table(m, hw) -> None:
+    if m is not None:
+        _print_point_to_point(m, hw)
+    _print_extras(hw)
+
+
+def _print_point_to_point(m, hw) -> None:
     print(f"{'size':>12}  {'median':>11}  {'repeats':>7}  {'rate':>12}  {'fit':>11}")
     fit = m.fit()
     for size, t, reps in zip(m.sizes_bytes, m.median_s, m.repeats):
@@ -188,11 +206,16 @@ def _print_table(m, hw) -> None:
           f"s/B, beta {hw.overhead_beta_s * 1e6:.1f} us, latency {hw.latency_s * 1e6:.1f} us "
           f"(RTT/2); fit R² {fit.r_squared:.4f}, max residual {fit.max_rel_residual:.0%}; "
           f"{m.elapsed_s:.1f} s")
+
+
+def _print_extras(hw) -> None:
     if hw.allreduce_bandwidth_bps is not None:
         g = hw.measured
         print(f"gloo: send/recv {format_bps(g['gloo_p2p_bandwidth_bps'])}; ring all-reduce over "
               f"{g['gloo_ranks']} ranks behaves like Eq. 11 at "
-              f"{format_bps(hw.allreduce_bandwidth_bps)} (beta {g['allreduce_beta_s'] * 1e3:.2f} ms)")
+              f"{format_bps(hw.allreduce_bandwidth_bps)} (beta {g['allreduce_beta_s'] * 1e3:.2f} ms)"
+              + (f"; {hw.ring_latency_s * 1e3:.2f} ms per ring step"
+                 if hw.ring_latency_s is not None else ""))
     if hw.fcfs_weight is not None:
         print(f"sharing: {hw.measured['fanout']} concurrent transfers finish like "
               f"{1 - hw.fcfs_weight:.0%} PS + {hw.fcfs_weight:.0%} FCFS (fcfs_weight "

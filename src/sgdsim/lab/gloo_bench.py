@@ -10,6 +10,12 @@ Two measurements between lab hosts 1..N (host 0 stays free, as the PS's would be
   chunking and synchronisation between ring steps and by the acknowledgements sharing each
   fully loaded NIC. ``predict --hardware`` uses it for ``--arch allreduce``.
 
+A third, ``ring_latency_lab``, runs small all-reduces on 2, 4, ... N ranks and fits the fixed
+cost α of one ring step: a call of S bytes on n ranks takes 2(n − 1)·(α + S/(n·B)) with B the
+all-reduce bandwidth (Thakur, Rabenseifner & Gropp, "Optimization of collective communication
+operations in MPICH", 2005). On the lab, 8 ranks share 2 cores, so α grows with n there (every
+step waits for a process to be scheduled); one α fitted over all n is what ``predict`` uses.
+
 Rank 0 prints one JSON line: ``{"p2p": [[size, median_s], ...], "allreduce": [...]}``.
 """
 from __future__ import annotations
@@ -29,6 +35,7 @@ from .procs import kill_all, last_line
 from .hardware import fit_overhead
 
 DEFAULT_SIZES = (1 << 20, 4 << 20, 16 << 20)
+RING_SIZES = (4 << 10, 64 << 10, 1 << 20)  # small enough that the per-step cost shows
 
 
 def wire_bytes(size: int, ranks: int) -> float:
@@ -45,6 +52,40 @@ def summarize(raw: dict, ranks: int) -> dict:
                      [t for _, t in raw["allreduce"]])
     out.update(allreduce_bandwidth_bps=f.bandwidth_bps, allreduce_beta_s=f.beta_s)
     return out
+
+
+def rank_counts(ranks: int) -> list[int]:
+    """2, 4, 8, ... up to ``ranks``, and ``ranks`` itself."""
+    return sorted({1 << k for k in range(1, ranks.bit_length()) if 1 << k <= ranks} | {ranks})
+
+
+def fit_ring_latency(points, bandwidth_bps: float) -> float:
+    """α from (ranks, size, seconds) points of single all-reduce calls, B fixed: least squares
+    of t − 2(n−1)/n·S·8/B = 2(n−1)·α through the origin, weights 1/t (relative errors, as
+    ``fit_overhead``). Never negative."""
+    num = den = 0.0
+    for n, size, t in points:
+        if not t > 0 or n < 2:
+            raise ConfigError(f"ring latency fit needs positive times on >= 2 ranks, got {(n, size, t)}")
+        x = 2.0 * (n - 1)
+        y = t - x / n * size * 8.0 / bandwidth_bps
+        num += x * y / t
+        den += x * x / t
+    if den == 0:
+        raise ConfigError("ring latency fit needs at least one point")
+    return max(0.0, num / den)
+
+
+def ring_latency_lab(ranks: int, bandwidth_bps: float, lab=None, progress=None) -> dict:
+    """Small all-reduces on every rank count of ``rank_counts(ranks)``: the fitted α and the
+    medians ``[[ranks, size, seconds], ...]``."""
+    points = []
+    for n in rank_counts(ranks):
+        if progress:
+            progress(f"gloo: ring latency on {n} ranks ...")
+        raw = raw_lab(n, sizes=RING_SIZES, repeats=5, lab=lab)["allreduce"]
+        points += [[n, size, t] for size, t in raw]
+    return {"ring_latency_s": fit_ring_latency(points, bandwidth_bps), "ring_latency_points": points}
 
 
 def _rank_main(rank: int, world: int, sizes, repeats: int) -> None:
@@ -89,6 +130,11 @@ def _p2p(dist, t, rank: int, repeats: int) -> float:
 
 def run_lab(ranks: int, sizes=DEFAULT_SIZES, repeats: int = 3, lab=None) -> dict:
     """Ranks on lab hosts 1..ranks; the ``summarize`` dict."""
+    return summarize(raw_lab(ranks, sizes, repeats, lab), ranks)
+
+
+def raw_lab(ranks: int, sizes=DEFAULT_SIZES, repeats: int = 3, lab=None) -> dict:
+    """Ranks on lab hosts 1..ranks; rank 0's medians ``{"p2p": [...], "allreduce": [...]}``."""
     from .cluster import LabCluster
 
     lab = lab or LabCluster.attach()
@@ -106,7 +152,7 @@ def run_lab(ranks: int, sizes=DEFAULT_SIZES, repeats: int = 3, lab=None) -> dict
         out, err = procs[0].communicate(timeout=300)
         if procs[0].returncode != 0:
             raise SgdsimError(f"gloo benchmark failed: {last_line(err)}")
-        return summarize(json.loads(out.strip().splitlines()[-1]), ranks)
+        return json.loads(out.strip().splitlines()[-1])
     finally:
         kill_all(procs)
 

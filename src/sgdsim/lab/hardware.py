@@ -53,6 +53,7 @@ class Hardware:
     parse_alpha_s_per_byte: float | None = None  # receiver CPU per byte (sgdsim calibrate)
     two_way_penalty: float | None = None  # capacity lost per surplus reverse flow (lab.twoway)
     run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
+    ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -68,7 +69,8 @@ class Hardware:
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
                 "two_way_penalty": self.two_way_penalty or 0.0,
-                "run_spread": self.run_spread_rel or 0.0}
+                "run_spread": self.run_spread_rel or 0.0,
+                **({"ring_latency": self.ring_latency_s or 0.0} if arch == "allreduce" else {})}
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
@@ -166,7 +168,8 @@ _FIELDS = (  # key, required, rule
     ("overhead_alpha_s_per_byte", True, "positive"), ("overhead_beta_s", True, "non-negative"),
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
-    ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"))
+    ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
+    ("ring_latency_s", False, "non-negative"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

@@ -1,6 +1,7 @@
 """What to simulate: the execution strategy and the hardware, separate from the model (profile)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -31,6 +32,7 @@ class SimConfig:
     fcfs_weight: float = 0.5  # hybrid = (1 - w)·PS + w·FCFS; the papers' mean is 0.5
     share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
     two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (sharing/fair.py)
+    ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -68,6 +70,10 @@ class SimConfig:
             raise ConfigError(f"--jitter must be a coefficient of variation in [0, 10), got {self.jitter_cv}")
         if not 0 <= self.share_cv < 10:
             raise ConfigError(f"--share-cv must be a coefficient of variation in [0, 10), got {self.share_cv}")
+        if not 0 <= self.ring_latency_s < math.inf:
+            raise ConfigError(f"--ring-latency must be a non-negative duration, got {self.ring_latency_s}")
+        if self.ring_latency_s > 0 and self.arch != "allreduce":
+            raise ConfigError("--ring-latency applies to --arch allreduce")
         if not 0 <= self.two_way_penalty < 1:
             raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
         if self.share_cv > 0 and self.flow_cap_bps is not None:

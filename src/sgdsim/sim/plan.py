@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..analytic.sync import ring_allreduce_s
 from ..placement import least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
@@ -146,9 +147,9 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
     a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
     rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch).durations_s, config)
                            for c in classes])
-    if config.arch == "allreduce":
+    if config.arch == "allreduce":  # one ring all-reduce call per layer's gradients
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
-        rows[:, is_up] = 2.0 * (W - 1) / W * sizes[is_up] / link_Bps  # TPDS §3.2.2
+        rows[:, is_up] = ring_allreduce_s(sizes[is_up], W, link_Bps, config.ring_latency_s)
         rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0
     return rows
 

@@ -2,9 +2,11 @@
 
 torch.distributed with gloo over the lab's shaped NICs (``MASTER_ADDR``/``MASTER_PORT`` and
 ``GLOO_SOCKET_IFNAME=eth0`` come from the runner). With ``--overlap`` the model is wrapped in
-DistributedDataParallel, whose bucketed all-reduces start during the backward; without it every
-gradient tensor is all-reduced after the backward, one call per tensor. Rank 0 picks t0 and
-broadcasts it, so every rank starts its first step at the same moment.
+DistributedDataParallel, whose bucketed all-reduces start during the backward; without it the
+gradients are all-reduced after the backward, one call per layer (its tensors flattened into one
+buffer), as the profile's per-layer transfers and the simulator assume: every call pays gloo's
+per-call latency once (``netbench --gloo`` measures it). Rank 0 picks t0 and broadcasts it, so
+every rank starts its first step at the same moment.
 """
 from __future__ import annotations
 
@@ -28,16 +30,33 @@ def _start_time(rank: int) -> float:
     return float(t0.item())
 
 
-def _step(net, work, params, step: int, world: int, overlap: bool, lr: float) -> float:
+def _by_layer(params, owners: list[str]) -> list[list[torch.Tensor]]:
+    layers: dict[str, list[torch.Tensor]] = {}
+    for p, name in zip(params, owners):
+        layers.setdefault(name, []).append(p)
+    return list(layers.values())
+
+
+def _all_reduce_layer(layer: list[torch.Tensor], world: int) -> None:
+    grads = [p.grad for p in layer]
+    flat = torch.cat([g.reshape(-1) for g in grads]) if len(grads) > 1 else grads[0].reshape(-1)
+    dist.all_reduce(flat)
+    flat.div_(world)
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset:offset + g.numel()].view_as(g))
+        offset += g.numel()
+
+
+def _step(net, work, params, layers, step: int, world: int, overlap: bool, lr: float) -> float:
     for p in params:
         p.grad = None
     inputs, target = work.batch_fn(step)
     loss = work.loss_fn(call_model(net, inputs), target)
     loss.backward()
     if not overlap:
-        for p in reversed(params):  # the order backward produced them
-            dist.all_reduce(p.grad)
-            p.grad.div_(world)
+        for layer in reversed(layers):  # the order backward produced them
+            _all_reduce_layer(layer, world)
     with torch.no_grad():
         for p in params:
             p.add_(p.grad, alpha=-lr)
@@ -60,7 +79,8 @@ def main(argv=None) -> None:
         dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
                                 timeout=datetime.timedelta(seconds=180))
         work = load_workload(args.model, args.batch_size, args.seed + 1 + args.rank)
-        params, _ = param_layers(work.model)
+        params, owners = param_layers(work.model)
+        layers = _by_layer(params, owners)
         net = work.model
         if args.overlap:
             net = torch.nn.parallel.DistributedDataParallel(work.model, bucket_cap_mb=DDP_BUCKET_MB)
@@ -73,7 +93,7 @@ def main(argv=None) -> None:
         time.sleep(max(0.0, t0 - wire.now()))
         step = 0
         while True:
-            loss = _step(net, work, params, step, args.world, args.overlap, args.lr)
+            loss = _step(net, work, params, layers, step, args.world, args.overlap, args.lr)
             wire.emit("step", rank=args.rank, step=step, t=wire.now() - t0, loss=loss)
             step += 1
     except Exception as exc:
