@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from docblock import write_block
+from docblock import publish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
@@ -66,9 +66,7 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     rows = [run_one(W) for W in WORKERS]
     text = table(rows)
-    print(text)
-    if "--write" in sys.argv:
-        write_block(DOC, "BENCH", text)
+    publish(DOC, "BENCH", text)
 
 
 if __name__ == "__main__":

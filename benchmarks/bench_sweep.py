@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 import time
 
-from docblock import write_block
+from docblock import publish
 
 import sgdsim
 
@@ -40,9 +39,7 @@ def main() -> None:
               f"{platform.machine()} ({os.cpu_count()} cores, Python {platform.python_version()}) "
               f"with `python benchmarks/bench_sweep.py --write`."]
     text = "\n".join(lines)
-    print(text)
-    if "--write" in sys.argv:
-        write_block(DOC, "SWEEP", text)
+    publish(DOC, "SWEEP", text)
 
 
 if __name__ == "__main__":

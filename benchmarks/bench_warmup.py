@@ -14,7 +14,7 @@ import sys
 import time
 
 import numpy as np
-from docblock import write_block
+from docblock import publish
 
 from sgdsim.profile.io import load_profile
 from sgdsim.sim import SimConfig, WorkerClass
@@ -52,9 +52,7 @@ def main() -> None:
               f"worker). Measured {time.strftime('%Y-%m-%d')} in {time.perf_counter() - t0:.0f} s "
               "with `python benchmarks/bench_warmup.py --write`."]
     text = "\n".join(lines)
-    print(text)
-    if "--write" in sys.argv:
-        write_block(DOC, "WARMUP", text)
+    publish(DOC, "WARMUP", text)
 
 
 if __name__ == "__main__":

@@ -14,3 +14,12 @@ def write_block(path: str, name: str, text: str) -> None:
         raise SystemExit(f"{path}: no <!-- {name} --> ... <!-- /{name} --> block")
     with open(path, "w", encoding="utf-8") as f:
         f.write(doc)
+
+
+def publish(path: str, name: str, text: str) -> None:
+    """Print a benchmark's table; with ``--write`` on the command line also put it into the doc."""
+    import sys
+
+    print(text)
+    if "--write" in sys.argv:
+        write_block(path, name, text)
