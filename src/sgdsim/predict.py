@@ -107,9 +107,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     capacity (``sim/sharing/fair.py``; ``netbench --lab --two-way`` measures k). ``ring_latency``
     (all-reduce): the fixed cost of every ring step of every call, e.g. ``"2ms"`` (``netbench
     --lab --gloo`` measures it); a call of M bytes on N ranks takes 2(N−1)·(M/(N·B) + latency).
-    ``run_spread``:
-    the relative run-to-run noise of the real job (``sgdsim calibrate`` with several runs); every
-    fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
+    ``run_spread``: the relative run-to-run noise of the real job (``sgdsim calibrate`` with
+    several runs); every fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
     ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
     ``replications``: "auto" (default) runs rounds of independent simulations until the mean
