@@ -24,6 +24,7 @@ demo: install
 	$(BIN)/sgdsim predict examples/profiles/resnet50.json --workers 1,2,4,8,16 --bandwidth 10Gbps
 
 test: install-dev
+	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest
 
 bench: install

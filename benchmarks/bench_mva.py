@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from sgdsim.analytic.mva import EXACT_LIMIT, mva_exact, mva_schweitzer, mva_symmetric, symmetric_curve
+from sgdsim.analytic.mva import EXACT_LIMIT, mva_exact, mva_schweitzer, mva_symmetric
 from sgdsim.sim.jit import HAVE_NUMBA
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

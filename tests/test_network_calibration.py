@@ -5,7 +5,6 @@ patterns, exact α·w + β data, TPDS Eq. 7/8 as the end points of the weighted 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 
 import pytest

@@ -306,6 +306,7 @@ def test_dry_run_never_touches_the_lab(tmp_path):
     result = run_validation(load_grid(write(tmp_path, GRID)), str(tmp_path / "out"), dry_run=True,
                             profile_fn=lambda c: PROFILE, measure_fn=boom, lab_fn=boom,
                             log=lambda m: None)
+    assert result.dry_run and all(not cr.measured_runs for cr in result.cases)
     rows = read_csv(tmp_path / "out" / "points.csv")
     assert len(rows) == 16 and all(r["measured"] == r["error_pct"] == "" for r in rows)
     assert all(float(r["predicted"]) > 0 for r in rows)
