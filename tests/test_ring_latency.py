@@ -161,3 +161,35 @@ def test_netbench_add_to_needs_the_lab_and_an_extra(argv, msg, capsys):
     assert main(["netbench", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0]
+
+
+def test_netbench_gloo_adds_the_ring_latency_to_an_existing_file(tmp_path, monkeypatch, capsys):
+    """The real path on a 3-host lab: --gloo 2 --add-to keeps the file's point-to-point fields
+    and adds the all-reduce rate, the ring-step latency and its medians on 2 ranks."""
+    import os
+    import shutil
+
+    pytest.importorskip("torch")
+    from sgdsim.cli import main
+    from sgdsim.lab.cluster import LabCluster, list_namespaces
+    from sgdsim.lab.hardware import load_hardware, save_hardware
+
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
+        pytest.skip("the lab needs root and iproute2 (ip, tc)")
+    if list_namespaces():
+        pytest.skip(f"sgdsim- namespaces exist ({', '.join(list_namespaces())}); not touching them")
+    base = Hardware.nominal(1e9)
+    src, out = tmp_path / "in.json", tmp_path / "out.json"
+    save_hardware(base, src)
+    state = str(tmp_path / "lab.json")
+    monkeypatch.setenv("SGDSIM_LAB_STATE", state)
+    with LabCluster(3, 1e9, state_file=state):
+        code = main(["netbench", "--lab", "--gloo", "2", "--add-to", str(src), "-o", str(out)])
+    assert code == 0 and list_namespaces() == []
+    hw = load_hardware(out)
+    assert hw.bandwidth_bps == base.bandwidth_bps and hw.latency_s == base.latency_s
+    assert hw.allreduce_bandwidth_bps > 0 and hw.ring_latency_s >= 0
+    points = hw.measured["ring_latency_points"]
+    assert sorted({n for n, _, _ in points}) == [2] and all(t > 0 for _, _, t in points)
+    assert fit_ring_latency(points, hw.allreduce_bandwidth_bps) == hw.ring_latency_s
+    assert "per ring step" in capsys.readouterr().out
