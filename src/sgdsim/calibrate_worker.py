@@ -25,7 +25,7 @@ from .errors import ConfigError
 from .lab.hardware import Hardware
 from .predict import predict
 from .profile.model import Profile
-from .sim.stats import t95
+from .sim.stats import prediction_half_width
 from .units import format_bps
 
 TOLERANCE = 1e-3
@@ -50,9 +50,7 @@ def run_spread_rel(step_times_s) -> float:
     """Relative half-width of a 95 % prediction interval for one more run, from repeated runs'
     mean step times: t·s/mean·sqrt(1 + 1/n) (0 from a single run)."""
     x = np.asarray(step_times_s, float)
-    if len(x) < 2:
-        return 0.0
-    return float(t95(len(x) - 1) * x.std(ddof=1) / x.mean() * math.sqrt(1 + 1 / len(x)))
+    return prediction_half_width(x) / float(x.mean()) if len(x) >= 2 else 0.0
 
 
 def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = "ps",

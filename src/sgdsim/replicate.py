@@ -29,7 +29,7 @@ from .point import PredictionPoint
 from .sim import SimConfig, WorkerClass, simulate
 from .sim.regimes import split_modes
 from .sim.simulate import SimResult
-from .sim.stats import t95
+from .sim.stats import prediction_half_width, t95
 
 ROUND = 4            # replications per round (and the minimum)
 MAX_ROUNDS = 2
@@ -125,7 +125,7 @@ def _combine(reps: list[PredictionPoint]) -> PredictionPoint:
     xs = np.array([r.throughput for r in reps])
     R, m = len(xs), float(xs.mean())
     own = [(r.ci_high - r.ci_low) / 2 for r in reps if math.isfinite(r.ci_high)]
-    spread = t95(R - 1) * float(xs.std(ddof=1)) * math.sqrt(1 + 1 / R) if R > 1 else math.inf
+    spread = prediction_half_width(xs)
     hw = max(spread, float(np.mean(own))) if own else spread
     point = _merge(reps, m, m - hw, m + hw)
     return replace(point, replications=R, regimes=split_modes(xs) or ())

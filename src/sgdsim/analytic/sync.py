@@ -47,13 +47,17 @@ def sync_ps(classes: Classes, bandwidth_bps: float, sharing: str = "hybrid",
                    + (" with overlap" if overlap else ""))
 
 
-def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):
-    """One ring all-reduce call of ``size_bytes`` (an array: one call each): 2(N−1) steps, each
-    moving size/N bytes over every rank's NIC (TPDS Eq. 11, §3.2.2) and paying a fixed
-    latency (``netbench --gloo`` measures it). Calls of 0 bytes are not made."""
+def ring_call_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):
+    """One ring all-reduce call: 2(N−1) steps, each moving size/N bytes over every rank's NIC
+    (TPDS Eq. 11, §3.2.2) and paying a fixed latency (``netbench --gloo`` measures it)."""
     steps = 2.0 * (ranks - 1)
+    return steps / ranks * size_bytes / link_Bps + steps * step_latency_s
+
+
+def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):
+    """``ring_call_s`` of every layer in ``size_bytes``; a layer of 0 bytes makes no call."""
     size = np.asarray(size_bytes, np.float64)
-    return np.where(size > 0, steps / ranks * size / link_Bps + steps * step_latency_s, 0.0)
+    return np.where(size > 0, ring_call_s(size, ranks, link_Bps, step_latency_s), 0.0)
 
 
 def ring_allreduce(classes: Classes, bandwidth_bps: float, overlap: bool | None = None,
@@ -62,10 +66,11 @@ def ring_allreduce(classes: Classes, bandwidth_bps: float, overlap: bool | None 
     the profile has one; with overlap the all-reduce hides behind the backward pass:
     T_F + max(T_B, 2(K−1)M/(KB)) + T_S. With a ring-step latency α the profile's ``messages``
     calls (one per layer) add messages·2(K−1)·α."""
-    K, MB, TF, TB, TS = _phases(classes, bandwidth_bps)
+    K, _, TF, TB, TS = _phases(classes, bandwidth_bps)
     overlap = _overlap(classes, overlap)
     calls = max(c.messages for c, _ in classes)
-    TA = 2.0 * (K - 1) / K * MB + calls * 2.0 * (K - 1) * step_latency_s
+    M = max(c.model_bytes for c, _ in classes)
+    TA = calls * ring_call_s(M / calls, K, bandwidth_bps / 8.0, step_latency_s)
     T = TF + (max(TB, TA) if overlap else TB + TA) + TS
     return _result(classes, T, {"compute": TF + TB, "allreduce": TA, "update": TS},
                    TA, "ring", "TPDS Eq. 11" + (" with overlap" if overlap else ""))

@@ -36,6 +36,15 @@ def t95(df: int) -> float:
     return _T95.get(df, 1.96 + 2.5 / df) if df >= 1 else math.inf
 
 
+def prediction_half_width(xs) -> float:
+    """Half-width of a 95 % prediction interval for one more draw like ``xs``:
+    t·s·sqrt(1 + 1/n) (inf for fewer than two values)."""
+    x = np.asarray(xs, float)
+    if len(x) < 2:
+        return math.inf
+    return t95(len(x) - 1) * float(x.std(ddof=1)) * math.sqrt(1 + 1 / len(x))
+
+
 def estimate(t0: float, times: np.ndarray, workers: np.ndarray, batch: np.ndarray) -> Estimate:
     """Throughput of step completions ``times`` (sorted, after ``t0``) of ``workers``.
 
