@@ -1,7 +1,7 @@
 """How many warm-up steps a replication needs: the start-up transient of async runs.
 
-ResNet-50, 1 Gbps, async PS, default start offsets. For each W, 24 seeds; every run is
-measured in windows of 20 steps per worker that start after 0, 10, 20, 40 and 80 steps per
+ResNet-50, 1 Gbps, async PS, default start offsets. For each W, 48 seeds; every run is
+measured in windows of 20 steps per worker that start after 0, 5, 10, 20 and 40 steps per
 worker. Prints each window's mean throughput over the seeds (and its spread); ``--write``
 puts the table into docs/benchmarks.md between the WARMUP markers.
 
@@ -23,9 +23,9 @@ from sgdsim.sim.simulate import _Sim
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
-STARTS = (0, 10, 20, 40, 80)  # warm-up steps per worker before each window
+STARTS = (0, 5, 10, 20, 40)  # warm-up steps per worker before each window
 WINDOW = 20
-SEEDS = 24
+SEEDS = 48
 
 
 def windows(profile, W: int, seed: int) -> list[float]:

@@ -90,7 +90,7 @@ def _predict_parser(sub) -> None:
     q.add_argument("--jitter", type=float, default=0.0, metavar="CV",
                    help="multiply compute durations by seeded noise of this coefficient of variation")
     q.add_argument("--warmup", type=int, default=None,
-                   help="warm-up steps per worker, in each replication (default 10)")
+                   help="warm-up steps per worker, in each replication (default 5)")
     q.add_argument("--steps", default="auto", help="measured steps per worker, or auto")
     q.add_argument("--replications", default="auto", metavar="R",
                    help="independent simulator runs per point (default auto: rounds of 4 until the "

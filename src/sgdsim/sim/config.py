@@ -42,7 +42,7 @@ class SimConfig:
     ps_count: int | None = None
     jitter_cv: float = 0.0
     seed: int = 0
-    warmup_steps: int = 10
+    warmup_steps: int = 5
     steps_per_worker: int | None = None
     ci_rel_target: float = 0.01
     min_steps_per_worker: int = 20

@@ -12,6 +12,7 @@ from ..placement import least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
+from .contract import chains, contract
 from .stats import lognormal_factors
 from .streams import SCHEDULERS
 
@@ -30,11 +31,11 @@ class PlanInfo:
 
     ps_count: int
     resource_names: tuple[str, ...]  # by local resource index
-    link_bw_Bps: np.ndarray  # per link
     n_perm: int
     worker_batch: np.ndarray  # examples per step, per worker
     worker_class: tuple[str, ...]
     op_ps: np.ndarray
+    op_index: np.ndarray  # profile index of each plan op (a folded chain's first op)
 
 
 def resource_index(resource: str, ps: int) -> int:
@@ -69,10 +70,13 @@ def _dag(profile: Profile):
         for d in op.deps:
             succ[idx[d]].append(i)
             npred[i] += 1
-    ptr = np.zeros(n + 1, np.int64)
+    return (npred, *_csr(succ), succ)
+
+
+def _csr(succ: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(succ) + 1, np.int64)
     ptr[1:] = np.cumsum([len(s) for s in succ])
-    flat = np.array([j for s in succ for j in sorted(s)], np.int64)
-    return npred, ptr, flat, succ
+    return ptr, np.array([j for s in succ for j in sorted(s)], np.int64)
 
 
 def _topological(npred: np.ndarray, succ: list[list[int]]) -> list[int]:
@@ -185,17 +189,23 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
             res_link[1 + 3 * p], res_link[2 + 3 * p] = 2 * p, 2 * p + 1
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
     dur = _durations(classes, config, W, cap)
+    keep = np.arange(ref.n_ops)
+    if not config.timeline:  # a timeline shows every op
+        groups = chains(npred, succ, op_res, res_link < 0)
+        keep, npred, succ, dur, ranks = contract(groups, npred, succ, dur, ranks)
+        ptr, flat = _csr(succ)
+    op_res, op_ps = op_res[keep], op_ps[keep]
     copies = N_JITTER_COPIES if config.jitter_cv > 0 else 1
     counts = [c.profile.n_steps * copies for c in classes]
     row0 = np.cumsum([0] + counts[:-1])
     worker_cls = [k for k, c in enumerate(classes) for _ in range(c.count)]
     plan = Plan(
-        W=W, R=R, n_ops=ref.n_ops, sync=1 if config.mode == "sync" else 0,
+        W=W, R=R, n_ops=len(keep), sync=1 if config.mode == "sync" else 0,
         streams=SCHEDULERS[config.streams], window_bytes=float(config.window_bytes),
-        op_res=op_res, op_size=np.array([o.size_bytes for o in ref.ops], np.float64),
+        op_res=op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
         op_npred=npred, succ_ptr=ptr, succ_idx=flat,
-        roots=np.array([i for i in range(ref.n_ops) if npred[i] == 0], np.int64),
-        rank=ranks.ravel().copy(), comp_key=np.arange(ref.n_ops, dtype=np.float64),
+        roots=np.flatnonzero(npred == 0).astype(np.int64),
+        rank=ranks.ravel().copy(), comp_key=keep.astype(np.float64),
         res_link=res_link, link_res=link_res,
         dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
@@ -203,9 +213,10 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         instant=_instant(dur, op_res, res_link, npred, ptr) * (not config.timeline),
     )
     info = PlanInfo(
-        ps_count=M, resource_names=resource_names(M), link_bw_Bps=np.full(len(link_res), bw),
+        ps_count=M, resource_names=resource_names(M),
         n_perm=ranks.shape[0],
         worker_batch=np.array([classes[k].profile.job.batch_size for k in worker_cls], np.float64),
         worker_class=tuple(classes[k].name for k in worker_cls), op_ps=op_ps,
+        op_index=keep,
     )
     return plan, info, np.full(len(link_res), bw), np.full(len(link_res), cap)
