@@ -16,7 +16,7 @@ from conftest import chunks, layered_profile, run_sim
 from sgdsim import predict
 from sgdsim.analytic.async_ps import async_ps_sweep
 from sgdsim.analytic.coarse_profile import CoarseProfile
-from sgdsim.analytic.two_way import direction_factors
+from sgdsim.analytic.two_way import TwoWay, check_table, direction_factors
 from sgdsim.errors import ConfigError
 from sgdsim.lab.hardware import hardware_from_dict
 from sgdsim.lab.twoway import cases_for, fit_penalty
@@ -27,7 +27,8 @@ MB = 1e6
 
 
 def _links(k, W=4, bw=1.0):
-    return make_links(2, W, 0, np.full(2, bw), np.full(2, np.inf), None, k)
+    return make_links(2, W, 0, np.full(2, bw), np.full(2, np.inf), None,
+                      TwoWay(k).grid(W + 1) if k > 0 else None)
 
 
 def test_a_direction_slows_while_more_flows_run_the_other_way_and_recovers():
@@ -95,7 +96,7 @@ def test_multinomial_factors_match_brute_force_enumeration(K, a, b, k):
         num_u += p * nu * max(0.05, 1 - k * max(0, nd - nu))
         num_d += p * nd * max(0.05, 1 - k * max(0, nu - nd))
         den_u, den_d = den_u + p * nu, den_d + p * nd
-    fu, fd = direction_factors(q_up, q_down, K, k)
+    fu, fd = direction_factors(q_up, q_down, K, TwoWay(k).grid(K + 1))
     assert fu == pytest.approx(num_u / den_u if den_u else 1.0, rel=1e-9, abs=1e-12)
     assert fd == pytest.approx(num_d / den_d if den_d else 1.0, rel=1e-9, abs=1e-12)
 
@@ -106,8 +107,8 @@ COARSE = CoarseProfile(model_bytes=10e6, forward_s=0.01, backward_s=0.02, update
 def test_coarse_penalty_zero_is_the_papers_model_and_one_worker_is_untouched():
     Ks = [1, 2, 4, 8]
     plain = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps")]
-    zero = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=0.0)]
-    slowed = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=0.17)]
+    zero = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=TwoWay(0.0))]
+    slowed = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=TwoWay(0.17))]
     assert zero == plain
     # one worker never sends both ways at once; two are never 1 against 2 or more
     assert slowed[:2] == pytest.approx(plain[:2])
@@ -122,15 +123,15 @@ def test_coarse_heterogeneous_path_agrees_with_the_symmetric_sweep():
     from sgdsim.analytic.async_ps import async_ps
 
     for k in (0.0, 0.17):
-        sym = async_ps_sweep(COARSE, 100e6, [5], "ps", two_way=k)[0].throughput
-        het = async_ps([(COARSE, 2), (COARSE, 3)], 100e6, "ps", two_way=k).throughput
+        sym = async_ps_sweep(COARSE, 100e6, [5], "ps", two_way=TwoWay(k))[0].throughput
+        het = async_ps([(COARSE, 2), (COARSE, 3)], 100e6, "ps", two_way=TwoWay(k)).throughput
         assert het == pytest.approx(sym, rel=1e-5)
 
 
 def test_coarse_threshold_branch_fcfs_is_not_slowed():
     # under FCFS one flow per direction is served: no surplus, as in the simulator
     a = async_ps_sweep(COARSE, 100e6, [4], "fcfs")[0].throughput
-    b = async_ps_sweep(COARSE, 100e6, [4], "fcfs", two_way=0.3)[0].throughput
+    b = async_ps_sweep(COARSE, 100e6, [4], "fcfs", two_way=TwoWay(0.3))[0].throughput
     assert a == b
 
 
@@ -251,8 +252,9 @@ def test_hub_and_peers_stream_both_ways_over_loopback():
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
                     reason="the lab needs root")
 def test_two_way_cases_on_a_real_lab(tmp_path):
-    """Four hosts: the cases that fit (1 against 1, 1 against 2 both ways) run, each direction
-    is measured from the token buckets, and the fit is a fraction."""
+    """Four hosts: every split of up to 3 flows runs, each direction is measured from the
+    token buckets, the table holds each direction's share against its one-flow rate, and the
+    fit is a fraction."""
     from sgdsim.lab.cluster import LabCluster, list_namespaces
     from sgdsim.lab import twoway
 
@@ -260,11 +262,140 @@ def test_two_way_cases_on_a_real_lab(tmp_path):
         pytest.skip("sgdsim- namespaces exist; not touching them")
     B = 50e6
     with LabCluster(4, B, state_file=str(tmp_path / "lab.json")) as lab:
-        got = twoway.run_lab(lab, run_s=3.0, settle_s=1.0)
+        got = twoway.run_lab(lab, run_s=2.5, settle_s=1.0)
     cases = {(c["flows_out"], c["flows_in"]): c for c in got["two_way_cases"]}
-    assert set(cases) == {(1, 1), (1, 2), (2, 1)}
-    for c in cases.values():  # the counters see a shaped link: never above its rate (+ headers)
-        assert 0 < c["out_bps"] <= 1.1 * B and 0 < c["in_bps"] <= 1.1 * B
+    assert set(cases) == {(o, i) for o in range(4) for i in range(4) if 0 < o + i <= 3}
+    for (o, i), c in cases.items():  # a shaped link: never above its rate (+ headers)
+        for flows, bps in ((o, c["out_bps"]), (i, c["in_bps"])):  # an idle direction: ACKs only
+            assert 0.3 * B < bps <= 1.1 * B if flows else bps < 0.05 * B
     assert cases[(1, 1)]["factor"] > 0.7  # equal flows both ways: both directions nearly full
     assert 0.0 <= got["two_way_penalty"] < 1.0
+    t = check_table(got["two_way_table"])
+    assert t[0][1][0] == t[1][1][0] == 1.0
+    assert t[0][1][2] == pytest.approx(cases[(1, 2)]["out_bps"] / cases[(1, 0)]["out_bps"])
+    assert t[1][1][2] == pytest.approx(cases[(2, 1)]["in_bps"] / cases[(0, 1)]["in_bps"])
     assert list_namespaces() == []
+
+
+# ----------------------------------------------------------------------------- measured tables
+
+def _table(out, into, side=4):
+    """A table with OUT/IN shares from dicts {(n, m): share}; one flow alone keeps 1."""
+    t = [[[None] * side for _ in range(side)] for _ in range(2)]
+    for d, vals in enumerate((out, into)):
+        for n in range(1, side):
+            t[d][n][0] = 1.0
+        for (n, m), v in vals.items():
+            t[d][n][m] = v
+    return t
+
+
+def test_a_measured_table_sets_each_direction_by_its_own_entry():
+    # B = 1 byte/s; 1 flow out of the PS against 3 in keeps 0.5; the 3 in keep 0.9 together
+    grid = TwoWay(table=check_table(_table({(1, 3): 0.5}, {(3, 1): 0.9}))).grid(5)
+    LK = make_links(2, 4, 0, np.full(2, 1.0), np.full(2, np.inf), None, grid)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)            # downlink = out of the PS
+    for w in (1, 2, 3):
+        add_flow(LK, 1, w, 10.0, 0.0, w)       # uplink = into the PS
+    assert next_time(LK, 0) == pytest.approx(1 / 0.5)
+    assert next_time(LK, 1) == pytest.approx(10 / (0.9 / 3))
+
+
+def test_table_from_cases_normalises_by_one_flow_alone_and_leaves_gaps_empty():
+    from sgdsim.lab.twoway import table_from_cases
+
+    rows = [{"flows_out": 1, "flows_in": 0, "out_bps": 90.0, "in_bps": 0.0},
+            {"flows_out": 0, "flows_in": 1, "out_bps": 0.0, "in_bps": 80.0},
+            {"flows_out": 1, "flows_in": 2, "out_bps": 45.0, "in_bps": 72.0}]
+    t = table_from_cases(rows)
+    assert t[0][1][0] == 1.0 and t[1][1][0] == 1.0
+    assert t[0][1][2] == pytest.approx(0.5)   # out: 1 flow against 2
+    assert t[1][2][1] == pytest.approx(0.9)   # in: 2 flows against 1
+    assert t[0][2][1] is None and t[1][1][2] is None
+
+
+def test_the_grid_is_the_table_where_measured_and_keeps_proportions_beyond():
+    vals = {(n, m): round(1 - 0.05 * m + 0.01 * n, 3) for n in range(1, 4) for m in range(0, 4 - n)}
+    t = check_table(_table(vals, vals))  # measured up to 3 flows in all
+    g = TwoWay(table=t).grid(7)
+    for (n, m), v in vals.items():
+        assert g[0][n][m] == v and g[1][n][m] == v
+    assert g[0][2][2] == vals[(2, 1)]         # 4 flows, half each way -> 2 of 3 here (rounded)
+    assert g[0][1][5] == vals[(1, 2)]         # 1 against 5 -> 1 against 2
+    assert g[0][6][0] == vals[(3, 0)]         # alone -> the most flows measured alone
+
+
+def test_the_linear_rule_as_a_grid_is_the_old_formula():
+    g = TwoWay(penalty=0.2).grid(8)
+    for n in range(1, 8):
+        for m in range(8):
+            assert g[0][n][m] == g[1][n][m] == pytest.approx(max(0.05, 1 - 0.2 * max(0, m - n)))
+
+
+def test_a_table_equal_to_the_rule_gives_the_coarse_model_the_same_answer():
+    side = 9
+    rule = TwoWay(penalty=0.17)
+    g = rule.grid(side)
+    table = [[[float(g[d][n][m]) for m in range(side)] for n in range(side)] for d in range(2)]
+    via_table = async_ps_sweep(COARSE, 100e6, [2, 4, 8], "ps", two_way=TwoWay(table=check_table(table)))
+    via_rule = async_ps_sweep(COARSE, 100e6, [2, 4, 8], "ps", two_way=rule)
+    assert [r.throughput for r in via_table] == pytest.approx([r.throughput for r in via_rule], rel=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(2, 6), st.floats(0.05, 0.95), st.floats(0.05, 0.95), st.data())
+def test_coarse_factors_with_an_asymmetric_table_match_enumeration(K, a, b, data):
+    vals = st.floats(0.2, 1.0)
+    out = {(n, m): data.draw(vals) for n in range(1, K + 1) for m in range(K + 1 - n)}
+    into = {(n, m): data.draw(vals) for n in range(1, K + 1) for m in range(K + 1 - n)}
+    grid = TwoWay(table=check_table(_table(out, into, side=K + 1))).grid(K + 1)
+    pu, pd = a / 2, b / 2
+    num_u = num_d = den_u = den_d = 0.0
+    for nu, nd in itertools.product(range(K + 1), repeat=2):
+        if nu + nd > K:
+            continue
+        p = (math.factorial(K) / (math.factorial(nu) * math.factorial(nd) * math.factorial(K - nu - nd))
+             * pu ** nu * pd ** nd * (1 - pu - pd) ** (K - nu - nd))
+        if nu:
+            num_u, den_u = num_u + p * nu * into[(nu, nd)], den_u + p * nu
+        if nd:
+            num_d, den_d = num_d + p * nd * out[(nd, nu)], den_d + p * nd
+    fu, fd = direction_factors(pu * K, pd * K, K, grid)
+    assert fu == pytest.approx(num_u / den_u, rel=1e-9)
+    assert fd == pytest.approx(num_d / den_d, rel=1e-9)
+
+
+@pytest.mark.parametrize("table,match", [
+    ([[[1.0]]], "shape"),
+    ([[[None, None], [None, 0.5]], [[None, None], [1.0, None]]], "alone"),
+    ([[[None, None], [1.0, 3.0]], [[None, None], [1.0, None]]], r"\(0, 2\]"),
+    ("no", "lists"),
+])
+def test_bad_tables_are_one_line_errors(table, match):
+    with pytest.raises(ConfigError, match=match):
+        check_table(table)
+
+
+def test_the_hardware_file_table_is_the_default_and_an_explicit_penalty_replaces_it(tmp_path, capsys):
+    import json
+    from sgdsim.cli import main
+
+    hw = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,
+          "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0, "two_way_penalty": 0.15,
+          "two_way_table": _table({(1, 1): 0.5, (1, 2): 0.4}, {(1, 1): 0.5, (1, 2): 0.4})}
+    assert hardware_from_dict(hw).predict_kwargs("ps")["two_way_table"][0][1][1] == 0.5
+    assert "two_way_penalty" not in hardware_from_dict(hw).predict_kwargs("ps")
+    assert hardware_from_dict(json.loads(json.dumps(hardware_from_dict(hw).to_dict()))) == hardware_from_dict(hw)
+    with pytest.raises(Exception, match="two_way_table"):
+        hardware_from_dict({**hw, "two_way_table": [[[1.0]]]})
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(hw))
+    args = ["predict", "--coarse", "size=10MB,fwd=10ms,bwd=20ms,batch=16", "--workers", "2",
+            "--model", "coarse", "--sharing", "ps", "--hardware", str(path), "--format", "json"]
+    tput = []
+    for extra in ([], ["--two-way-penalty", "0.15"], ["--two-way-penalty", "0"]):
+        assert main(args + extra) == 0
+        tput.append(json.loads(capsys.readouterr().out)[0]["throughput"])
+    # 2 workers: with the table one flow against one the other way keeps half; the rule
+    # never slows 1 against 1, so k = 0.15 and k = 0 agree
+    assert tput[0] < 0.9 * tput[1] and tput[1] == pytest.approx(tput[2])

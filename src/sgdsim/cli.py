@@ -68,7 +68,7 @@ def _predict_parser(sub) -> None:
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
     q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
                    help="a NIC direction with m more flows the other way loses K·m of its capacity "
-                        "(default: the --hardware file's measured value, else 0)")
+                        "(default: the --hardware file's measured table or K, else 0)")
     q.add_argument("--ring-latency", default=None, metavar="DURATION",
                    help="--arch allreduce: fixed cost of each ring step of each all-reduce call, "
                         "e.g. 2ms (default: the --hardware file's measured value, else 0)")
@@ -187,6 +187,8 @@ def _network(args) -> dict:
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty,
              "ring_latency": args.ring_latency}
+    if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
+        net.pop("two_way_table", None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 

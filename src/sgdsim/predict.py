@@ -82,7 +82,7 @@ def _coarse(p: Profile | CoarseProfile) -> CoarseProfile:
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
             sharing: str | None = None, fcfs_weight: float = 0.5, share_cv: float = 0.0,
-            two_way_penalty: float = 0.0, run_spread: float = 0.0, ring_latency: str | float = 0.0,
+            two_way_penalty: float = 0.0, two_way_table=None, run_spread: float = 0.0, ring_latency: str | float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
@@ -104,7 +104,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     (0.5: the papers' mean). ``share_cv`` > 0: under PS sharing, flows draw unequal shares
     (lognormal weights of that CV, as measured by ``netbench --lab --fanout``).
     ``two_way_penalty`` k > 0: a NIC direction with m more flows the other way loses k·m of its
-    capacity (``sim/sharing/fair.py``; ``netbench --lab --two-way`` measures k). ``ring_latency``
+    capacity; ``two_way_table[d][n][m]`` gives the measured shares instead (``netbench --lab
+    --two-way`` measures both; ``analytic/two_way.py``). ``ring_latency``
     (all-reduce): the fixed cost of every ring step of every call, e.g. ``"2ms"`` (``netbench
     --lab --gloo`` measures it); a call of M bytes on N ranks takes 2(N−1)·(M/(N·B) + latency).
     ``run_spread``: the relative run-to-run noise of the real job (``sgdsim calibrate`` with
@@ -124,7 +125,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch,
         sharing=sharing if sharing in ("ps", "fcfs", "hybrid") else _fine_default(mode, arch),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
-        two_way_penalty=float(two_way_penalty), ring_latency_s=parse_duration_s(ring_latency),
+        two_way_penalty=float(two_way_penalty), two_way_table=two_way_table, ring_latency_s=parse_duration_s(ring_latency),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         streams=streams, window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=float(overhead_alpha),

@@ -14,7 +14,9 @@ import numpy as np
 from .coarse_profile import CoarseProfile
 from .mva import solve, symmetric_sweep
 from .results import CoarseResult
-from .two_way import coupled, scaled_network
+from .two_way import TwoWay, coupled, scaled_network
+
+NO_TWO_WAY = TwoWay()
 
 STATIONS = ("compute", "uplink", "update", "downlink")
 KINDS_FCFS = ("delay", "fcfs", "ps", "fcfs")
@@ -35,14 +37,14 @@ def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None 
 
 def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
              rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None,
-             two_way: float = 0.0) -> CoarseResult:
+             two_way: TwoWay = NO_TWO_WAY) -> CoarseResult:
     """Async PS throughput of the workers in ``classes``, TPDS Eqs. 1–6.
 
     ``sharing``: "fcfs" (X^FCFS, Eq. 3), "ps" (X^PS, Eq. 4) or "threshold" (Eq. 5: X^FCFS if the
     FCFS network utilization ρ^FCFS ≤ ρ_T, else X^PS). With ``overlap`` (default: the
     profiles' flag), Eq. 6: solve, replace the compute time by
-    max(0, S^F − T^D) + max(0, S^B − T^U), and solve again. ``two_way`` > 0 slows the PS-shared
-    links by two-way traffic (``two_way.py``).
+    max(0, S^F − T^D) + max(0, S^B − T^U), and solve again. ``two_way`` slows the PS-shared links by
+    two-way traffic (``two_way.py``).
     """
     if len(classes) == 1:
         c, K = classes[0]
@@ -54,7 +56,7 @@ def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
     K = len(workers)
 
     def solve_kinds(kinds):
-        return _solve_classes(S, kinds, batch, two_way if kinds is KINDS_PS else 0.0)
+        return _solve_classes(S, kinds, batch, two_way if kinds is KINDS_PS else NO_TWO_WAY)
 
     X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
     if overlap:
@@ -67,7 +69,7 @@ def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
 
 def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "threshold",
                    rho_threshold: float = DEFAULT_RHO_THRESHOLD,
-                   overlap: bool | None = None, two_way: float = 0.0) -> list[CoarseResult]:
+                   overlap: bool | None = None, two_way: TwoWay = NO_TWO_WAY) -> list[CoarseResult]:
     """:func:`async_ps` for ``K`` identical workers, for every K in ``Ks`` at once."""
     Ks = np.asarray(Ks, dtype=np.int64)
     overlap = c.overlap if overlap is None else overlap
@@ -82,7 +84,7 @@ def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "t
             for i, K in enumerate(Ks)]
 
 
-def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: float = 0.0):
+def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: TwoWay = NO_TWO_WAY):
     """Eq. 3/4/5 for identical workers: examples/s, T (n, L), station utilizations, regimes."""
     def solve_kinds(kinds):
         def solve(scale):
@@ -90,7 +92,7 @@ def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: fl
             X_steps, T = symmetric_sweep(S, kinds, Ks)
             return X_steps, T, S
 
-        X_steps, T, S = coupled(solve, Ks, two_way if kinds is KINDS_PS else 0.0,
+        X_steps, T, S = coupled(solve, Ks, two_way if kinds is KINDS_PS else NO_TWO_WAY,
                                 lambda o: (o[0] * o[1][:, 1], o[0] * o[1][:, 3]))
         U = X_steps[:, None] * S  # total utilization of each station (Little)
         U[:, 0] = U[:, 0] / Ks  # the compute station is each worker's own
@@ -109,7 +111,7 @@ def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: fl
     return np.where(use_f, X_f, X_p), np.where(pick, T_f, T_p), np.where(pick, U_f, U_p), regimes
 
 
-def _solve_classes(S, kinds, batch, two_way: float = 0.0):
+def _solve_classes(S, kinds, batch, two_way: TwoWay = NO_TWO_WAY):
     def one(scale):
         return solve(scaled_network(S, scale[0]), kinds, exact_limit=EXACT_WORKERS)
 

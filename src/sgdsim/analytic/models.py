@@ -47,7 +47,7 @@ def run_analytic(model: str, classes: list[tuple[CoarseProfile, int]], Ks: list[
     c = classes[0][0]
     if config.mode == "async" and model == "coarse":
         return async_ps_sweep(c, B, Ks, sharing or "threshold", rho_threshold,
-                              two_way=config.two_way_penalty)
+                              two_way=config.two_way)
     if config.mode == "async" and model == "lin":
         return lin_sweep(c, B, Ks, sharing or "threshold", rho_threshold)
     return [_one(model, [(c, K)], config, sharing, rho_threshold) for K in Ks]
@@ -63,4 +63,4 @@ def _one(model, classes, config: SimConfig, sharing, rho_threshold) -> CoarseRes
         return ring_allreduce(classes, B, step_latency_s=config.ring_latency_s)
     if config.mode == "sync":
         return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=config.fcfs_weight)
-    return async_ps(classes, B, sharing or "threshold", rho_threshold, two_way=config.two_way_penalty)
+    return async_ps(classes, B, sharing or "threshold", rho_threshold, two_way=config.two_way)

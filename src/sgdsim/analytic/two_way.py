@@ -1,27 +1,97 @@
-"""Two-way traffic in the coarse async model: a mean-field fixed point around the MVA.
+"""Two-way traffic on the PS's NIC: the rule, and its mean-field use around the MVA.
 
-The simulator slows a NIC direction with n flows to max(0.05, 1 − k·(m − n)) of its bandwidth
-while m > n flows run the other way (``sim/sharing/fair.py``). MVA knows only mean queue
-lengths, and the penalty lives in the fluctuations (8 workers average 4 each way but spend
-time at 1 against 7), so the occupancy is taken as multinomial: each of the K workers is at
-the uplink with probability Q_U/K and at the downlink with Q_D/K, independently. A direction's
-slowdown is the factor its customers see on average, E[n·f(n, m)]/E[n]; the network stations'
-service times are divided by it and the model solved again until the factors settle.
+A NIC direction carrying n flows while the other direction carries m keeps a share f(n, m) of
+its bandwidth. The rule is either measured, a table per direction from ``netbench --lab
+--two-way``, or the one-number fit max(0.05, 1 − k·(m − n)) for m > n (the minority
+direction's ACKs queue behind the majority's data; docs/validation/async/two-way.md).
+``TwoWay.grid`` turns either into one array that the simulator (``sim/sharing/fair.py``) and
+the coarse model share.
+
+In the coarse model, MVA knows only mean queue lengths, and the penalty lives in the
+fluctuations (8 workers average 4 each way but spend time at 1 against 7), so the occupancy is
+taken as multinomial: each of the K workers is at the uplink with probability Q_U/K and at the
+downlink with Q_D/K, independently. A direction's slowdown is the factor its customers see on
+average, E[n·f(n, m)]/E[n]; the network stations' service times are divided by it and the
+model solved again until the factors settle.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from ..sim.sharing.fair import MIN_TWO_WAY_FACTOR as MIN_FACTOR
+from ..errors import ConfigError
+
+MIN_FACTOR = 0.05  # the lab's worst measured case (1 flow against 6) kept 20 %
+OUT, IN = 0, 1  # table directions: out of the PS's host (its downlink), into it (its uplink)
+
+
+@dataclass(frozen=True)
+class TwoWay:
+    """``penalty`` k of the linear rule, or ``table[d][n][m]``: the measured share of direction
+    d (``OUT``, ``IN``) with n flows against m the other way (None where not measured)."""
+
+    penalty: float = 0.0
+    table: tuple | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.penalty > 0 or self.table is not None
+
+    def grid(self, size: int) -> np.ndarray:
+        """(2, size, size) shares for n, m < size: the table where measured; where n + m
+        exceeds the most flows measured together, the entry with the same proportion of flows
+        at that total; without a table, the linear rule."""
+        n = np.arange(size)
+        nn, mm = np.meshgrid(n, n, indexing="ij")
+        if self.table is None:
+            f = np.maximum(MIN_FACTOR, 1.0 - self.penalty * np.maximum(0, mm - nn))
+            return np.stack([f, f])
+        return np.stack([_filled(np.array(self.table[d], dtype=float), size) for d in (OUT, IN)])
+
+
+def check_table(table) -> tuple:
+    """The table as nested tuples of floats (None where not measured), or one ConfigError line."""
+    try:
+        t = np.array([[[math.nan if v is None else float(v) for v in row] for row in d]
+                      for d in table], dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError("two-way table: expected [direction][n][m] lists of shares "
+                          "(null where not measured)") from None
+    if t.ndim != 3 or t.shape[0] != 2 or t.shape[1] != t.shape[2] or t.shape[1] < 2:
+        raise ConfigError(f"two-way table: expected shape (2, N, N) with N >= 2, got {t.shape}")
+    seen = t[:, 1:, :]
+    if not np.isfinite(seen[:, :, 0]).all():
+        raise ConfigError("two-way table: every direction needs its share alone (m = 0) measured")
+    bad = seen[np.isfinite(seen) & ~((seen > 0) & (seen <= 2))]
+    if bad.size:
+        raise ConfigError(f"two-way table: shares must be in (0, 2], got {bad[0]:g}")
+    return tuple(tuple(tuple(float(v) if math.isfinite(v) else None for v in row) for row in d)
+                 for d in t)
+
+
+def _filled(t: np.ndarray, size: int) -> np.ndarray:
+    total = max(i + j for i in range(len(t)) for j in range(len(t)) if math.isfinite(t[i, j]))
+    out = np.ones((size, size))
+    for i in range(1, size):
+        for j in range(size):
+            a, b = i, j
+            if a + b > total:  # the same proportion, `total` flows in all, at least 1 here
+                a = min(total, max(1, round(i * total / (i + j))))
+                b = total - a
+            out[i, j] = t[a, b] if a < len(t) and b < len(t) and math.isfinite(t[a, b]) else 1.0
+    return out
+
 
 MAX_ROUNDS, TOLERANCE, DAMPING = 200, 1e-7, 0.5
 
 
-def direction_factors(q_up: float, q_down: float, K: int, k: float) -> tuple[float, float]:
-    """Customer-weighted capacity factors (uplink, downlink) of K multinomially placed workers."""
-    if k <= 0 or K < 2:
+def direction_factors(q_up: float, q_down: float, K: int, grid: np.ndarray) -> tuple[float, float]:
+    """Customer-weighted capacity factors (uplink, downlink) of K multinomially placed workers;
+    ``grid``: ``TwoWay.grid(K + 1)``."""
+    if K < 2:
         return 1.0, 1.0
     p_up, p_down = min(q_up / K, 1.0), min(q_down / K, 1.0)
     if p_up + p_down > 1.0:  # rounding at saturation
@@ -35,9 +105,7 @@ def direction_factors(q_up: float, q_down: float, K: int, k: float) -> tuple[flo
         logp = (lf[K] - lf[nu] - lf[nd] - lf[np.where(ok, rest, 0)]
                 + _xlogy(nu, p_up) + _xlogy(nd, p_down) + _xlogy(np.where(ok, rest, 0), 1 - p_up - p_down))
     pmf = np.where(ok, np.exp(logp), 0.0)
-    f_up = np.maximum(MIN_FACTOR, 1.0 - k * np.maximum(0, nd - nu))
-    f_down = np.maximum(MIN_FACTOR, 1.0 - k * np.maximum(0, nu - nd))
-    return _weighted(pmf, nu, f_up), _weighted(pmf, nd, f_down)
+    return _weighted(pmf, nu, grid[IN][nu, nd]), _weighted(pmf, nd, grid[OUT][nd, nu])
 
 
 def _xlogy(x, y: float):
@@ -58,7 +126,7 @@ def scaled_network(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return out
 
 
-def coupled(solve: Callable[[np.ndarray], tuple], Ks, k: float,
+def coupled(solve: Callable[[np.ndarray], tuple], Ks, rule: TwoWay,
             queues: Callable[[tuple], tuple]):
     """Solve with the network slowed by the two-way factors, iterated to a fixed point.
 
@@ -67,11 +135,12 @@ def coupled(solve: Callable[[np.ndarray], tuple], Ks, k: float,
     """
     scale = np.ones((len(Ks), 2))
     out = solve(scale)
-    if k <= 0:
+    if not rule.active:
         return out
+    grid = rule.grid(int(max(Ks)) + 1)
     for _ in range(MAX_ROUNDS):
         q_up, q_down = queues(out)
-        target = np.array([direction_factors(qu, qd, int(K), k)
+        target = np.array([direction_factors(qu, qd, int(K), grid)
                            for qu, qd, K in zip(q_up, q_down, Ks)])
         new = DAMPING * scale + (1 - DAMPING) * target
         done = np.max(np.abs(new - scale)) < TOLERANCE

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from ..analytic.two_way import check_table
 from ..errors import ConfigError
 from ..units import format_bps, parse_size_bytes
 
@@ -171,6 +172,7 @@ def _with_two_way(hw):
 
     tw = two_way_lab(progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     return dataclasses.replace(hw, two_way_penalty=tw["two_way_penalty"],
+                               two_way_table=check_table(tw["two_way_table"]),
                                measured={**hw.measured, "two_way_cases": tw["two_way_cases"]})
 
 
@@ -224,6 +226,11 @@ def _print_extras(hw) -> None:
     if hw.two_way_penalty is not None:
         print(f"two-way traffic: a NIC direction loses {hw.two_way_penalty:.0%} of its capacity "
               f"per surplus flow the other way (--two-way-penalty {hw.two_way_penalty:.3f})")
+    if hw.two_way_table is not None:
+        t = hw.two_way_table
+        print(f"two-way table ({len(t[0]) - 1} flows): 1 against 3 keeps {t[0][1][3]:.2f} out, "
+              f"{t[1][1][3]:.2f} in; 4 against 4 keeps {t[0][4][4]:.2f} out, {t[1][4][4]:.2f} in"
+              if len(t[0]) > 4 else f"two-way table ({len(t[0]) - 1} flows) measured")
     if hw.share_cv is not None:
         print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
               f"{hw.share_cv:.2f} (--share-cv)")

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, ProfileError
+from ..analytic.two_way import check_table
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
@@ -54,6 +55,7 @@ class Hardware:
     two_way_penalty: float | None = None  # capacity lost per surplus reverse flow (lab.twoway)
     run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
     ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
+    two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -68,7 +70,8 @@ class Hardware:
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
-                "two_way_penalty": self.two_way_penalty or 0.0,
+                **({"two_way_table": self.two_way_table} if self.two_way_table is not None
+                   else {"two_way_penalty": self.two_way_penalty or 0.0}),
                 "run_spread": self.run_spread_rel or 0.0,
                 **({"ring_latency": self.ring_latency_s or 0.0} if arch == "allreduce" else {})}
 
@@ -80,6 +83,7 @@ class Hardware:
 
     def to_dict(self) -> dict:
         optional = {key: getattr(self, key) for key, required, _ in _FIELDS if not required}
+        optional["two_way_table"] = self.two_way_table
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
                 "overhead_alpha_s_per_byte": self.overhead_alpha_s_per_byte,
@@ -192,6 +196,11 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
         if not _RULES[rule](v):
             bad(f"field {key!r} must be {rule}, got {v!r}")
         values[key] = float(v)
+    if data.get("two_way_table") is not None:
+        try:
+            values["two_way_table"] = check_table(data["two_way_table"])
+        except ConfigError as exc:
+            bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
     measured = data.get("measured", {})
     if not isinstance(measured, dict):
         bad("field 'measured' must be an object")

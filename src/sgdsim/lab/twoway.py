@@ -4,10 +4,12 @@ In async PS training some workers pull parameters while others push gradients, s
 carries bulk data both ways at once. On the lab's token buckets a direction with n flows next
 to m > n flows the other way gets visibly less than its link: 1 flow against 4 carried 47 Mbit/s
 of 100 (docs/validation/async/two-way.md). Its ACKs wait behind the other direction's queued
-data, so its windows drain (Zhang, Shenker & Clark, SIGCOMM 1991). The simulator models this
-as a capacity factor max(0.05, 1 − k·(m − n)) (``sim/sharing/fair.py``); this module measures
-k: the PS host streams to n peers while m others stream to it, and the other way round; the
-goodput of each direction comes from the token-bucket counters of the PS's two NIC directions.
+data, so its windows drain (Zhang, Shenker & Clark, SIGCOMM 1991). This module measures
+the share each direction keeps, for every split of up to 8 flows: the PS host streams to n
+peers while m others stream to it; the goodput of each direction comes from the token-bucket
+counters of the PS's two NIC directions. The table goes into the hardware file, with k of
+the one-number rule max(0.05, 1 − k·(m − n)) fitted to its unbalanced cases
+(``analytic/two_way.py``). Balanced loads lose too once a NIC carries ~8 flows.
 
 Roles: ``python -m sgdsim.lab.twoway hub OUT IN SECONDS`` on lab host 0 and
 ``... peer HOST PORT`` on the others.
@@ -25,7 +27,7 @@ from ..errors import ConfigError, SgdsimError
 from .procs import kill_all, start_hub
 
 # (flows in the minority direction, flows the other way): both directions get each case
-CASES = ((1, 1), (1, 2), (1, 3), (1, 4), (2, 4), (1, 6), (2, 6))
+MAX_FLOWS = 8  # flows on the PS's NIC in all: W = 8 workers keep at most 8 transfers there
 RUN_S, SETTLE_S = 7.0, 2.0  # per case; the first SETTLE_S are not counted (TCP ramps up)
 _CHUNK = 1 << 16
 _READY = "twoway hub on port"
@@ -39,7 +41,7 @@ def fit_penalty(cases: list[dict]) -> float:
     the slope and are left out.
     """
     pts = [(c["m"] - c["n"], 1.0 - c["factor"]) for c in cases
-           if c["m"] > c["n"] and c["factor"] > 0.1]
+           if c["m"] > c["n"] > 0 and c["factor"] > 0.1]
     if not pts:
         raise SgdsimError("two-way: no case with more flows one way than the other completed")
     k = sum(d * y for d, y in pts) / sum(d * d for d, _ in pts)
@@ -47,12 +49,28 @@ def fit_penalty(cases: list[dict]) -> float:
 
 
 def cases_for(peers: int) -> list[tuple[int, int]]:
-    """(flows out of the PS, flows into it) for every case that fits on ``peers`` hosts."""
-    out = []
-    for n, m in CASES:
-        if n + m <= peers:
-            out += [(n, m)] if n == m else [(n, m), (m, n)]
-    return out
+    """(flows out of the PS, flows into it): every split of up to ``MAX_FLOWS`` flows that fits
+    on ``peers`` hosts (one flow per peer)."""
+    most = min(peers, MAX_FLOWS)
+    return [(o, i) for o in range(most + 1) for i in range(most + 1 - o) if o + i > 0]
+
+
+def table_from_cases(rows: list[dict]) -> list:
+    """``two_way_table[d][n][m]``: each direction's goodput with n flows against m the other
+    way, over its goodput with one flow alone (d = 0 out of the PS's host, 1 into it); None
+    where not measured."""
+    side = 1 + max(max(r["flows_out"], r["flows_in"]) for r in rows)
+    table = [[[None] * side for _ in range(side)] for _ in range(2)]
+    alone = {(r["flows_out"], r["flows_in"]): r for r in rows}
+    if (1, 0) not in alone or (0, 1) not in alone:
+        raise SgdsimError("two-way: the cases of one flow alone each way did not complete")
+    ref = (alone[(1, 0)]["out_bps"], alone[(0, 1)]["in_bps"])
+    for r in rows:
+        for d, (n, m, bps) in enumerate(((r["flows_out"], r["flows_in"], r["out_bps"]),
+                                         (r["flows_in"], r["flows_out"], r["in_bps"]))):
+            if n > 0 and ref[d] > 0:
+                table[d][n][m] = bps / ref[d]
+    return table
 
 
 # ----------------------------------------------------------------------------- the two roles
@@ -106,7 +124,7 @@ def peer(host: str, port: int) -> None:
 # ----------------------------------------------------------------------------- in the lab
 
 def run_lab(lab=None, progress=None, run_s: float = RUN_S, settle_s: float = SETTLE_S) -> dict:
-    """Every case of ``cases_for`` on a running lab; the fitted penalty and the cases.
+    """Every case of ``cases_for`` on a running lab: the table, the fitted penalty, the cases.
     Each case streams for ``run_s`` and counts bytes from ``settle_s`` to ``run_s`` − 1."""
     from .cluster import LabCluster
 
@@ -123,7 +141,8 @@ def run_lab(lab=None, progress=None, run_s: float = RUN_S, settle_s: float = SET
         (n, minority), (m, majority) = sorted([(n_out, out_bps), (n_in, in_bps)])
         rows.append({"flows_out": n_out, "flows_in": n_in, "out_bps": out_bps, "in_bps": in_bps,
                      "n": n, "m": m, "factor": minority / majority if majority > 0 else 0.0})
-    return {"two_way_penalty": fit_penalty(rows), "two_way_cases": rows}
+    return {"two_way_penalty": fit_penalty(rows), "two_way_table": table_from_cases(rows),
+            "two_way_cases": rows}
 
 
 def _one_case(lab, n_out: int, n_in: int, run_s: float, settle_s: float) -> tuple[float, float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..analytic.two_way import TwoWay, check_table
 from ..errors import ConfigError
 from ..profile.model import Profile
 
@@ -31,7 +32,8 @@ class SimConfig:
     sharing: str = "ps"
     fcfs_weight: float = 0.5  # hybrid = (1 - w)·PS + w·FCFS; the papers' mean is 0.5
     share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
-    two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (sharing/fair.py)
+    two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (analytic/two_way.py)
+    two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
@@ -49,6 +51,10 @@ class SimConfig:
     max_ops: int = 200_000_000
     auto_max_ops: int = 5_000_000
     timeline: bool = False
+
+    @property
+    def two_way(self) -> TwoWay:
+        return TwoWay(self.two_way_penalty, self.two_way_table)
 
     def __post_init__(self):
         _choice("mode", self.mode, MODES)
@@ -76,6 +82,10 @@ class SimConfig:
             raise ConfigError("--ring-latency applies to --arch allreduce")
         if not 0 <= self.two_way_penalty < 1:
             raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
+        if self.two_way_table is not None:
+            if self.two_way_penalty > 0:
+                raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
+            object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
         if self.ps_count is not None and self.ps_count < 1:

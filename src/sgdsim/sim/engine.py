@@ -15,6 +15,7 @@ from .heap import heap_pop, heap_set
 from .jit import jit
 from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
+from .sharing.fair import coupled
 from .streams import chunk_bytes, queue_key
 
 # counters in S.ctr
@@ -193,7 +194,7 @@ def _reschedule(P, K, LK, l, now, count_changed):
         _reschedule_links(P, K, LK, now)
         return
     schedule(K, P.W * P.R + l, next_time(LK, l))
-    if count_changed and LK.two_way > 0.0:
+    if count_changed and coupled(LK):
         schedule(K, P.W * P.R + (l ^ 1), next_time(LK, l ^ 1))
 
 

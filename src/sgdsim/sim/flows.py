@@ -18,15 +18,16 @@ from .jit import jit
 Links = namedtuple(
     "Links",
     "W n_ps policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
-    "weight rem on arrival since served waiting nic_done noise two_way",
+    "weight rem on arrival since served waiting nic_done noise two_way_table two_way_side",
 )
 
 
 def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise=None,
-               two_way: float = 0.0) -> Links:
+               two_way=None) -> Links:
     """``noise``: weights a fair-shared flow draws when it starts (``sharing/fair.py``);
-    None: every flow has weight 1. ``two_way``: capacity lost per surplus flow in the other
-    direction of the same NIC (``sharing/fair.py``); links 2p and 2p+1 are one NIC."""
+    None: every flow has weight 1. ``two_way``: None, or the (2, side, side) grid of shares a
+    NIC direction keeps against flows the other way (``analytic/two_way.TwoWay.grid``); links
+    2p and 2p+1 are PS p's downlink and uplink."""
     n_flows = n_links * n_workers
     return Links(
         W=n_workers, n_ps=n_links // 2,
@@ -42,7 +43,8 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise
         waiting=make_heaps(n_links, n_workers, n_flows),
         nic_done=np.zeros(n_links, np.int64),
         noise=np.ones(1) if noise is None else np.asarray(noise, np.float64),
-        two_way=float(two_way),
+        two_way_table=np.ones(1) if two_way is None else np.ravel(np.asarray(two_way, np.float64)),
+        two_way_side=0 if two_way is None else np.shape(two_way)[1],
     )
 
 

@@ -72,7 +72,7 @@ def remove_flow(LK, l, w, now, seq):
 @jit
 def _other_direction(LK, l, now, seq):
     """Link l's flow count changed: with two-way coupling, so did its NIC's other direction."""
-    if LK.two_way <= 0.0:
+    if not fair.coupled(LK):
         return
     m = l ^ 1
     advance(LK, m, now)

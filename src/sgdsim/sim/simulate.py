@@ -71,7 +71,7 @@ class _Sim:
         self.K = for_backend(make_kernel(W * R + L + W))
         self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
                                          _share_noise(config, self.info.ps_count),
-                                         config.two_way_penalty))
+                                         _two_way_grid(config, W)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))
@@ -140,6 +140,13 @@ class _Sim:
 
 
 NOISE_POOL = 4096
+
+
+def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
+    """The two-way rule for up to W flows per direction; None when it is off or cannot
+    matter (FCFS serves one flow per direction, so there is never a surplus)."""
+    rule = config.two_way
+    return rule.grid(W + 1) if rule.active and config.sharing != "fcfs" else None
 
 
 def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
@@ -256,3 +263,4 @@ def _timeline(sim: _Sim) -> Timeline:
                     op_ids=tuple(o.id for o in sim.classes_ref.ops),
                     op_names=tuple(o.name for o in sim.classes_ref.ops),
                     op_ps=ops.op_ps, worker_class=ops.worker_class)
+

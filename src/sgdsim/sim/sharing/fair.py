@@ -7,28 +7,32 @@ together (``netbench --lab --fanout``): with ``--share-cv`` each flow draws its 
 number, so the draw needs no random state in the compiled core. An arrival or departure
 changes only the link rate: O(log n).
 
-Two-way traffic (``--two-way-penalty k``): a NIC direction carrying n flows while the other
-direction carries m > n loses k·(m − n) of its capacity. The minority direction's ACKs queue
-behind the majority's data, so its flows run window-limited (Zhang, Shenker & Clark, "the
-effects of two-way traffic", SIGCOMM 1991); ``netbench --lab --two-way`` measures k, e.g. 0.16
-on the lab's 100 Mbit/s token buckets (docs/validation/async/two-way.md).
+Two-way traffic: a NIC direction carrying n flows while the other direction carries m keeps
+``LK.two_way_table[d, n, m]`` of its bandwidth (d = l & 1: a PS's downlink or uplink), the
+measured table or the one-number rule of ``analytic/two_way.py`` laid out as one grid (the
+minority direction's ACKs queue behind the majority's data; Zhang, Shenker & Clark, "the
+effects of two-way traffic", SIGCOMM 1991; docs/validation/async/two-way.md).
 """
 from __future__ import annotations
 
 from ..flows import serve
 from ..jit import jit
 
-MIN_TWO_WAY_FACTOR = 0.05  # the lab's worst measured case (1 flow against 6) kept 20 %
+@jit
+def coupled(LK):
+    """Whether a link's rate depends on the flows in its NIC's other direction."""
+    return LK.two_way_side > 0
 
 
 @jit
 def two_way_factor(LK, l):
     """The share of link l's bandwidth its direction keeps against the other direction's flows."""
-    surplus = LK.n[l ^ 1] - LK.n[l]
-    if LK.two_way <= 0.0 or surplus <= 0:
+    side = LK.two_way_side
+    if side == 0:
         return 1.0
-    f = 1.0 - LK.two_way * surplus
-    return f if f > MIN_TWO_WAY_FACTOR else MIN_TWO_WAY_FACTOR
+    n, m = LK.n[l], LK.n[l ^ 1]
+    last = side - 1  # the grid covers every worker; clamp for safety
+    return LK.two_way_table[((l & 1) * side + (n if n < last else last)) * side + (m if m < last else last)]
 
 
 @jit
