@@ -45,8 +45,11 @@ def _netbench_parser(sub) -> None:
     p.add_argument("--fanout-size", default="8MB", help="bytes per transfer in the --fanout rounds")
     p.add_argument("--fanout-rounds", type=int, default=6, help="down+up rounds for --fanout")
     p.add_argument("--two-way", action="store_true",
-                   help="with --lab: also measure how much a NIC direction loses to more flows "
-                        "the other way (--two-way-penalty; needs >= 3 hosts, ~2 minutes)")
+                   help="with --lab: also measure the share a NIC direction keeps against flows "
+                        "the other way, for every split of up to 8 flows (the hardware file's "
+                        "two_way_table; needs >= 3 hosts, ~7 minutes per round on 9 hosts)")
+    p.add_argument("--two-way-rounds", type=int, default=1, metavar="N",
+                   help="--two-way: measure every case N times and keep the mean (default 1)")
     p.add_argument("--gloo", type=int, default=0, metavar="N",
                    help="with --lab: also time torch.distributed (gloo) send/recv and an "
                         "all-reduce over N ranks on hosts 1..N (needs torch)")
@@ -126,6 +129,8 @@ def cmd_netbench(args) -> int:
         raise ConfigError(f"--fanout-size must be positive, got {args.fanout_size!r}")
     if args.gloo and importlib.util.find_spec("torch") is None:
         raise ConfigError("--gloo needs torch: pip install torch (see the README)")
+    if args.two_way_rounds < 1:
+        raise ConfigError(f"--two-way-rounds must be at least 1, got {args.two_way_rounds}")
     if args.add_to and not (args.lab and (args.fanout or args.two_way or args.gloo)):
         raise ConfigError("--add-to needs --lab and something to add: --fanout, --two-way or --gloo")
     if args.add_to:
@@ -141,7 +146,7 @@ def cmd_netbench(args) -> int:
     if args.fanout:
         hw = _with_fairness(hw, args, fanout_size)
     if args.two_way:
-        hw = _with_two_way(hw)
+        hw = _with_two_way(hw, args.two_way_rounds)
     if args.gloo:
         hw = _with_gloo(hw, args.gloo)
     if args.format == "json":
@@ -167,10 +172,10 @@ def _with_fairness(hw, args, size: int):
                                measured=measured)
 
 
-def _with_two_way(hw):
+def _with_two_way(hw, rounds: int):
     from .twoway import run_lab as two_way_lab
 
-    tw = two_way_lab(progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    tw = two_way_lab(progress=lambda msg: print(msg, file=sys.stderr, flush=True), rounds=rounds)
     return dataclasses.replace(hw, two_way_penalty=tw["two_way_penalty"],
                                two_way_table=check_table(tw["two_way_table"]),
                                measured={**hw.measured, "two_way_cases": tw["two_way_cases"]})
