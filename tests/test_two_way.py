@@ -314,6 +314,18 @@ def test_table_from_cases_normalises_by_one_flow_alone_and_leaves_gaps_empty():
     assert t[0][2][1] is None and t[1][1][2] is None
 
 
+def test_repeated_cases_enter_the_table_as_their_mean():
+    from sgdsim.lab.twoway import table_from_cases
+
+    rows = [{"flows_out": 1, "flows_in": 0, "out_bps": 100.0, "in_bps": 1.0},
+            {"flows_out": 0, "flows_in": 1, "out_bps": 1.0, "in_bps": 100.0},
+            {"flows_out": 1, "flows_in": 1, "out_bps": 90.0, "in_bps": 80.0},
+            {"flows_out": 1, "flows_in": 1, "out_bps": 70.0, "in_bps": 100.0},
+            {"flows_out": 1, "flows_in": 0, "out_bps": 100.0, "in_bps": 1.0}]
+    t = table_from_cases(rows)
+    assert t[0][1][1] == pytest.approx(0.8) and t[1][1][1] == pytest.approx(0.9)
+
+
 def test_the_grid_is_the_table_where_measured_and_keeps_proportions_beyond():
     vals = {(n, m): round(1 - 0.05 * m + 0.01 * n, 3) for n in range(1, 4) for m in range(0, 4 - n)}
     t = check_table(_table(vals, vals))  # measured up to 3 flows in all

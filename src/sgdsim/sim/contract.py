@@ -75,7 +75,7 @@ def _chains(npred, succ, op_res, exclusive) -> list[list[int]]:
         a = pred[b]
         if npred[b] != 1 or not exclusive[op_res[b]] or len(succ[a]) != 1 or op_res[a] != op_res[b]:
             continue
-        if on_res[int(op_res[b])] & ~(1 << b) & ~related[b] == 0:
+        if (on_res[int(op_res[b])] & ~(1 << b) & ~related[b]) == 0:
             folds[a] = b
     tails = set(folds.values())
     groups = []
