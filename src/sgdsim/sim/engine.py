@@ -12,7 +12,7 @@ Everything here works on flat arrays so the same code runs compiled (numba) or a
 from __future__ import annotations
 
 from .heap import heap_pop, heap_set
-from .jit import jit
+from .jit import jit, jit_inline
 from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
 from .sharing.fair import coupled
@@ -77,7 +77,7 @@ def sync_links(S, LK, now):
         advance(LK, l, now)
 
 
-@jit
+@jit_inline
 def _exclusive_done(P, S, K, LK, Q, slot, now):
     w = slot // P.R
     r = slot - w * P.R
@@ -87,7 +87,7 @@ def _exclusive_done(P, S, K, LK, Q, slot, now):
     _try_start(P, S, K, LK, Q, w, r, now)
 
 
-@jit
+@jit_inline
 def _link_event(P, S, K, LK, Q, l, now):
     advance(LK, l, now)
     w = next_flow(LK, l) - l * P.W
@@ -113,7 +113,7 @@ def _link_event(P, S, K, LK, Q, l, now):
         _reschedule(P, K, LK, l, now, True)
 
 
-@jit
+@jit_inline
 def _chunk_end(S, slot, w, r, op, now):
     start_t = S.run_start[slot]
     S.busy[slot] += now - (start_t if start_t > S.win[0] else S.win[0])
@@ -129,7 +129,7 @@ def _chunk_end(S, slot, w, r, op, now):
         S.ctr[C_TIMELINE] = k + 1
 
 
-@jit
+@jit_inline
 def _complete_op(P, S, K, LK, Q, w, op, now):
     """Release ``op``'s dependents; finish the step when it was the last op."""
     S.ctr[C_OPS] += 1
@@ -154,13 +154,13 @@ def _complete_op(P, S, K, LK, Q, w, op, now):
         _step_done(P, S, K, LK, Q, w, now)
 
 
-@jit
+@jit_inline
 def _enqueue(P, S, K, Q, w, op):
     key = queue_key(P, S, K, w, op)
     heap_set(Q, w * P.R + P.op_res[op], w * P.n_ops + op, key, next_seq(K))
 
 
-@jit
+@jit_inline
 def _try_start(P, S, K, LK, Q, w, r, now):
     """Start the next chunk on (w, r) if the resource is idle and something is queued."""
     slot = w * P.R + r
@@ -186,7 +186,7 @@ def _try_start(P, S, K, LK, Q, w, r, now):
     _reschedule(P, K, LK, l, now, joined)
 
 
-@jit
+@jit_inline
 def _reschedule(P, K, LK, l, now, count_changed):
     """Re-time link l after a change; when its flow count changed, with two-way coupling, also
     its NIC's other direction (whose rate depends on that count)."""
@@ -198,7 +198,7 @@ def _reschedule(P, K, LK, l, now, count_changed):
         schedule(K, P.W * P.R + (l ^ 1), next_time(LK, l ^ 1))
 
 
-@jit
+@jit_inline
 def _reschedule_links(P, K, LK, now):
     """With several PS, NIC sharing may have re-weighted flows on any link: re-time them all."""
     for m in range(len(P.link_res)):
@@ -206,7 +206,7 @@ def _reschedule_links(P, K, LK, now):
         schedule(K, P.W * P.R + m, next_time(LK, m))
 
 
-@jit
+@jit_inline
 def _step_done(P, S, K, LK, Q, w, now):
     c = S.ctr[C_COMPLETIONS]
     S.comp_t[c] = now
@@ -223,7 +223,7 @@ def _step_done(P, S, K, LK, Q, w, now):
         _start_step(P, S, K, LK, Q, w, now)
 
 
-@jit
+@jit_inline
 def _start_step(P, S, K, LK, Q, w, now):
     """Sample a profiled step (with replacement) for worker w and release its root ops."""
     cap = len(S.samp) // P.W

@@ -33,3 +33,11 @@ def jit(fn):
     return fn
 
 
+
+
+def jit_inline(fn):
+    """A compiled-core function inlined into its callers at numba's IR level: the engine's
+    handlers take the whole state (~85 arrays), which a call would pass field by field."""
+    if HAVE_NUMBA:
+        return numba.njit(inline="always", **_FLAGS)(fn)
+    return fn
