@@ -5,7 +5,9 @@ source runs both ways. ``SGDSIM_PURE_PYTHON=1`` forces the pure-Python path.
 """
 from __future__ import annotations
 
+import glob
 import os
+import sys
 
 _FORCE_PURE = os.environ.get("SGDSIM_PURE_PYTHON", "") not in ("", "0")
 
@@ -41,3 +43,20 @@ def jit_inline(fn):
     if HAVE_NUMBA:
         return numba.njit(inline="always", **_FLAGS)(fn)
     return fn
+
+
+_announced = False
+
+
+def announce_compile(engine_file: str) -> None:
+    """Say so once when the compiled core is not cached yet: compiling it takes about a minute
+    (2 cores) and happens on the first simulation after installing or changing the core."""
+    global _announced
+    if _announced or not HAVE_NUMBA:
+        return
+    _announced = True
+    here = os.path.join(os.path.dirname(engine_file), "__pycache__", "engine.run-*.nbi")
+    elsewhere = os.path.join(numba.config.CACHE_DIR or "", "**", "engine.run-*.nbi")
+    if not glob.glob(here) and not (numba.config.CACHE_DIR and glob.glob(elsewhere, recursive=True)):
+        print("sgdsim: compiling the simulator core (once; about a minute) ...", file=sys.stderr,
+              flush=True)

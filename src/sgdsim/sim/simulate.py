@@ -11,6 +11,7 @@ from . import engine
 from .config import SimConfig, WorkerClass
 from .flows import remaining
 from .heap import make_heaps
+from .jit import announce_compile
 from .kernel import make_kernel
 from .links import POLICIES, make_links
 from .plan import build_plan
@@ -62,6 +63,7 @@ class _Sim:
     """Holds one configuration's arrays and drives the compiled engine over them."""
 
     def __init__(self, classes: list[WorkerClass], config: SimConfig):
+        announce_compile(engine.__file__)
         self.config = config
         plan, self.info, bw, cap = build_plan(classes, config)
         self.bw_Bps = bw
