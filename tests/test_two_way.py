@@ -280,11 +280,13 @@ def test_two_way_cases_on_a_real_lab(tmp_path):
 # ----------------------------------------------------------------------------- measured tables
 
 def _table(out, into, side=4):
-    """A table with OUT/IN shares from dicts {(n, m): share}; one flow alone keeps 1."""
+    """A table measured up to side − 1 flows: OUT/IN shares from dicts {(n, m): share}, 1 for
+    the splits not given."""
     t = [[[None] * side for _ in range(side)] for _ in range(2)]
     for d, vals in enumerate((out, into)):
         for n in range(1, side):
-            t[d][n][0] = 1.0
+            for m in range(side - n):
+                t[d][n][m] = 1.0
         for (n, m), v in vals.items():
             t[d][n][m] = v
     return t
@@ -382,6 +384,8 @@ def test_coarse_factors_with_an_asymmetric_table_match_enumeration(K, a, b, data
     ([[[None, None], [None, 0.5]], [[None, None], [1.0, None]]], "alone"),
     ([[[None, None], [1.0, 3.0]], [[None, None], [1.0, None]]], r"\(0, 2\]"),
     ("no", "lists"),
+    ([[[None] * 3, [1.0, None, 0.5], [1.0, None, None]],
+      [[None] * 3, [1.0, 0.9, 0.5], [1.0, 1.0, None]]], "1 flows against 1 is missing"),
 ])
 def test_bad_tables_are_one_line_errors(table, match):
     with pytest.raises(ConfigError, match=match):

@@ -68,6 +68,13 @@ def check_table(table) -> tuple:
     bad = seen[np.isfinite(seen) & ~((seen > 0) & (seen <= 2))]
     if bad.size:
         raise ConfigError(f"two-way table: shares must be in (0, 2], got {bad[0]:g}")
+    n = np.arange(1, t.shape[1])[:, None] + np.arange(t.shape[1])[None, :]
+    total = n[np.isfinite(seen).all(axis=0)].max()
+    holes = np.argwhere(~np.isfinite(seen) & (n <= total)[None])
+    if holes.size:
+        d, i, j = holes[0]
+        raise ConfigError(f"two-way table: direction {d}, {i + 1} flows against {j} is missing, "
+                          f"though splits of up to {total} flows were measured")
     return tuple(tuple(tuple(float(v) if math.isfinite(v) else None for v in row) for row in d)
                  for d in t)
 

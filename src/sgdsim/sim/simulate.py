@@ -265,4 +265,3 @@ def _timeline(sim: _Sim) -> Timeline:
                     op_ids=tuple(o.id for o in sim.classes_ref.ops),
                     op_names=tuple(o.name for o in sim.classes_ref.ops),
                     op_ps=ops.op_ps, worker_class=ops.worker_class)
-

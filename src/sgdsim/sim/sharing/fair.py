@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..flows import serve
 from ..jit import jit
 
+
 @jit
 def coupled(LK):
     """Whether a link's rate depends on the flows in its NIC's other direction."""
