@@ -73,8 +73,8 @@ def check_table(table) -> tuple:
     holes = np.argwhere(~np.isfinite(seen) & (n <= total)[None])
     if holes.size:
         d, i, j = holes[0]
-        raise ConfigError(f"two-way table: direction {d}, {i + 1} flows against {j} is missing or not a number, "
-                          f"though splits of up to {total} flows were measured")
+        raise ConfigError(f"two-way table: direction {d}, {i + 1} flows against {j} is missing "
+                          f"or not a number, though splits of up to {total} flows were measured")
     return tuple(tuple(tuple(float(v) if math.isfinite(v) else None for v in row) for row in d)
                  for d in t)
 
