@@ -27,7 +27,6 @@ DONE, STALLED, TIMELINE_FULL, BUDGET, REFILL = 0, 1, 2, 3, 4
 @jit
 def run(P, S, K, LK, Q, target_completions, max_ops):
     """Process events until ``target_completions`` steps completed in total (or a limit)."""
-    WR = P.W * P.R
     while S.ctr[C_COMPLETIONS] < target_completions:
         if S.ctr[C_OPS] >= max_ops:
             return BUDGET
@@ -38,25 +37,18 @@ def run(P, S, K, LK, Q, target_completions, max_ops):
         timer = pop_next(K)
         if timer < 0:
             return STALLED
-        if timer < WR:
-            _exclusive_done(P, S, K, LK, Q, timer, K.clock[0])
-        elif timer < WR + len(P.link_res):
-            _link_event(P, S, K, LK, Q, timer - WR, K.clock[0])
-        else:  # a worker's delayed first step
-            _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), K.clock[0])
+        _event(P, S, K, LK, Q, timer, K.clock[0])
         retire(K, timer)
     return DONE
 
 
 @jit
 def start(P, S, K, LK, Q, offsets):
-    """Start every worker's first step, worker w at ``offsets[w]`` (seconds)."""
+    """Start every worker's first step, worker w at ``offsets[w]`` (seconds). Workers due at 0
+    go first, in worker order, before any other event (their timers are the first scheduled)."""
     first = P.W * P.R + len(P.link_res)
     for w in range(P.W):
-        if offsets[w] > 0.0:
-            schedule(K, first + w, offsets[w])
-        else:
-            _start_step(P, S, K, LK, Q, w, 0.0)
+        schedule(K, first + w, offsets[w] if offsets[w] > 0.0 else 0.0)
 
 
 @jit
@@ -78,17 +70,34 @@ def sync_links(S, LK, now):
 
 
 @jit_inline
-def _exclusive_done(P, S, K, LK, Q, slot, now):
-    w = slot // P.R
-    r = slot - w * P.R
-    op = S.run_op[slot]
-    _chunk_end(S, slot, w, r, op, now)
-    _complete_op(P, S, K, LK, Q, w, op, now)
+def _event(P, S, K, LK, Q, timer, now):
+    """One timer: an exclusive resource's op ends, a link's first flow ends a chunk, or a
+    worker's delayed first step starts. Each handler is called from one place: the handlers
+    are inlined (``jit_inline``), so every call site is another copy to compile."""
+    WR = P.W * P.R
+    if timer >= WR + len(P.link_res):
+        _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), now)
+        return
+    if timer < WR:
+        w = timer // P.R
+        r = timer - w * P.R
+        done = S.run_op[timer]
+        _chunk_end(S, timer, w, r, done, now)
+        l = -1
+    else:
+        l = timer - WR
+        w, r, done = _link_chunk_end(P, S, K, LK, Q, l, now)
+    if done >= 0:
+        _complete_op(P, S, K, LK, Q, w, done, now)
     _try_start(P, S, K, LK, Q, w, r, now)
+    if l >= 0 and S.run_op[w * P.R + r] < 0:  # else it went on with the next chunk, re-timing l
+        remove_flow(LK, l, w, now, next_seq(K))
+        _reschedule(P, K, LK, l, now, True)
 
 
 @jit_inline
-def _link_event(P, S, K, LK, Q, l, now):
+def _link_chunk_end(P, S, K, LK, Q, l, now):
+    """Link l's first flow ended its chunk: (worker, resource, the op if it is done, else -1)."""
     advance(LK, l, now)
     w = next_flow(LK, l) - l * P.W
     r = P.link_res[l]
@@ -103,14 +112,9 @@ def _link_event(P, S, K, LK, Q, l, now):
     S.sent[l] += S.run_bytes[slot]
     if S.op_rem[i] > 1e-9 * (1.0 + P.op_size[op]):
         _enqueue(P, S, K, Q, w, op)  # HTTP/2: back of the queue for its second service
-        _try_start(P, S, K, LK, Q, w, r, now)
-    else:
-        S.op_rem[i] = 0.0
-        _complete_op(P, S, K, LK, Q, w, op, now)
-        _try_start(P, S, K, LK, Q, w, r, now)
-    if S.run_op[slot] < 0:  # otherwise _try_start went on with the next chunk and re-timed l
-        remove_flow(LK, l, w, now, next_seq(K))
-        _reschedule(P, K, LK, l, now, True)
+        return w, r, -1
+    S.op_rem[i] = 0.0
+    return w, r, op
 
 
 @jit_inline
@@ -213,14 +217,15 @@ def _step_done(P, S, K, LK, Q, w, now):
     S.comp_w[c] = w
     S.ctr[C_COMPLETIONS] = c + 1
     S.w_steps[w] += 1
+    first, last = w, w + 1
     if P.sync:
         S.ctr[C_SYNC] += 1
-        if S.ctr[C_SYNC] == P.W:  # barrier: everyone starts the next step together
-            S.ctr[C_SYNC] = 0
-            for v in range(P.W):
-                _start_step(P, S, K, LK, Q, v, now)
-    else:
-        _start_step(P, S, K, LK, Q, w, now)
+        if S.ctr[C_SYNC] < P.W:
+            return
+        S.ctr[C_SYNC] = 0  # barrier: everyone starts the next step together
+        first, last = 0, P.W
+    for v in range(first, last):  # one call site: every call is a copy of the inlined code
+        _start_step(P, S, K, LK, Q, v, now)
 
 
 @jit_inline
