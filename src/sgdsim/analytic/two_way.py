@@ -16,6 +16,7 @@ model solved again until the factors settle.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -43,13 +44,21 @@ class TwoWay:
     def grid(self, size: int) -> np.ndarray:
         """(2, size, size) shares for n, m < size: the table where measured; where n + m
         exceeds the most flows measured together, the entry with the same proportion of flows
-        at that total; without a table, the linear rule."""
-        n = np.arange(size)
-        nn, mm = np.meshgrid(n, n, indexing="ij")
-        if self.table is None:
-            f = np.maximum(MIN_FACTOR, 1.0 - self.penalty * np.maximum(0, mm - nn))
-            return np.stack([f, f])
-        return np.stack([_filled(np.array(self.table[d], dtype=float), size) for d in (OUT, IN)])
+        at that total; without a table, the linear rule. Read-only, shared between calls."""
+        return _grid(self, size)
+
+
+@functools.lru_cache(maxsize=32)  # every replication of a sweep asks for the same grids
+def _grid(rule: TwoWay, size: int) -> np.ndarray:
+    n = np.arange(size)
+    nn, mm = np.meshgrid(n, n, indexing="ij")
+    if rule.table is None:
+        f = np.maximum(MIN_FACTOR, 1.0 - rule.penalty * np.maximum(0, mm - nn))
+        out = np.stack([f, f])
+    else:
+        out = np.stack([_filled(np.array(rule.table[d], dtype=float), size) for d in (OUT, IN)])
+    out.flags.writeable = False
+    return out
 
 
 def check_table(table) -> tuple:
@@ -80,7 +89,7 @@ def check_table(table) -> tuple:
 
 
 def _filled(t: np.ndarray, size: int) -> np.ndarray:
-    total = max(i + j for i in range(len(t)) for j in range(len(t)) if math.isfinite(t[i, j]))
+    total = max(i + j for i in range(1, len(t)) for j in range(len(t)) if math.isfinite(t[i, j]))
     out = np.ones((size, size))
     for i in range(1, size):
         for j in range(size):
