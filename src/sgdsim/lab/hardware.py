@@ -10,6 +10,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ConfigError, ProfileError
 from ..analytic.two_way import check_table
@@ -186,7 +187,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
         bad(f"format is {data.get('format')!r}, expected {FORMAT!r}")
     if data.get("version") != VERSION:
         bad(f"unsupported version {data.get('version')!r} (this sgdsim reads version {VERSION})")
-    values = {}
+    values: dict[str, Any] = {}
     for key, required, rule in _FIELDS:
         v = data.get(key)
         if v is None and not required:

@@ -56,7 +56,8 @@ def announce_compile(engine_file: str) -> None:
         return
     _announced = True
     here = os.path.join(os.path.dirname(engine_file), "__pycache__", "engine.run-*.nbi")
-    elsewhere = os.path.join(numba.config.CACHE_DIR or "", "**", "engine.run-*.nbi")
-    if not glob.glob(here) and not (numba.config.CACHE_DIR and glob.glob(elsewhere, recursive=True)):
+    cache_dir = getattr(numba.config, "CACHE_DIR", "")  # NUMBA_CACHE_DIR, if the user set one
+    elsewhere = os.path.join(cache_dir or "", "**", "engine.run-*.nbi")
+    if not glob.glob(here) and not (cache_dir and glob.glob(elsewhere, recursive=True)):
         print("sgdsim: compiling the simulator core (once; about a minute) ...", file=sys.stderr,
               flush=True)
