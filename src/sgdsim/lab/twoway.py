@@ -26,7 +26,6 @@ import time
 from ..errors import ConfigError, SgdsimError
 from .procs import kill_all, start_hub
 
-# (flows in the minority direction, flows the other way): both directions get each case
 MAX_FLOWS = 8  # flows on the PS's NIC in all: W = 8 workers keep at most 8 transfers there
 RUN_S, SETTLE_S = 7.0, 2.0  # per case; the first SETTLE_S are not counted (TCP ramps up)
 _CHUNK = 1 << 16

@@ -16,21 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _topological(npred: np.ndarray, succ: list[list[int]]) -> list[int]:
-    left = npred.copy()
-    order = [i for i in range(len(left)) if left[i] == 0]
-    for i in order:  # the list grows while it is walked
-        for j in succ[i]:
-            left[j] -= 1
-            if left[j] == 0:
-                order.append(j)
-    return order
+from .dag import topological
 
 
 def _related(npred: np.ndarray, succ: list[list[int]]) -> list[int]:
     """Per op, a bitset (a Python int) of its ancestors and descendants."""
-    order = _topological(npred, succ)
+    order = topological(npred, succ)
     anc = [0] * len(npred)
     desc = [0] * len(npred)
     for i in order:

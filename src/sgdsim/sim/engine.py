@@ -48,7 +48,7 @@ def start(P, S, K, LK, Q, offsets):
     go first, in worker order, before any other event (their timers are the first scheduled)."""
     first = P.W * P.R + len(P.link_res)
     for w in range(P.W):
-        schedule(K, first + w, offsets[w] if offsets[w] > 0.0 else 0.0)
+        schedule(K, first + w, offsets[w])
 
 
 @jit

@@ -13,6 +13,7 @@ from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract
+from .dag import topological
 from .stats import lognormal_factors
 from .streams import SCHEDULERS
 
@@ -79,20 +80,6 @@ def _csr(succ: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.array([j for s in succ for j in sorted(s)], np.int64)
 
 
-def _topological(npred: np.ndarray, succ: list[list[int]]) -> list[int]:
-    left = npred.copy()
-    ready = [i for i in range(len(left)) if left[i] == 0]
-    out: list[int] = []
-    while ready:
-        i = ready.pop(0)
-        out.append(i)
-        for j in succ[i]:
-            left[j] -= 1
-            if left[j] == 0:
-                ready.append(j)
-    return out
-
-
 def tic_keys(profile: Profile, succ: list[list[int]], npred: np.ndarray) -> np.ndarray:
     """TicTac-like priority: when the critical path first needs the op (ICPE §3.3).
 
@@ -102,7 +89,7 @@ def tic_keys(profile: Profile, succ: list[list[int]], npred: np.ndarray) -> np.n
     mean = profile.durations_s.mean(axis=0)
     dur = np.where([op.kind == COMM for op in profile.ops], 0.0, mean)
     est = np.zeros(profile.n_ops)
-    for i in _topological(npred, succ):
+    for i in topological(npred, succ):
         for j in succ[i]:
             est[j] = max(est[j], est[i] + dur[i])
     return np.array([min((est[j] for j in succ[i]), default=est[i] + dur[i])
