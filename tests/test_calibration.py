@@ -13,7 +13,7 @@ import sgdsim
 from sgdsim.calibrate_worker import calibrate
 from sgdsim.cli import main
 from sgdsim.errors import ConfigError
-from sgdsim.lab.hardware import Hardware, load_hardware, save_hardware
+from sgdsim.hardware import Hardware, load_hardware, save_hardware
 from sgdsim.profile.io import save_profile
 from sgdsim.profile.transforms import with_overhead
 

@@ -225,7 +225,7 @@ def test_cli_calibrates_a_hardware_file_from_one_worker(lab, tmp_path, capsys):
     """The calibrated file makes the model's 1-worker step equal the measured one (to 0.5 %)."""
     from sgdsim.calibrate_worker import model_step_s
     from sgdsim.cli import main
-    from sgdsim.lab.hardware import Hardware, load_hardware, save_hardware
+    from sgdsim.hardware import Hardware, load_hardware, save_hardware
 
     hw, out = tmp_path / "hw.json", tmp_path / "cal.json"
     save_hardware(Hardware(BW, 0.0, 8 / BW, 0.0), hw)
@@ -251,7 +251,7 @@ def test_cli_calibrates_a_hardware_file_from_one_worker(lab, tmp_path, capsys):
 ])
 def test_lab_run_calibrate_options_fail_before_any_lab(tmp_path, capsys, extra, msg):
     from sgdsim.cli import main
-    from sgdsim.lab.hardware import Hardware, save_hardware
+    from sgdsim.hardware import Hardware, save_hardware
 
     save_hardware(Hardware(BW, 0.0, 8 / BW, 0.0), tmp_path / "hw.json")
     subst = {"HW": str(tmp_path / "hw.json"), "OUT": str(tmp_path / "out.json"),

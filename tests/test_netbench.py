@@ -12,7 +12,7 @@ import pytest
 from sgdsim.errors import ConfigError, ProfileError, SgdsimError
 from sgdsim.lab.cli import main as lab_main
 from sgdsim.lab.cli import register
-from sgdsim.lab.hardware import Fit, Hardware, fit_overhead, hardware_from, load_hardware, save_hardware
+from sgdsim.hardware import Fit, Hardware, fit_overhead, hardware_from, load_hardware, save_hardware
 from sgdsim.lab.netbench import measure, parse_sizes, run_local, serve
 
 SIZES = [2 ** k for k in range(10, 29, 2)]  # 1 KiB .. 256 MiB

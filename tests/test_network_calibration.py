@@ -16,7 +16,7 @@ from sgdsim.cli import main as cli_main
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.lab import fairness
 from sgdsim.lab.gloo_bench import summarize as gloo_summary, wire_bytes
-from sgdsim.lab.hardware import Hardware, load_hardware, save_hardware
+from sgdsim.hardware import Hardware, load_hardware, save_hardware
 
 COARSE = parse_coarse("size=2MB,fwd=20ms,bwd=40ms,batch=16")
 BPS = 1e8

@@ -15,7 +15,7 @@ from sgdsim.analytic.coarse_profile import from_profile, parse_coarse, to_profil
 from sgdsim.analytic.sync import ring_allreduce, ring_allreduce_s
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.lab.gloo_bench import fit_ring_latency, rank_counts
-from sgdsim.lab.hardware import Hardware, hardware_from_dict
+from sgdsim.hardware import Hardware, hardware_from_dict
 from sgdsim.sim import SimConfig
 
 from conftest import example, layered_profile
@@ -172,7 +172,7 @@ def test_netbench_gloo_adds_the_ring_latency_to_an_existing_file(tmp_path, monke
     pytest.importorskip("torch")
     from sgdsim.cli import main
     from sgdsim.lab.cluster import LabCluster, list_namespaces
-    from sgdsim.lab.hardware import load_hardware, save_hardware
+    from sgdsim.hardware import load_hardware, save_hardware
 
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
         pytest.skip("the lab needs root and iproute2 (ip, tc)")

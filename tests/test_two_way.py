@@ -18,7 +18,7 @@ from sgdsim.analytic.async_ps import async_ps_sweep
 from sgdsim.analytic.coarse_profile import CoarseProfile
 from sgdsim.analytic.two_way import TwoWay, check_table, direction_factors
 from sgdsim.errors import ConfigError
-from sgdsim.lab.hardware import hardware_from_dict
+from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.twoway import cases_for, fit_penalty
 from sgdsim.sim.flows import make_links
 from sgdsim.sim.links import add_flow, advance, next_flow, next_time, remove_flow

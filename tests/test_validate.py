@@ -356,7 +356,7 @@ def test_repeats_are_averaged_and_kept(tmp_path):
 
 
 def test_hardware_key_sets_the_models_network(tmp_path):
-    from sgdsim.lab.hardware import Hardware, save_hardware
+    from sgdsim.hardware import Hardware, save_hardware
 
     save_hardware(Hardware(5e7, 1e-5, 1.6e-7, 2e-4, fcfs_weight=0.1, allreduce_bandwidth_bps=4e7,
                            share_cv=0.3), tmp_path / "hw.json")
@@ -373,7 +373,7 @@ def test_hardware_key_sets_the_models_network(tmp_path):
 
 def test_calibrate_key_fits_the_one_worker_point_then_predicts_again(tmp_path):
     from sgdsim.calibrate_worker import model_step_s
-    from sgdsim.lab.hardware import Hardware
+    from sgdsim.hardware import Hardware
 
     B = 100e6
     true_alpha = 5e-9
@@ -405,7 +405,7 @@ def test_calibrate_key_on_all_reduce_fits_one_ranks_step_with_the_runs_spread(tm
     """A 2-rank run's examples/s are both ranks': one rank's step is 2·batch/x. Three runs at
     x·(1 - d, 1, 1 + d) fit their mean step and carry their spread into the intervals."""
     from sgdsim.calibrate_worker import model_step_s
-    from sgdsim.lab.hardware import Hardware
+    from sgdsim.hardware import Hardware
 
     B, true_alpha, d = 100e6, 5e-9, 0.01
     step2 = model_step_s(to_profile(PROFILE), Hardware(B, 0.0, 8 / B, 0.0), "allreduce", "sync",

@@ -101,7 +101,7 @@ def compare(runs: list[dict], hardware: str) -> str:
     """Measured runs against the simulator's default (the hardware file's two-way penalty,
     equal shares) and with the measured share CV added."""
     import sgdsim
-    from sgdsim.lab.hardware import load_hardware
+    from sgdsim.hardware import load_hardware
     from sgdsim.lab.train import profile_lab_model
 
     hw = load_hardware(hardware)

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from .errors import ConfigError
-from .lab.hardware import Hardware
+from .hardware import Hardware
 from .predict import predict
 from .profile.model import Profile
 from .sim.stats import prediction_half_width

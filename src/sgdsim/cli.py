@@ -179,7 +179,7 @@ def cmd_predict(args) -> int:
 
 def _network(args) -> dict:
     """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
-    from .lab.hardware import Hardware, load_hardware
+    from .hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
     net = hw.predict_kwargs(args.arch)  # share_cv is not in it: only when asked
@@ -286,7 +286,7 @@ def cmd_calibrate(args) -> int:
 
 def cmd_calibrate_worker(args) -> int:
     from .calibrate_worker import calibrate, summary
-    from .lab.hardware import load_hardware, save_hardware
+    from .hardware import load_hardware, save_hardware
     from .profile.io import load_profile
     from .units import parse_duration_s
 

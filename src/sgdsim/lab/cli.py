@@ -113,7 +113,7 @@ def _lab_run_parser(lsub) -> None:
 # ----------------------------------------------------------------------------- netbench
 
 def cmd_netbench(args) -> int:
-    from .hardware import load_hardware, save_hardware
+    from ..hardware import load_hardware, save_hardware
     from .netbench import measure, measure_kwargs, run_lab, run_local
 
     if args.output and os.path.exists(args.output) and not args.force:

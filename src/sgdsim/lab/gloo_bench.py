@@ -32,7 +32,7 @@ import time
 
 from ..errors import ConfigError, SgdsimError
 from .procs import kill_all, last_line
-from .hardware import fit_overhead
+from ..hardware import fit_overhead
 
 DEFAULT_SIZES = (1 << 20, 4 << 20, 16 << 20)
 RING_SIZES = (4 << 10, 64 << 10, 1 << 20)  # small enough that the per-step cost shows

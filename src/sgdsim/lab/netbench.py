@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import ConfigError, SgdsimError
 from ..units import parse_size_bytes
-from .hardware import Fit, Hardware, fit_overhead, hardware_from
+from ..hardware import Fit, Hardware, fit_overhead, hardware_from
 from .procs import stop
 
 GREETING = b"SGDSIM-NETBENCH-1\n"

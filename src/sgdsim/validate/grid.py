@@ -88,7 +88,7 @@ class Case:
 
     def model_hardware(self):
         """The ``hardware`` file, or the lab's nominal link rate when there is none."""
-        from ..lab.hardware import Hardware
+        from ..hardware import Hardware
 
         return self.hardware_spec or Hardware.nominal(self.predict_bandwidth_bps or self.bandwidth_bps)
 
@@ -227,7 +227,7 @@ def _hardware(path: str | None):
     if path is None:
         return None
     from ..errors import ProfileError
-    from ..lab.hardware import load_hardware
+    from ..hardware import load_hardware
 
     try:
         return load_hardware(path)

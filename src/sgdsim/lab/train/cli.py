@@ -58,7 +58,7 @@ def _check_calibration(args, workers: list[int]):
         return None
     from ...outputs import check_output_path
     from ...calibrate_worker import calibration_workers
-    from ..hardware import load_hardware
+    from ...hardware import load_hardware
 
     need = calibration_workers(args.arch)
     if workers != [need]:
@@ -74,7 +74,7 @@ def calibrate_from_run(result, hw, output: str, force: bool = False, profile=Non
     """``sgdsim calibrate`` on a lab run: its step time against the model's standalone profile
     (``profile_lab_model`` for lab: models, ``sgdsim profile`` otherwise) -> ``output``."""
     from ...calibrate_worker import calibrate, summary
-    from ..hardware import save_hardware
+    from ...hardware import save_hardware
 
     if profile is None:
         from .timing import standalone_profile

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, ProfileError
-from ..analytic.two_way import check_table
+from .errors import ConfigError, ProfileError
+from .analytic.two_way import check_table
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
