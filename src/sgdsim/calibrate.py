@@ -8,7 +8,8 @@ import numpy as np
 
 from .analytic.async_ps import async_ps
 from .errors import ProfileError
-from .predict import _coarse, _profile
+from .evaluate.inputs import coarse_profile
+from .predict import _profile
 from .units import parse_bandwidth_bps
 
 CANDIDATES = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -45,7 +46,7 @@ def read_measured(path: str) -> list[tuple[int, float]]:
 def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -> Calibration:
     """Error of the coarse async model for each ρ_T in {0.1, ..., 1.0}; the best minimises
     the mean absolute relative error."""
-    c = _coarse(_profile(profile))
+    c = coarse_profile(_profile(profile))
     B = parse_bandwidth_bps(bandwidth)
     table = []
     for rho in CANDIDATES:

@@ -3,19 +3,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 
-from .analytic.async_ps import DEFAULT_RHO_THRESHOLD
-from .analytic.coarse_profile import CoarseProfile, from_profile, load_coarse, parse_coarse, to_profile
-from .analytic.models import MODELS, run_analytic, unsupported
-from .analytic.results import CoarseResult
+from .analytic.coarse_profile import CoarseProfile, load_coarse, parse_coarse
 from .errors import ConfigError
+from .evaluate import Cluster, Control, Job, Strategy, evaluate
+from .evaluate.executors import Executor
+from .evaluate.inputs import DEFAULT_RHO_THRESHOLD
+from .point import PredictionPoint
 from .profile.io import load_profile
 from .profile.model import Profile
-from .profile.transforms import with_overhead
-from .point import PredictionPoint
-from .replicate import simulate_point
-from .sim import SimConfig, WorkerClass
 from .units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
 
 
@@ -71,14 +67,6 @@ def _json_format(path) -> str | None:
         return None  # load_profile reports the problem properly
 
 
-def _fine(p: Profile | CoarseProfile) -> Profile:
-    return to_profile(p) if isinstance(p, CoarseProfile) else p
-
-
-def _coarse(p: Profile | CoarseProfile) -> CoarseProfile:
-    return p if isinstance(p, CoarseProfile) else from_profile(p)
-
-
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
             sharing: str | None = None, fcfs_weight: float = 0.5, share_cv: float = 0.0,
@@ -92,7 +80,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             jitter: float = 0.0, seed: int = 0, warmup: int | None = None, steps: int | str = "auto",
             timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
             rho_threshold: float = DEFAULT_RHO_THRESHOLD, replications: int | str = "auto",
-            on_skip=None) -> list[PredictionPoint]:
+            executor: Executor | None = None, on_skip=None) -> list[PredictionPoint]:
     """Predict throughput per worker count.
 
     Mirrors ``sgdsim predict``: human units are accepted (``bandwidth="10Gbps"``,
@@ -116,102 +104,49 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     ``replications``: "auto" (default) runs rounds of independent simulations until the mean
     is known to ±2 % (``replicate.py``); the interval then covers the spread between runs and
     ``regimes`` reports two clusters of runs. 1: a single run with a batch-means interval.
+    ``executor``: where the simulated points run (``evaluate.executors``; default: in this
+    process, each point's replications on every core).
+    This is the parsing front of ``evaluate.evaluate(job, strategy, cluster, workers)``.
     """
-    n_reps = _replications(replications)
-    if not 0 <= run_spread < 1:
-        raise ConfigError(f"run spread must be a fraction in [0, 1), got {run_spread}")
-    if sharing not in (None, "ps", "fcfs", "hybrid", "threshold"):
-        raise ConfigError(f"unknown sharing {sharing!r} (choose from ps, fcfs, hybrid, threshold)")
-    config = SimConfig(
-        bandwidth_bps=parse_bandwidth_bps(bandwidth), mode=mode, arch=arch,
-        sharing=sharing if sharing in ("ps", "fcfs", "hybrid") else _fine_default(mode, arch),
+    strategy = Strategy(
+        arch=arch, mode=mode, sharing=sharing, ps_count=ps_count, streams=streams,
+        window_bytes=parse_size_bytes(window), order=order,
+        overhead_alpha_s_per_byte=_non_negative(overhead_alpha, "overhead alpha"),
+        overhead_beta_s=parse_duration_s(overhead_beta), rho_threshold=float(rho_threshold))
+    cluster = Cluster(
+        bandwidth_bps=parse_bandwidth_bps(bandwidth),
+        flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
-        ring_latency_s=parse_duration_s(ring_latency),
-        flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
-        streams=streams, window_bytes=parse_size_bytes(window), order=order,
-        overhead_alpha_s_per_byte=float(overhead_alpha),
-        overhead_beta_s=parse_duration_s(overhead_beta), ps_count=ps_count, seed=seed,
-        jitter_cv=float(jitter), steps_per_worker=_steps(steps),
-        warmup_steps=SimConfig.warmup_steps if warmup is None else int(warmup),
-        timeline=timeline)
-    classes = _classes(profile, coarse, worker_profiles)
-    counts = [sum(c for _, _, c in classes)] if worker_profiles else parse_workers(workers)
-    n_ps = ps_count or max(_fine(p).ps_count for _, p, _ in classes)
-    names = _models(model, config, sharing, n_ps, on_skip)
-    points: list[PredictionPoint] = []
-    for name in names:
-        if name == "fine":
-            for W in counts:
-                scaled = classes if worker_profiles else [(n, p, W) for n, p, _ in classes]
-                pt = simulate_point([WorkerClass(n, _fine(p), c) for n, p, c in scaled],
-                                    config, n_reps)
-                points.append(_with_run_spread(pt, run_spread))
-        else:
-            coarse_classes = [(_coarse(_with_overhead(p, config)), c) for _, p, c in classes]
-            Ks = None if worker_profiles else counts
-            points += [_from_coarse(r) for r in
-                       run_analytic(name, coarse_classes, Ks, config, sharing, rho_threshold)]
-    order = {m: i for i, m in enumerate(MODELS)}
-    return sorted(points, key=lambda p: (p.workers, order[p.model]))
+        ring_latency_s=parse_duration_s(ring_latency), run_spread_rel=float(run_spread))
+    control = Control(
+        seed=int(seed), warmup_steps=Control.warmup_steps if warmup is None else int(warmup),
+        steps_per_worker=_steps(steps), replications=_replications(replications),
+        jitter_cv=float(jitter), timeline=timeline)
+    job = _job(profile, coarse, worker_profiles)
+    counts = [] if worker_profiles else parse_workers(workers)
+    return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
 
 
-def _with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:
-    """The interval for one real run also holds the real system's own run-to-run noise."""
-    if spread <= 0:
-        return pt
-    m = pt.throughput
-    return replace(pt, ci_low=min(pt.ci_low, m * (1 - spread)), ci_high=max(pt.ci_high, m * (1 + spread)))
+def _non_negative(value, what: str) -> float:
+    x = float(value)
+    if not x >= 0:
+        raise ConfigError(f"{what} must be non-negative, got {value!r}")
+    return x
 
 
-def _with_overhead(p: Profile | CoarseProfile, config: SimConfig) -> Profile | CoarseProfile:
-    """The analytical models see the overheads as compute time, as the simulator does."""
-    a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
-    return with_overhead(_fine(p), a, b, config.arch) if a > 0 or b > 0 else p
-
-
-def _fine_default(mode: str, arch: str) -> str:
-    return "hybrid" if (mode, arch) == ("sync", "ps") else "ps"
-
-
-def _classes(profile, coarse, worker_profiles):
+def _job(profile, coarse, worker_profiles) -> Job:
     if worker_profiles:
         if profile is not None or coarse is not None:
             raise ConfigError("give either a profile or --worker-profile classes, not both")
-        return [(n, _profile(p), c) for n, p, c in worker_profiles]
+        return Job.mixed([(n, _profile(p), c) for n, p, c in worker_profiles])
     if coarse is not None:
         if profile is not None:
             raise ConfigError("give either a profile or --coarse, not both")
-        return [("default", coarse if isinstance(coarse, CoarseProfile) else parse_coarse(coarse), 1)]
+        return Job.of(coarse if isinstance(coarse, CoarseProfile) else parse_coarse(coarse))
     if profile is None:
         raise ConfigError("no profile given")
-    return [("default", _profile(profile), 1)]
-
-
-def _models(model: str, config: SimConfig, sharing, n_ps: int, on_skip) -> list[str]:
-    if model == "all":
-        out = []
-        for name in MODELS:
-            reason = unsupported(name, config, sharing, n_ps)
-            if reason and on_skip:
-                on_skip(reason)
-            elif not reason:
-                out.append(name)
-        return out
-    if model not in MODELS:
-        raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)}, all)")
-    reason = unsupported(model, config, sharing, n_ps)
-    if reason:
-        raise ConfigError(reason)
-    return [model]
-
-
-def _from_coarse(r: CoarseResult) -> PredictionPoint:
-    return PredictionPoint(
-        workers=r.workers, throughput=r.throughput, ci_low=r.throughput, ci_high=r.throughput,
-        step_time_s=r.step_time_s, ops_simulated=0, bottleneck=r.bottleneck,
-        utilization=dict(r.utilization), steps_measured=0, wall_s=0.0, model=r.model,
-        regime=r.regime, response_time_s=dict(r.response_time_s))
+    return Job.of(_profile(profile))
 
 
 def _replications(value) -> int | None:

@@ -35,6 +35,7 @@ ROUND = 4            # replications per round (and the minimum)
 MAX_ROUNDS = 2
 REL_TARGET = 0.02    # stop once the 95 % CI of the mean is within ±2 % of it
 SEED_STRIDE = 1_000_003
+MAX_THREADS: int | None = None  # None: every core (a process pool sets 1 per process)
 
 
 def simulate_point(classes: list[WorkerClass], config: SimConfig,
@@ -72,7 +73,7 @@ def _runs_of(config: SimConfig) -> list[SimConfig]:
 
 def _run_all(classes, configs: list[SimConfig]) -> list[SimResult]:
     jobs = [run for c in configs for run in _runs_of(c)]
-    threads = min(len(jobs), os.cpu_count() or 1)
+    threads = min(len(jobs), MAX_THREADS or os.cpu_count() or 1)
     if threads <= 1:
         return [simulate(classes, c) for c in jobs]
     with ThreadPoolExecutor(threads) as pool:

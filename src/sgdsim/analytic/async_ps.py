@@ -19,20 +19,40 @@ from .two_way import TwoWay, coupled, scaled_network
 NO_TWO_WAY = TwoWay()
 
 STATIONS = ("compute", "uplink", "update", "downlink")
-KINDS_FCFS = ("delay", "fcfs", "ps", "fcfs")
-KINDS_PS = ("delay", "ps", "ps", "ps")
 DEFAULT_RHO_THRESHOLD = 0.6
 # Eq. 5 and Eq. 6 take up to four MVA solves per point: above 16 heterogeneous workers the
 # approximate (Schweitzer) solver keeps a point well under a second (docs/mva.md has the
 # timings of one exact solve, up to K = 19 in under 1 s).
 EXACT_WORKERS = 16
 Classes = list[tuple[CoarseProfile, int]]
+ONE_PS = (1.0,)
 
 
-def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None = None) -> list[float]:
-    """S_k^l for one worker: S^U = S^D = M/B (TPDS §2.1.2); ``compute_s`` overrides S_k^W."""
+def kinds(link: str, ps_count: int = 1) -> tuple[str, ...]:
+    """Station kinds: the worker's compute (delay), then per PS its uplink, update, downlink;
+    ``link`` "fcfs" (Eq. 2) or "ps" (Eq. 1) for the links, the update always PS."""
+    return ("delay",) + (link, "ps", link) * ps_count
+
+
+KINDS_FCFS = kinds("fcfs")
+KINDS_PS = kinds("ps")
+
+
+def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None = None,
+                fractions: tuple[float, ...] = ONE_PS) -> list[float]:
+    """S_k^l for one worker: S^U = S^D = M/B (TPDS §2.1.2); ``compute_s`` overrides S_k^W.
+
+    With several parameter servers, PS j holds the share ``fractions[j]`` of the bytes: its
+    uplink, update and downlink take that share of M/B and S^S. A worker visits them in turn,
+    so one worker's cycle is the 1-PS cycle (its own NIC moves all M bytes either way), while
+    the load of K workers spreads over the servers. The visits are in series where real
+    transfers to different servers run at once: exact for one worker, an approximation under
+    contention."""
     comm = c.model_bytes * 8.0 / bandwidth_bps
-    return [c.compute_s if compute_s is None else compute_s, comm, c.update_s, comm]
+    row = [c.compute_s if compute_s is None else compute_s]
+    for f in fractions:
+        row += [comm * f, c.update_s * f, comm * f]
+    return row
 
 
 def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
@@ -55,8 +75,8 @@ def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
     S = np.array([service_row(w, bandwidth_bps) for w in workers])
     K = len(workers)
 
-    def solve_kinds(kinds):
-        return _solve_classes(S, kinds, batch, two_way if kinds is KINDS_PS else NO_TWO_WAY)
+    def solve_kinds(link: str):
+        return _solve_classes(S, kinds(link), batch, two_way if link == "ps" else NO_TWO_WAY)
 
     X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
     if overlap:
@@ -69,15 +89,18 @@ def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
 
 def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "threshold",
                    rho_threshold: float = DEFAULT_RHO_THRESHOLD,
-                   overlap: bool | None = None, two_way: TwoWay = NO_TWO_WAY) -> list[CoarseResult]:
-    """:func:`async_ps` for ``K`` identical workers, for every K in ``Ks`` at once."""
+                   overlap: bool | None = None, two_way: TwoWay = NO_TWO_WAY,
+                   fractions: tuple[float, ...] = ONE_PS) -> list[CoarseResult]:
+    """:func:`async_ps` for ``K`` identical workers, for every K in ``Ks`` at once;
+    ``fractions``: each parameter server's share of the bytes (``service_row``)."""
     Ks = np.asarray(Ks, dtype=np.int64)
     overlap = c.overlap if overlap is None else overlap
-    rows = np.tile(service_row(c, bandwidth_bps), (len(Ks), 1))
+    rows = np.tile(service_row(c, bandwidth_bps, fractions=fractions), (len(Ks), 1))
     out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold, two_way)
-    if overlap:
+    if overlap:  # Eq. 6 with the pull and push times summed over the servers
         T = out[1]
-        rows[:, 0] = np.maximum(0.0, c.forward_s - T[:, 3]) + np.maximum(0.0, c.backward_s - T[:, 1])
+        pull, push = T[:, 3::3].sum(axis=1), T[:, 1::3].sum(axis=1)
+        rows[:, 0] = np.maximum(0.0, c.forward_s - pull) + np.maximum(0.0, c.backward_s - push)
         out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold, two_way)
     X, T, U, regimes = out
     return [_result(int(K), X[i], T[i], U[i], regimes[i], overlap, float(K * c.batch_size))
@@ -86,24 +109,28 @@ def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "t
 
 def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: TwoWay = NO_TWO_WAY):
     """Eq. 3/4/5 for identical workers: examples/s, T (n, L), station utilizations, regimes."""
-    def solve_kinds(kinds):
+    n_ps = (rows.shape[1] - 1) // 3
+    # the two-way rule follows the server with the most bytes (the first to saturate)
+    j = 3 * int(np.argmax(rows[0, 1::3]))
+
+    def solve_kinds(link: str):
         def solve(scale):
             S = scaled_network(rows, scale)
-            X_steps, T = symmetric_sweep(S, kinds, Ks)
+            X_steps, T = symmetric_sweep(S, kinds(link, n_ps), Ks)
             return X_steps, T, S
 
-        X_steps, T, S = coupled(solve, Ks, two_way if kinds is KINDS_PS else NO_TWO_WAY,
-                                lambda o: (o[0] * o[1][:, 1], o[0] * o[1][:, 3]))
+        X_steps, T, S = coupled(solve, Ks, two_way if link == "ps" else NO_TWO_WAY,
+                                lambda o: (o[0] * o[1][:, 1 + j], o[0] * o[1][:, 3 + j]))
         U = X_steps[:, None] * S  # total utilization of each station (Little)
         U[:, 0] = U[:, 0] / Ks  # the compute station is each worker's own
         return X_steps * batch, T, U
 
     if sharing != "threshold":
-        X, T, U = solve_kinds(KINDS_PS if sharing == "ps" else KINDS_FCFS)
+        X, T, U = solve_kinds(sharing)
         return X, T, U, [sharing] * len(Ks)
-    X_f, T_f, U_f = solve_kinds(KINDS_FCFS)
-    X_p, T_p, U_p = solve_kinds(KINDS_PS)
-    rho = U_f[:, 1]
+    X_f, T_f, U_f = solve_kinds("fcfs")
+    X_p, T_p, U_p = solve_kinds("ps")
+    rho = U_f[:, 1::3].max(axis=1)
     use_f = rho <= rho_threshold
     regimes = [f"{'fcfs' if f else 'ps'} (rho={r:.2f} {'<=' if f else '>'} {rho_threshold:g})"
                for f, r in zip(use_f, rho)]
@@ -128,20 +155,27 @@ def _solve_classes(S, kinds, batch, two_way: TwoWay = NO_TWO_WAY):
 def _combined(solve_kinds, sharing: str, rho_threshold: float):
     """Eq. 5 (or one branch of it): (examples/s, T, utilization, regime)."""
     if sharing in ("ps", "fcfs"):
-        return (*solve_kinds(KINDS_PS if sharing == "ps" else KINDS_FCFS), sharing)
-    X_f, T_f, U_f = solve_kinds(KINDS_FCFS)
+        return (*solve_kinds(sharing), sharing)
+    X_f, T_f, U_f = solve_kinds("fcfs")
     rho = float(U_f[1])
     if rho <= rho_threshold:
         return X_f, T_f, U_f, f"fcfs (rho={rho:.2f} <= {rho_threshold:g})"
-    X_p, T_p, U_p = solve_kinds(KINDS_PS)
+    X_p, T_p, U_p = solve_kinds("ps")
     return X_p, T_p, U_p, f"ps (rho={rho:.2f} > {rho_threshold:g})"
 
 
 def _result(K: int, X: float, T_row, U_row, regime: str, overlap: bool, batch_total: float) -> CoarseResult:
-    names = ("worker", "uplink", "ps", "downlink")
+    """Response times summed over the servers; utilizations per server (``uplink[1]``...)."""
+    n_ps = (len(T_row) - 1) // 3
+    sfx = [f"[{j}]" if n_ps > 1 else "" for j in range(n_ps)]
+    util = {"worker": float(U_row[0])}
+    for j, x in enumerate(sfx):
+        util |= {f"uplink{x}": float(U_row[1 + 3 * j]), f"ps{x}": float(U_row[2 + 3 * j]),
+                 f"downlink{x}": float(U_row[3 + 3 * j])}
+    T = {"compute": float(T_row[0])}
+    T |= {s: float(np.sum(T_row[1 + i::3])) for i, s in enumerate(STATIONS[1:])}
     return CoarseResult(
         model="coarse", workers=K, throughput=float(X), step_time_s=batch_total / float(X),
-        response_time_s={s: float(T_row[i]) for i, s in enumerate(STATIONS)},
-        utilization={n: float(U_row[i]) for i, n in enumerate(names)},
+        response_time_s=T, utilization=util,
         regime=regime + (" + overlap correction" if overlap else ""),
         equations="TPDS Eqs. 1-6" if overlap else "TPDS Eqs. 1-5")

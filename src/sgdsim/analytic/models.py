@@ -1,32 +1,42 @@
 """Dispatch to the analytical models, and the options each one can honour."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import ConfigError
-from ..sim.config import SimConfig
-from .async_ps import DEFAULT_RHO_THRESHOLD, async_ps, async_ps_sweep
+from .async_ps import async_ps, async_ps_sweep
 from .baselines import cynthia, lin, lin_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 from .sync import ring_allreduce, sync_ps
+from .two_way import TwoWay
+
+if TYPE_CHECKING:  # the evaluation layer's inputs; analytic stays importable without it
+    from ..evaluate.inputs import Cluster, Control, Strategy
 
 ANALYTIC = ("coarse", "lin", "cynthia")
 MODELS = ("fine",) + ANALYTIC
 
 
-def unsupported(model: str, config: SimConfig, sharing: str | None, ps_count: int) -> str | None:
+def unsupported(model: str, strategy: Strategy, cluster: Cluster, control: Control,
+                ps_count: int, heterogeneous: bool = False) -> str | None:
     """Why ``model`` cannot honour these options (None if it can)."""
+    sharing = strategy.sharing
     if model == "fine":
         return "sharing 'threshold' is Eq. 5 of the coarse model" if sharing == "threshold" else None
+    several = ps_count > 1
     checks = [
-        (config.streams != "fifo", "--streams http2"), (config.order != "profiled", f"--order {config.order}"),
-        (config.flow_cap_bps is not None, "--flow-cap"), (ps_count > 1, "several parameter servers"),
-        (config.timeline, "--timeline"),
-        (model == "lin" and (config.mode, config.arch) != ("async", "ps"), "anything but --mode async --arch ps"),
-        (model == "cynthia" and config.arch != "ps", "--arch allreduce"),
+        (strategy.streams != "fifo", "--streams http2"),
+        (strategy.order != "profiled", f"--order {strategy.order}"),
+        (cluster.flow_cap_bps is not None, "--flow-cap"),
+        (several and (model != "coarse" or heterogeneous), "several parameter servers"),
+        (control.timeline, "--timeline"),
+        (model == "lin" and (strategy.mode, strategy.arch) != ("async", "ps"), "anything but --mode async --arch ps"),
+        (model == "cynthia" and strategy.arch != "ps", "--arch allreduce"),
         (model == "cynthia" and sharing is not None, f"--sharing {sharing}"),
-        (config.mode == "async" and sharing == "hybrid", "--sharing hybrid in async mode (use threshold)"),
-        (config.mode == "sync" and sharing == "threshold", "--sharing threshold in sync mode (use hybrid)"),
-        (config.arch == "allreduce" and sharing is not None, f"--sharing {sharing} with all-reduce"),
+        (strategy.mode == "async" and sharing == "hybrid", "--sharing hybrid in async mode (use threshold)"),
+        (strategy.mode == "sync" and sharing == "threshold", "--sharing threshold in sync mode (use hybrid)"),
+        (strategy.arch == "allreduce" and sharing is not None, f"--sharing {sharing} with all-reduce"),
     ]
     for bad, what in checks:
         if bad:
@@ -35,32 +45,39 @@ def unsupported(model: str, config: SimConfig, sharing: str | None, ps_count: in
 
 
 def run_analytic(model: str, classes: list[tuple[CoarseProfile, int]], Ks: list[int] | None,
-                 config: SimConfig, sharing: str | None,
-                 rho_threshold: float = DEFAULT_RHO_THRESHOLD) -> list[CoarseResult]:
+                 strategy: Strategy, cluster: Cluster,
+                 fractions: tuple[float, ...] = (1.0,)) -> list[CoarseResult]:
     """Analytical predictions: one class ``[(profile, 1)]`` swept over worker counts ``Ks``,
-    or fixed heterogeneous ``classes`` (``Ks`` None) for a single point."""
-    B = config.bandwidth_bps
+    or fixed heterogeneous ``classes`` (``Ks`` None) for a single point. ``fractions``: each
+    parameter server's share of the bytes (the coarse model only)."""
     if model not in ANALYTIC:
         raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)})")
     if Ks is None:
-        return [_one(model, classes, config, sharing, rho_threshold)]
+        return [_one(model, classes, strategy, cluster, fractions)]
     c = classes[0][0]
-    if config.mode == "async" and model == "coarse":
-        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho_threshold,
-                              two_way=config.two_way)
-    if config.mode == "async" and model == "lin":
-        return lin_sweep(c, B, Ks, sharing or "threshold", rho_threshold)
-    return [_one(model, [(c, K)], config, sharing, rho_threshold) for K in Ks]
+    B, sharing, rho = cluster.bandwidth_bps, strategy.sharing, strategy.rho_threshold
+    if strategy.mode == "async" and model == "coarse":
+        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho, two_way=_two_way(cluster),
+                              fractions=fractions)
+    if strategy.mode == "async" and model == "lin":
+        return lin_sweep(c, B, Ks, sharing or "threshold", rho)
+    return [_one(model, [(c, K)], strategy, cluster, fractions) for K in Ks]
 
 
-def _one(model, classes, config: SimConfig, sharing, rho_threshold) -> CoarseResult:
-    B = config.bandwidth_bps
+def _two_way(cluster: Cluster) -> TwoWay:
+    return TwoWay(cluster.two_way_penalty, cluster.two_way_table)
+
+
+def _one(model, classes, strategy: Strategy, cluster: Cluster, fractions) -> CoarseResult:
+    B, sharing = cluster.bandwidth_bps, strategy.sharing
     if model == "cynthia":
         return cynthia(classes, B)
     if model == "lin":
-        return lin(classes, B, sharing or "threshold", rho_threshold)
-    if config.arch == "allreduce":
-        return ring_allreduce(classes, B, step_latency_s=config.ring_latency_s)
-    if config.mode == "sync":
-        return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=config.fcfs_weight)
-    return async_ps(classes, B, sharing or "threshold", rho_threshold, two_way=config.two_way)
+        return lin(classes, B, sharing or "threshold", strategy.rho_threshold)
+    if strategy.arch == "allreduce":
+        return ring_allreduce(classes, B, step_latency_s=cluster.ring_latency_s)
+    if strategy.mode == "sync":
+        return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=cluster.fcfs_weight,
+                       fractions=fractions)
+    return async_ps(classes, B, sharing or "threshold", strategy.rho_threshold,
+                    two_way=_two_way(cluster))

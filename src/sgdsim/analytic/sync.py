@@ -28,22 +28,30 @@ def _overlap(classes: Classes, overlap: bool | None) -> bool:
 
 
 def sync_ps(classes: Classes, bandwidth_bps: float, sharing: str = "hybrid",
-            overlap: bool | None = None, fcfs_weight: float = 0.5) -> CoarseResult:
+            overlap: bool | None = None, fcfs_weight: float = 0.5,
+            fractions: tuple[float, ...] = (1.0,)) -> CoarseResult:
     """Sync PS step time: Eq. 7 (PS sharing), Eq. 8 (FCFS), Eq. 9 (hybrid = their mean;
     generalised to the uplink term (1 − w)·K·M/B + w·M/B, Eq. 9 being w = 0.5);
     with overlap, Eq. 10: max(T_D, T_F) + max(T_U, T_B) + T_S (the same max form is used for
-    the PS and FCFS uplink terms)."""
+    the PS and FCFS uplink terms).
+
+    Several parameter servers, PS j holding the share ``fractions[j]`` of the bytes: the
+    busiest server's NIC moves K·max_j f_j·M per direction and step, but no less than one
+    worker's own NIC moves (M), so K·M/B becomes max(1, K·max_j f_j)·M/B; the servers update
+    their shares at once, in max_j f_j·T_S."""
     K, MB, TF, TB, TS = _phases(classes, bandwidth_bps)
     overlap = _overlap(classes, overlap)
-    TD = K * MB
-    TU = {"ps": K * MB, "fcfs": MB, "hybrid": (1 - fcfs_weight) * K * MB + fcfs_weight * MB}[sharing]
+    load = max(1.0, K * max(fractions))
+    TS = TS * max(fractions)  # the servers update their shares at once
+    TD = load * MB
+    TU = {"ps": load * MB, "fcfs": MB, "hybrid": (1 - fcfs_weight) * load * MB + fcfs_weight * MB}[sharing]
     if overlap:
         T = max(TD, TF) + max(TU, TB) + TS
     else:
         T = TD + TF + TB + TU + TS
     eq = {"ps": "7", "fcfs": "8", "hybrid": "9"}[sharing]
     return _result(classes, T, {"downlink": TD, "compute": TF + TB, "uplink": TU, "update": TS},
-                   K * MB, sharing, f"TPDS Eq. {'10' if overlap and sharing == 'hybrid' else eq}"
+                   load * MB, sharing, f"TPDS Eq. {'10' if overlap and sharing == 'hybrid' else eq}"
                    + (" with overlap" if overlap else ""))
 
 

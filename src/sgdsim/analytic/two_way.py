@@ -134,11 +134,12 @@ def _weighted(pmf, n, f) -> float:
 
 
 def scaled_network(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Service rows (compute, uplink, update, downlink) with the links slowed by ``scale``
-    (one (uplink, downlink) pair per row, or one pair for all)."""
+    """Service rows (compute, then uplink, update, downlink per PS) with the links slowed by
+    ``scale`` (one (uplink, downlink) pair per row, or one pair for all)."""
     out = np.array(rows, dtype=float)
-    out[:, 1] /= scale[..., 0]
-    out[:, 3] /= scale[..., 1]
+    scale = np.asarray(scale, dtype=float)
+    out[:, 1::3] /= np.reshape(scale[..., 0], (-1, 1))
+    out[:, 3::3] /= np.reshape(scale[..., 1], (-1, 1))
     return out
 
 

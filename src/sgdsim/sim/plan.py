@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..analytic.sync import ring_allreduce_s
-from ..placement import least_loaded
+from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
@@ -53,11 +53,7 @@ def resource_names(ps_count: int) -> tuple[str, ...]:
 
 def assign_ps(profile: Profile, ps_count: int) -> np.ndarray:
     """Whole layers to the PS holding the fewest bytes so far, in profile order (ICPE §5)."""
-    layer_bytes: dict[str, float] = {}
-    for op in profile.ops:
-        if op.resource == DOWNLINK:
-            layer_bytes[op.layer] = layer_bytes.get(op.layer, 0.0) + op.size_bytes
-    owner = least_loaded(layer_bytes, ps_count)
+    owner = least_loaded(layer_bytes(profile), ps_count)
     return np.array([owner.get(op.layer, 0) if op.resource != WORKER else 0
                      for op in profile.ops], np.int64)
 

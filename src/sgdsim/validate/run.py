@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from ..analytic.coarse_profile import CoarseProfile, to_profile
 from ..analytic.models import MODELS, unsupported
 from ..errors import ConfigError
+from ..evaluate import Cluster, Control, Strategy
 from ..predict import predict
 from ..profile.model import Profile
-from ..sim.config import SimConfig
 from .grid import Case, Grid
 
 
@@ -136,11 +136,12 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
     """Every model's prediction at every worker count; models that cannot honour the case's
     options are left out, with the reason."""
     net = case.network()
-    config = SimConfig(bandwidth_bps=net["bandwidth"], mode=case.mode, arch=case.arch)
+    strategy = Strategy(arch=case.arch, mode=case.mode, sharing=case.sharing,
+                        ps_count=case.ps_count if case.ps_count > 1 else None)
     n_ps = max(getattr(profile, "ps_count", 1), case.ps_count)
     points, skipped = [], []
     for name in models:
-        reason = unsupported(name, config, case.sharing, n_ps)
+        reason = unsupported(name, strategy, Cluster(net["bandwidth"]), Control(), n_ps)
         if reason:
             skipped.append(reason)
             continue

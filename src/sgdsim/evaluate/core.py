@@ -1,0 +1,134 @@
+"""The evaluation layer: typed inputs in, ``PredictionPoint``s out; no parsing, no printing.
+
+``evaluate`` is what ``sgdsim.predict``, the CLI, ``validate`` and ``plan`` call. The
+simulator's points go through an executor (``executors.py``); the analytical models answer in
+milliseconds in this process. Hybrid sharing (a ps and an fcfs run mixed, TPDS Eq. 9) and
+replications live in ``replicate.py``; the real runs' spread is applied here.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ..analytic.coarse_profile import CoarseProfile
+from ..analytic.models import MODELS, run_analytic, unsupported
+from ..analytic.results import CoarseResult
+from ..errors import ConfigError
+from ..placement import ps_fractions
+from ..point import PredictionPoint
+from ..profile.model import Profile
+from ..profile.transforms import with_overhead
+from ..progress import Progress
+from ..replicate import simulate_point
+from ..sim import WorkerClass
+from .executors import Executor, Serial
+from .inputs import Cluster, Control, Job, Strategy, coarse_profile, fine_profile, sim_config
+
+
+@dataclass(frozen=True)
+class FineTask:
+    """One simulated point, picklable for a process pool or a Dask worker."""
+
+    job: Job
+    strategy: Strategy
+    cluster: Cluster
+    control: Control
+    workers: int
+
+
+def run_fine(task: FineTask) -> PredictionPoint:
+    job = task.job
+    config = sim_config(task.strategy, task.cluster, task.control)
+    classes = job.fine() if job.heterogeneous else [(n, p, task.workers) for n, p, _ in job.fine()]
+    pt = simulate_point([WorkerClass(n, p, c) for n, p, c in classes], config,
+                        task.control.replications)
+    return with_run_spread(pt, task.cluster.run_spread_rel)
+
+
+def models_for(model: str, job: Job, strategy: Strategy, cluster: Cluster, control: Control,
+               on_skip: Callable[[str], None] | None = None) -> list[str]:
+    """The models to run: ``model``, or with "all" every one that can honour the options
+    (``on_skip(reason)`` hears about the others). A model that cannot is a ConfigError."""
+    n_ps = strategy.ps_count or job.default_ps_count()
+    why = [(name, unsupported(name, strategy, cluster, control, n_ps, job.heterogeneous))
+           for name in (MODELS if model == "all" else [model])]
+    if model != "all":
+        if model not in MODELS:
+            raise ConfigError(f"unknown model {model!r} (choose from {', '.join(MODELS)}, all)")
+        if why[0][1]:
+            raise ConfigError(why[0][1])
+    for _, reason in why:
+        if reason and on_skip:
+            on_skip(reason)
+    return [name for name, reason in why if not reason]
+
+
+def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[int],
+             model: str = "fine", control: Control = Control(),
+             executor: Executor | None = None, on_skip: Callable[[str], None] | None = None,
+             progress_label: str = "simulating") -> list[PredictionPoint]:
+    """Predictions of ``model`` ("fine", "coarse", "lin", "cynthia" or "all") for each
+    worker count (one point for a heterogeneous job), sorted by workers then model."""
+    sim_config(strategy, cluster, control)  # one validation of the combination, for every model
+    counts = [sum(c.count for c in job.classes)] if job.heterogeneous else sorted(set(workers))
+    if not counts or min(counts) < 1:
+        raise ConfigError(f"worker counts must be at least 1, got {list(workers)}")
+    points: list[PredictionPoint] = []
+    for name in models_for(model, job, strategy, cluster, control, on_skip):
+        if name == "fine":
+            points += evaluate_fine(job, strategy, cluster, control, counts, executor, progress_label)
+        else:
+            points += evaluate_analytic(name, job, strategy, cluster, None if job.heterogeneous else counts)
+    order = {m: i for i, m in enumerate(MODELS)}
+    return sorted(points, key=lambda p: (p.workers, order[p.model]))
+
+
+def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Control,
+                  counts: Sequence[int], executor: Executor | None = None,
+                  progress_label: str = "simulating") -> list[PredictionPoint]:
+    sim_config(strategy, cluster, control)  # a bad combination fails before any work
+    tasks = [FineTask(job, strategy, cluster, control, W) for W in counts]
+    progress = Progress(len(tasks), f"{progress_label} ({len(tasks)} points)")
+    try:
+        return (executor or Serial()).map(run_fine, tasks, progress)
+    finally:
+        progress.close()
+
+
+def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
+                      counts: Sequence[int] | None) -> list[PredictionPoint]:
+    """``counts`` None: the heterogeneous job's one point."""
+    classes = [(_coarse_with_overhead(c.profile, strategy), c.count) for c in job.classes]
+    results = run_analytic(name, classes, None if counts is None else list(counts), strategy,
+                           cluster, _fractions(job, strategy))
+    return [from_coarse(r) for r in results]
+
+
+def _fractions(job: Job, strategy: Strategy) -> tuple[float, ...]:
+    if strategy.arch != "ps" or job.heterogeneous:
+        return (1.0,)
+    return ps_fractions(fine_profile(job.profile), strategy.ps_count)
+
+
+def _coarse_with_overhead(p: Profile | CoarseProfile, strategy: Strategy) -> CoarseProfile:
+    """The analytical models see the overheads as compute time, as the simulator does."""
+    a, b = strategy.overhead_alpha_s_per_byte, strategy.overhead_beta_s
+    if a > 0 or b > 0:
+        p = with_overhead(fine_profile(p), a, b, strategy.arch)
+    return coarse_profile(p)
+
+
+def with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:
+    """The interval for one real run also holds the real system's own run-to-run noise."""
+    if spread <= 0:
+        return pt
+    m = pt.throughput
+    return replace(pt, ci_low=min(pt.ci_low, m * (1 - spread)), ci_high=max(pt.ci_high, m * (1 + spread)))
+
+
+def from_coarse(r: CoarseResult) -> PredictionPoint:
+    return PredictionPoint(
+        workers=r.workers, throughput=r.throughput, ci_low=r.throughput, ci_high=r.throughput,
+        step_time_s=r.step_time_s, ops_simulated=0, bottleneck=r.bottleneck,
+        utilization=dict(r.utilization), steps_measured=0, wall_s=0.0, model=r.model,
+        regime=r.regime, response_time_s=dict(r.response_time_s))

@@ -1,0 +1,207 @@
+"""The three inputs of an evaluation, as Calculon separates them, plus run control.
+
+- ``Job``: what is trained (a fine or coarse profile; or several worker classes).
+- ``Strategy``: how it is trained (architecture, mode, sharing, PS count, streams, order,
+  overheads).
+- ``Cluster``: what it runs on (bandwidth, per-flow cap, what ``netbench`` and ``calibrate``
+  measured, prices).
+- ``Control``: how hard the simulator works (seed, warm-up, steps, replications).
+
+Units are the internal ones (bits/s, bytes, seconds); human units are parsed by the fronts
+(``sgdsim.predict``, the CLI). ``sim_config`` is the one place the simulator's
+``SimConfig`` is built from them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..analytic.coarse_profile import CoarseProfile, from_profile, to_profile
+from ..analytic.two_way import check_table
+from ..errors import ConfigError
+from ..hardware import Hardware
+from ..profile.model import Profile
+from ..sim.config import ARCHS, MODES, ORDERS, STREAMS, SimConfig
+
+SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
+DEFAULT_RHO_THRESHOLD = 0.6
+AnyProfile = Profile | CoarseProfile
+
+
+@dataclass(frozen=True)
+class JobClass:
+    name: str
+    profile: AnyProfile
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """One profile swept over worker counts, or fixed heterogeneous classes (one point)."""
+
+    classes: tuple[JobClass, ...]
+    heterogeneous: bool = False
+
+    @classmethod
+    def of(cls, profile: AnyProfile) -> Job:
+        return cls((JobClass("default", profile),))
+
+    @classmethod
+    def mixed(cls, classes: list[tuple[str, AnyProfile, int]]) -> Job:
+        if not classes:
+            raise ConfigError("no worker classes given")
+        return cls(tuple(JobClass(n, p, c) for n, p, c in classes), heterogeneous=True)
+
+    @property
+    def profile(self) -> AnyProfile:
+        return self.classes[0].profile
+
+    def fine(self) -> list[tuple[str, Profile, int]]:
+        return [(c.name, fine_profile(c.profile), c.count) for c in self.classes]
+
+    def coarse(self) -> list[tuple[CoarseProfile, int]]:
+        return [(coarse_profile(c.profile), c.count) for c in self.classes]
+
+    def default_ps_count(self) -> int:
+        return max(fine_profile(c.profile).ps_count if isinstance(c.profile, Profile) else 1
+                   for c in self.classes)
+
+    def batch_size(self) -> int:
+        p = self.profile
+        return p.job.batch_size if isinstance(p, Profile) else p.batch_size
+
+
+def fine_profile(p: AnyProfile) -> Profile:
+    return to_profile(p) if isinstance(p, CoarseProfile) else p
+
+
+def coarse_profile(p: AnyProfile) -> CoarseProfile:
+    return p if isinstance(p, CoarseProfile) else from_profile(p)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How the job is distributed. ``sharing`` None: the papers' default for the model
+    (``fine_sharing``); ``ps_count`` None: the profile's own placement."""
+
+    arch: str = "ps"
+    mode: str = "async"
+    sharing: str | None = None
+    ps_count: int | None = None
+    streams: str = "fifo"
+    window_bytes: float = 28e6
+    order: str = "profiled"
+    overhead_alpha_s_per_byte: float = 0.0
+    overhead_beta_s: float = 0.0
+    rho_threshold: float = DEFAULT_RHO_THRESHOLD
+
+    def __post_init__(self):
+        for what, value, allowed in (("arch", self.arch, ARCHS), ("mode", self.mode, MODES),
+                                     ("streams", self.streams, STREAMS), ("order", self.order, ORDERS)):
+            _choice(what, value, allowed)
+        if self.sharing is not None:
+            _choice("sharing", self.sharing, SHARINGS)
+        if self.ps_count is not None and self.ps_count < 1:
+            raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
+        if not 0 < self.rho_threshold <= 1:
+            raise ConfigError(f"--rho-threshold must be in (0, 1], got {self.rho_threshold}")
+
+    @property
+    def fine_sharing(self) -> str:
+        """The simulator's sharing: hybrid for sync PS (TPDS §3.1.1), else ps."""
+        if self.sharing in ("ps", "fcfs", "hybrid"):
+            return self.sharing
+        return "hybrid" if (self.mode, self.arch) == ("sync", "ps") else "ps"
+
+    @property
+    def label(self) -> str:
+        """A short name: async-ps, async-ps×2, sync-ps, allreduce."""
+        if self.arch == "allreduce":
+            return "allreduce"
+        n = self.ps_count or 1
+        return f"{self.mode}-ps" + (f"x{n}" if n > 1 else "")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The machines and network. Prices per node-hour; ``ps_price_per_node_hour`` None: a PS
+    node costs what a worker costs."""
+
+    bandwidth_bps: float
+    flow_cap_bps: float | None = None
+    fcfs_weight: float = 0.5
+    share_cv: float = 0.0
+    two_way_penalty: float = 0.0
+    two_way_table: tuple | None = field(default=None, compare=False)
+    ring_latency_s: float = 0.0
+    run_spread_rel: float = 0.0
+    price_per_node_hour: float = 0.0
+    ps_price_per_node_hour: float | None = None
+
+    def __post_init__(self):
+        if not (math.isfinite(self.bandwidth_bps) and self.bandwidth_bps > 0):
+            raise ConfigError(f"bandwidth must be positive, got {self.bandwidth_bps}")
+        if self.two_way_table is not None:
+            if self.two_way_penalty > 0:
+                raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
+            object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
+        if not 0 <= self.run_spread_rel < 1:
+            raise ConfigError(f"run spread must be a fraction in [0, 1), got {self.run_spread_rel}")
+        for what, price in (("--price-per-node-hour", self.price_per_node_hour),
+                            ("--ps-price-per-node-hour", self.ps_price_per_node_hour)):
+            if price is not None and not (math.isfinite(price) and price >= 0):
+                raise ConfigError(f"{what} must be a non-negative number, got {price}")
+
+    @classmethod
+    def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
+        """The measured network of a hardware file; ``overrides`` (not None) win."""
+        table = hw.two_way_table if overrides.get("two_way_penalty") is None else None
+        base = dict(
+            bandwidth_bps=hw.bandwidth_for(arch),
+            fcfs_weight=0.5 if hw.fcfs_weight is None else hw.fcfs_weight,
+            # share_cv is recorded, not applied: on the lab it made async predictions worse
+            # (docs/validation/regimes/README.md); pass it explicitly to use it
+            two_way_penalty=0.0 if table is not None else (hw.two_way_penalty or 0.0),
+            two_way_table=table, run_spread_rel=hw.run_spread_rel or 0.0,
+            ring_latency_s=(hw.ring_latency_s or 0.0) if arch == "allreduce" else 0.0)
+        return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
+
+    def node_price(self, ps: bool) -> float:
+        if ps and self.ps_price_per_node_hour is not None:
+            return self.ps_price_per_node_hour
+        return self.price_per_node_hour
+
+
+@dataclass(frozen=True)
+class Control:
+    """Simulator effort. ``steps_per_worker``/``replications`` None: automatic."""
+
+    seed: int = 0
+    warmup_steps: int = SimConfig.warmup_steps
+    steps_per_worker: int | None = None
+    replications: int | None = None
+    jitter_cv: float = 0.0
+    timeline: bool = False
+
+    def __post_init__(self):
+        if self.replications is not None and self.replications < 1:
+            raise ConfigError(f"--replications must be at least 1, got {self.replications}")
+
+
+def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimConfig:
+    """The simulator's configuration (it validates the combination)."""
+    return SimConfig(
+        bandwidth_bps=cluster.bandwidth_bps, mode=strategy.mode, arch=strategy.arch,
+        sharing=strategy.fine_sharing, fcfs_weight=cluster.fcfs_weight, share_cv=cluster.share_cv,
+        two_way_penalty=cluster.two_way_penalty, two_way_table=cluster.two_way_table,
+        ring_latency_s=cluster.ring_latency_s, flow_cap_bps=cluster.flow_cap_bps,
+        streams=strategy.streams, window_bytes=strategy.window_bytes, order=strategy.order,
+        overhead_alpha_s_per_byte=strategy.overhead_alpha_s_per_byte,
+        overhead_beta_s=strategy.overhead_beta_s, ps_count=strategy.ps_count,
+        jitter_cv=control.jitter_cv, seed=control.seed, warmup_steps=control.warmup_steps,
+        steps_per_worker=control.steps_per_worker, timeline=control.timeline)
+
+
+def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"unknown {what} {value!r} (choose from {', '.join(allowed)})")
