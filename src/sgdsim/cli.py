@@ -7,7 +7,11 @@ import math
 import os
 import sys
 
+from .analytic.models import MODELS
 from .errors import SgdsimError
+from .evaluate.executors import BACKENDS
+from .evaluate.inputs import SHARINGS
+from .sim.config import ARCHS, MODES, ORDERS, STREAMS
 from .outputs import check_output_path
 from .units import format_bps
 
@@ -54,9 +58,9 @@ def _predict_parser(sub) -> None:
                    help="the network as sgdsim netbench measured it (bandwidth, overheads, FCFS "
                         "weight, two-way penalty) and sgdsim calibrate fitted it (receiver CPU, "
                         "the real runs' spread, which widens every interval)")
-    q.add_argument("--mode", default="async", choices=["async", "sync"])
-    q.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
-    q.add_argument("--model", default="fine", choices=["fine", "coarse", "lin", "cynthia", "all"],
+    q.add_argument("--mode", default="async", choices=MODES)
+    q.add_argument("--arch", default="ps", choices=ARCHS)
+    q.add_argument("--model", default="fine", choices=[*MODELS, "all"],
                    help="fine = simulator; coarse = TPDS analytical models; lin, cynthia = baselines")
     q.add_argument("--coarse", default=None, metavar="SPEC",
                    help="coarse profile instead of PROFILE: size=102MB,fwd=182ms,bwd=261ms,batch=128")
@@ -72,14 +76,14 @@ def _predict_parser(sub) -> None:
     q.add_argument("--ring-latency", default=None, metavar="DURATION",
                    help="--arch allreduce: fixed cost of each ring step of each all-reduce call, "
                         "e.g. 2ms (default: the --hardware file's measured value, else 0)")
-    q.add_argument("--sharing", default=None, choices=["ps", "fcfs", "hybrid", "threshold"],
+    q.add_argument("--sharing", default=None, choices=SHARINGS,
                    help="link sharing (default: hybrid for sync PS; async: ps in the simulator, Eq. 5 threshold in coarse)")
     q.add_argument("--rho-threshold", type=float, default=0.6,
                    help="Eq. 5 threshold on the FCFS network utilization (coarse async)")
     q.add_argument("--flow-cap", default=None, help="cap on any single flow, e.g. 10Gbps")
-    q.add_argument("--streams", default="fifo", choices=["fifo", "http2"])
+    q.add_argument("--streams", default="fifo", choices=STREAMS)
     q.add_argument("--window", default="28MB", help="HTTP/2 flow-control window WIN")
-    q.add_argument("--order", default="profiled", choices=["profiled", "tic", "reverse", "random"])
+    q.add_argument("--order", default="profiled", choices=ORDERS)
     q.add_argument("--overhead-alpha", type=float, default=None, metavar="S_PER_BYTE",
                    help="receiver CPU per byte of every message (default: the --hardware file's "
                         "calibrated value, else 0)")
@@ -95,9 +99,25 @@ def _predict_parser(sub) -> None:
     q.add_argument("--replications", default="auto", metavar="R",
                    help="independent simulator runs per point (default auto: rounds of 4 until the "
                         "mean is known to 2%%); the interval covers their spread; 1 = one run")
+    add_executor_arguments(q)
     q.add_argument("--format", default="table", choices=["table", "csv", "json"])
     q.add_argument("--timeline", default=None, metavar="FILE.json", help="write a Chrome/Perfetto trace")
     q.add_argument("--force", action="store_true", help="overwrite an existing --timeline file")
+
+
+def add_executor_arguments(q) -> None:
+    q.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="simulate N points at once in local processes (default: one per core)")
+    q.add_argument("--backend", default="local", choices=BACKENDS,
+                   help="where simulated points run: local processes, or a Dask cluster")
+    q.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="--backend dask: the scheduler, e.g. tcp://10.0.0.1:8786")
+
+
+def executor_from(args):
+    from .evaluate.executors import make_executor
+
+    return make_executor(args.backend, args.jobs, args.scheduler)
 
 
 def _calibrate_parser(sub) -> None:
@@ -167,6 +187,7 @@ def cmd_predict(args) -> int:
         jitter=args.jitter, seed=args.seed, warmup=args.warmup, steps=args.steps,
         timeline=bool(args.timeline), model=args.model, coarse=args.coarse,
         rho_threshold=args.rho_threshold, replications=args.replications, **net,
+        executor=executor_from(args),
         on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
     print(format_points(points, args.format))
     for pt in points:

@@ -92,7 +92,11 @@ def contract(groups: list[list[int]], npred: np.ndarray, succ: list[list[int]],
         new_of[g] = k
     keep = np.array([g[0] for g in groups], np.int64)
     new_succ = [sorted(int(new_of[j]) for j in succ[g[-1]]) for g in groups]
+    return keep, npred[keep].copy(), new_succ, contract_durations(groups, dur), rank[:, keep].copy()
+
+
+def contract_durations(groups: list[list[int]], dur: np.ndarray) -> np.ndarray:
+    """Per row, each group's durations summed (sampled steps stay whole)."""
     flat = [i for g in groups for i in g]
     starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
-    new_dur = np.add.reduceat(dur[:, flat], starts, axis=1)
-    return keep, npred[keep].copy(), new_succ, new_dur, rank[:, keep].copy()
+    return np.add.reduceat(dur[:, flat], starts, axis=1)

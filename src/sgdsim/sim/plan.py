@@ -12,7 +12,7 @@ from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import with_overhead
 from .config import SimConfig, WorkerClass
-from .contract import chains, contract
+from .contract import chains, contract, contract_durations
 from .dag import topological
 from .stats import lognormal_factors
 from .streams import SCHEDULERS
@@ -153,53 +153,92 @@ def _instant(dur: np.ndarray, op_res, res_link, npred, succ_ptr) -> np.ndarray:
     return (sink & exclusive & zero & (npred > 0)).astype(np.int64)
 
 
-def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, PlanInfo, np.ndarray, np.ndarray]:
-    """Return the plan, its info, and per-link bandwidth/cap in bytes/s."""
-    check_same_dag(classes)
-    ref = classes[0].profile
-    W = sum(c.count for c in classes)
+Topology = namedtuple(
+    "Topology", "M R op_ps op_res res_link link_res npred succ ptr flat ranks groups keep")
+_TOPOLOGY: dict[tuple, Topology] = {}  # per DAG and strategy: every W and seed of a sweep shares one
+_SIGNATURE: dict[int, tuple[Profile, int]] = {}
+
+
+def _signature(profile: Profile) -> int:
+    """A hash of what the topology depends on (not the durations). Memoised by identity; a
+    process pool's copies of one profile hash alike."""
+    hit = _SIGNATURE.get(id(profile))
+    if hit is None or hit[0] is not profile:
+        if len(_SIGNATURE) > 64:
+            _SIGNATURE.clear()
+        sig = hash(tuple((o.id, o.resource, o.ps, o.size_bytes, o.deps) for o in profile.ops))
+        hit = _SIGNATURE[id(profile)] = (profile, sig)
+    return hit[1]
+
+
+def topology(ref: Profile, config: SimConfig) -> Topology:
+    """What does not depend on W: placement, resources, the DAG, transmission orders and the
+    folded chains; built once per sweep."""
+    key = (_signature(ref), config.ps_count, ref.ps_count, config.arch, config.order,
+           config.seed if config.order == "random" else 0, config.timeline)
+    if key not in _TOPOLOGY:
+        if len(_TOPOLOGY) > 64:
+            _TOPOLOGY.clear()
+        _TOPOLOGY[key] = _build_topology(ref, config)
+    return _TOPOLOGY[key]
+
+
+def _build_topology(ref: Profile, config: SimConfig) -> Topology:
     M = config.ps_count or ref.ps_count
     op_ps = assign_ps(ref, M) if config.ps_count else np.array([o.ps for o in ref.ops], np.int64)
     R = 1 + 3 * M
     op_res = np.array([resource_index(o.resource, int(p)) for o, p in zip(ref.ops, op_ps)], np.int64)
     npred, ptr, flat, succ = _dag(ref)
-    bw = config.bandwidth_bps / 8.0
-    cap = min(bw, (config.flow_cap_bps or config.bandwidth_bps) / 8.0)
     ranks = order_ranks(ref, succ, npred, config.order, np.random.default_rng(config.seed))
     res_link = np.full(R, -1, np.int64)
     if config.arch == "ps":  # link 2p is PS p's downlink, 2p+1 its uplink
         for p in range(M):
             res_link[1 + 3 * p], res_link[2 + 3 * p] = 2 * p, 2 * p + 1
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
-    dur = _durations(classes, config, W, cap)
+    groups = None
     keep = np.arange(ref.n_ops)
     if not config.timeline:  # a timeline shows every op
         groups = chains(npred, succ, op_res, res_link < 0)
-        keep, npred, succ, dur, ranks = contract(groups, npred, succ, dur, ranks)
+        keep, npred, succ, _, ranks = contract(groups, npred, succ, np.zeros((1, ref.n_ops)), ranks)
         ptr, flat = _csr(succ)
-    op_res, op_ps = op_res[keep], op_ps[keep]
+    return Topology(M, R, op_ps[keep], op_res[keep], res_link, link_res, npred, succ, ptr, flat,
+                    ranks, groups, keep)
+
+
+def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, PlanInfo, np.ndarray, np.ndarray]:
+    """Return the plan, its info, and per-link bandwidth/cap in bytes/s."""
+    check_same_dag(classes)
+    ref = classes[0].profile
+    W = sum(c.count for c in classes)
+    t = topology(ref, config)
+    bw = config.bandwidth_bps / 8.0
+    cap = min(bw, (config.flow_cap_bps or config.bandwidth_bps) / 8.0)
+    dur = _durations(classes, config, W, cap)
+    if t.groups is not None:
+        dur = contract_durations(t.groups, dur)
+    keep = t.keep
     copies = N_JITTER_COPIES if config.jitter_cv > 0 else 1
     counts = [c.profile.n_steps * copies for c in classes]
     row0 = np.cumsum([0] + counts[:-1])
     worker_cls = [k for k, c in enumerate(classes) for _ in range(c.count)]
     plan = Plan(
-        W=W, R=R, n_ops=len(keep), sync=1 if config.mode == "sync" else 0,
+        W=W, R=t.R, n_ops=len(keep), sync=1 if config.mode == "sync" else 0,
         streams=SCHEDULERS[config.streams], window_bytes=float(config.window_bytes),
-        op_res=op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
-        op_npred=npred, succ_ptr=ptr, succ_idx=flat,
-        roots=np.flatnonzero(npred == 0).astype(np.int64),
-        rank=ranks.ravel().copy(), comp_key=keep.astype(np.float64),
-        res_link=res_link, link_res=link_res,
+        op_res=t.op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
+        op_npred=t.npred, succ_ptr=t.ptr, succ_idx=t.flat,
+        roots=np.flatnonzero(t.npred == 0).astype(np.int64),
+        rank=t.ranks.ravel().copy(), comp_key=keep.astype(np.float64),
+        res_link=t.res_link, link_res=t.link_res,
         dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
         worker_rows=np.array([counts[k] for k in worker_cls], np.int64),
-        instant=_instant(dur, op_res, res_link, npred, ptr) * (not config.timeline),
+        instant=_instant(dur, t.op_res, t.res_link, t.npred, t.ptr) * (not config.timeline),
     )
     info = PlanInfo(
-        ps_count=M, resource_names=resource_names(M),
-        n_perm=ranks.shape[0],
+        ps_count=t.M, resource_names=resource_names(t.M),
+        n_perm=t.ranks.shape[0],
         worker_batch=np.array([classes[k].profile.job.batch_size for k in worker_cls], np.float64),
-        worker_class=tuple(classes[k].name for k in worker_cls), op_ps=op_ps,
+        worker_class=tuple(classes[k].name for k in worker_cls), op_ps=t.op_ps,
         op_index=keep,
     )
-    return plan, info, np.full(len(link_res), bw), np.full(len(link_res), cap)
+    return plan, info, np.full(len(t.link_res), bw), np.full(len(t.link_res), cap)
