@@ -203,7 +203,7 @@ def test_progress_is_silent_for_short_work_then_reports():
 
 
 def test_strategy_labels_and_defaults():
-    assert Strategy().label == "async-ps" and Strategy(ps_count=2).label == "async-psx2"
+    assert Strategy().label == "async-ps" and Strategy(ps_count=2).label == "async-ps/2"
     assert Strategy(mode="sync").fine_sharing == "hybrid"
     assert Strategy(arch="allreduce", mode="sync").label == "allreduce"
     assert replace(Strategy(), sharing="threshold").fine_sharing == "ps"

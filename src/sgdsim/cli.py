@@ -42,11 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_extras(sub) -> dict:
     """Commands that live with their own stage (lab, profiler)."""
     from .lab.cli import register as register_lab
+    from .plan.cli import register as register_plan
     from .profiler.cli import cmd_profile, register as register_profile
     from .validate.cli import register as register_validate
 
     register_profile(sub)
-    return {"profile": cmd_profile, **register_lab(sub), **register_validate(sub)}
+    return {"profile": cmd_profile, **register_plan(sub), **register_lab(sub), **register_validate(sub)}
 
 
 def _predict_parser(sub) -> None:

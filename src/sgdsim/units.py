@@ -16,7 +16,7 @@ _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BIN_PREFIX = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
 
 _TIME = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
-         "min": 60.0, "h": 3600.0}
+         "min": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
 
 
 def _split(text: str, what: str) -> tuple[float, str]:
@@ -66,7 +66,7 @@ def parse_duration_s(text: str | float) -> float:
         return _non_negative(float(text), "duration", text)
     value, unit = _split(text, "duration")
     if unit not in _TIME:
-        raise ConfigError(f"unknown time unit {unit!r} in {text!r} (use e.g. 12ms, 30s, 5us)")
+        raise ConfigError(f"unknown time unit {unit!r} in {text!r} (use e.g. 12ms, 30s, 5us, 30min, 2h)")
     return _non_negative(value * _TIME[unit], "duration", text)
 
 
@@ -87,3 +87,13 @@ def format_bps(bps: float) -> str:
         if bps >= mult:
             return f"{bps / mult:g}{unit}"
     return f"{bps:g}bps"
+
+
+def format_duration_s(seconds: float) -> str:
+    """42 s, 17.3 min, 2.4 h, 3.1 d."""
+    if not math.isfinite(seconds):
+        return "never"
+    for unit, mult in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * mult:
+            return f"{seconds / mult:.1f} {unit}"
+    return f"{seconds:.3g} s"

@@ -115,11 +115,11 @@ class Strategy:
 
     @property
     def label(self) -> str:
-        """A short name: async-ps, async-ps×2, sync-ps, allreduce."""
+        """A short name: async-ps, async-ps/2 (two servers), sync-ps, allreduce."""
         if self.arch == "allreduce":
             return "allreduce"
         n = self.ps_count or 1
-        return f"{self.mode}-ps" + (f"x{n}" if n > 1 else "")
+        return f"{self.mode}-ps" + (f"/{n}" if n > 1 else "")
 
 
 @dataclass(frozen=True)

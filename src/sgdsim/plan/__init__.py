@@ -1,0 +1,1 @@
+"""``sgdsim plan``: the configuration to rent (search, objective, knee, report)."""

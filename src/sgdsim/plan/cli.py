@@ -1,0 +1,154 @@
+"""``sgdsim plan``: parse, check everything (outputs included) before any work, search, print."""
+from __future__ import annotations
+
+import math
+import sys
+
+from ..errors import ConfigError
+from ..units import parse_bandwidth_bps, parse_duration_s
+from .search import STRATEGIES
+
+
+def register(sub) -> dict:
+    from ..cli import add_executor_arguments
+
+    p = sub.add_parser(
+        "plan", help="pick the configuration: workers, architecture, parameter servers, cost",
+        description="Search strategies x workers x bandwidths with the coarse models, check the "
+                    "finalists with the simulator, and answer: the cheapest configuration within "
+                    "--target-epoch-time, the fastest within --budget-per-epoch, or (neither) the "
+                    "Pareto frontier of epoch time and cost. Costs are per epoch, in the unit of "
+                    "--price-per-node-hour (default 1: node-hours).")
+    p.add_argument("profile", nargs="?", help="profile JSON (or give --coarse)")
+    p.add_argument("--coarse", default=None, metavar="SPEC",
+                   help="coarse profile instead: size=102MB,fwd=182ms,bwd=261ms,batch=128")
+    p.add_argument("--dataset-size", required=True, metavar="N",
+                   help="examples per epoch, e.g. 1281167 or 1.28M")
+    p.add_argument("--workers", default="1-64", help="worker counts to consider (default 1-64)")
+    p.add_argument("--bandwidth", action="append", default=None, metavar="BW",
+                   help="NIC bandwidth, e.g. 10Gbps; repeat to compare several (default 10Gbps)")
+    p.add_argument("--hardware", default=None, metavar="FILE.json",
+                   help="the measured network (sgdsim netbench / calibrate); --bandwidth overrides its rate")
+    p.add_argument("--strategies", default=",".join(STRATEGIES),
+                   help=f"candidates, comma-separated (default {','.join(STRATEGIES)})")
+    p.add_argument("--max-ps", type=int, default=4, metavar="K",
+                   help="async PS is tried with 1..K parameter servers (default 4)")
+    p.add_argument("--price-per-node-hour", type=float, default=1.0, metavar="P",
+                   help="price of a worker node per hour (default 1: costs in node-hours)")
+    p.add_argument("--ps-price-per-node-hour", type=float, default=None, metavar="P",
+                   help="price of a parameter-server node per hour (default: a worker's)")
+    goal = p.add_mutually_exclusive_group()
+    goal.add_argument("--target-epoch-time", default=None, metavar="DURATION",
+                      help="the cheapest configuration whose epoch takes at most this: 90s, 30min, 2h")
+    goal.add_argument("--budget-per-epoch", type=float, default=None, metavar="COST",
+                      help="the fastest configuration whose epoch costs at most this")
+    p.add_argument("--knee", default="5%", metavar="PCT",
+                   help="knee: one more worker adds less than this share of one worker's throughput")
+    p.add_argument("--finalists", type=int, default=5, help="configurations checked by the simulator")
+    p.add_argument("--seed", type=int, default=0)
+    add_executor_arguments(p)
+    p.add_argument("--format", default="table", choices=["table", "json"])
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="throughput and cost against workers per strategy")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
+    return {"plan": cmd_plan}
+
+
+def cmd_plan(args) -> int:
+    from ..cli import executor_from
+    from ..outputs import check_output_path
+    from .report import plot, to_json, to_text
+    from .search import fine_curves, plan, workers_for_plot
+
+    req = build_request(args)
+    if args.plot:
+        check_output_path(args.plot, args.force)
+        _need_matplotlib()
+    executor = executor_from(args)
+    result = plan(req, executor, log=lambda msg: print(msg, file=sys.stderr))
+    print(to_json(result) if args.format == "json" else to_text(result))
+    if args.plot:
+        curves = fine_curves(req, executor, workers_for_plot(req.workers))
+        plot(result, curves, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def build_request(args):
+    from ..evaluate import Control, Strategy
+    from ..hardware import load_hardware
+    from ..predict import _job, parse_workers
+    from .search import PlanRequest, candidates
+
+    job = _job(args.profile, args.coarse, None)
+    names = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    strategies = candidates(job, names, args.max_ps, Strategy())
+    if args.finalists < 1:
+        raise ConfigError(f"--finalists must be at least 1, got {args.finalists}")
+    hw = load_hardware(args.hardware) if args.hardware else None
+    bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \
+        [hw.bandwidth_bps if hw else 10e9]
+    return PlanRequest(
+        job=job, strategies=strategies, clusters=tuple(_cluster(args, hw, b) for b in bandwidths),
+        workers=tuple(parse_workers(args.workers)), dataset_size=parse_count(args.dataset_size),
+        objective=_objective(args), knee_rel=parse_fraction(args.knee, "--knee"),
+        finalists=args.finalists, control=Control(seed=args.seed),
+        ring_latency_s=(hw.ring_latency_s or 0.0) if hw else 0.0)
+
+
+def _cluster(args, hw, bandwidth_bps: float):
+    from ..evaluate import Cluster
+
+    prices = dict(price_per_node_hour=args.price_per_node_hour,
+                  ps_price_per_node_hour=args.ps_price_per_node_hour)
+    if hw is not None:
+        return Cluster.from_hardware(hw, "ps", bandwidth_bps=bandwidth_bps, **prices)
+    return Cluster(bandwidth_bps, **prices)
+
+
+def _objective(args):
+    from .objective import Objective
+
+    if args.target_epoch_time is not None:
+        t = parse_duration_s(args.target_epoch_time)
+        if not t > 0:
+            raise ConfigError(f"--target-epoch-time must be positive, got {args.target_epoch_time!r}")
+        return Objective("target", target_epoch_time_s=t)
+    if args.budget_per_epoch is not None:
+        b = args.budget_per_epoch
+        if not (math.isfinite(b) and b > 0):
+            raise ConfigError(f"--budget-per-epoch must be a positive number, got {b}")
+        return Objective("budget", budget_per_epoch=b)
+    return Objective("frontier")
+
+
+def parse_count(text: str) -> int:
+    """'1281167', '1.28M', '50k' -> examples."""
+    mult = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+    t = str(text).strip().replace(",", "").replace("_", "")
+    try:
+        value = float(t[:-1]) * mult[t[-1]] if t and t[-1] in mult else float(t)
+    except ValueError:
+        raise ConfigError(f"--dataset-size takes a number of examples (e.g. 1281167 or 1.28M), got {text!r}") from None
+    if not (math.isfinite(value) and value >= 1):
+        raise ConfigError(f"--dataset-size must be at least 1 example, got {text!r}")
+    return int(round(value))
+
+
+def parse_fraction(text: str, option: str) -> float:
+    """'5%' or '0.05' -> 0.05."""
+    t = str(text).strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise ConfigError(f"{option} takes a share such as 5% or 0.05, got {text!r}") from None
+    if not 0 < value < 1:
+        raise ConfigError(f"{option} must be between 0 and 100 %, got {text!r}")
+    return value
+
+
+def _need_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ConfigError("--plot needs matplotlib: pip install 'sgdsim[plot]'") from None

@@ -1,0 +1,166 @@
+"""``sgdsim plan``: which configuration to rent, found by pruning with the coarse models and
+checking the finalists with the simulator.
+
+1. Coarse pass: every candidate strategy × bandwidth × worker count through the analytical
+   models (milliseconds per strategy and bandwidth; async PS by one MVA sweep).
+2. Objective (``objective.py``) on the coarse numbers picks the finalists.
+3. Fine pass: the simulator with replications gives each finalist a 95 % interval; the
+   objective is applied again, and finalists whose intervals overlap the winner's are a tie.
+4. Knee per strategy from its coarse curve.
+
+Only domain errors (``SgdsimError``: a configuration a model cannot honour) are counted as
+infeasible; anything else is a bug and propagates.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..errors import ConfigError, SgdsimError
+from ..evaluate import (Cluster, Control, FineTask, Job, Serial, Strategy, evaluate_analytic,
+                        run_fine, sim_config)
+from ..evaluate.executors import Executor
+from ..progress import Progress
+from ..point import PredictionPoint
+from .objective import Objective, PlanPoint, knee_of
+
+STRATEGIES = ("async-ps", "sync-ps", "allreduce")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    job: Job
+    strategies: tuple[Strategy, ...]
+    clusters: tuple[Cluster, ...]  # one per bandwidth
+    workers: tuple[int, ...]
+    dataset_size: int
+    objective: Objective
+    knee_rel: float = 0.05
+    finalists: int = 5
+    control: Control = Control()
+    ring_latency_s: float = 0.0  # all-reduce only: the measured cost of a ring step
+
+    def cluster_for(self, strategy: Strategy, cluster: Cluster) -> Cluster:
+        if strategy.arch == "allreduce" and self.ring_latency_s > 0:
+            return replace(cluster, ring_latency_s=self.ring_latency_s)
+        return cluster
+
+
+@dataclass
+class PlanResult:
+    request: PlanRequest
+    points: list[PlanPoint]  # the coarse pass, every feasible point
+    checked: list[PlanPoint]  # the finalists after the fine pass
+    recommended: PlanPoint | None
+    ties: list[PlanPoint]
+    best_achievable: PlanPoint | None
+    frontier: list[PlanPoint]
+    knees: dict[str, dict]
+    infeasible: list[str] = field(default_factory=list)
+
+
+def candidates(job: Job, names: Sequence[str] = STRATEGIES, max_ps: int = 1,
+               base: Strategy = Strategy()) -> tuple[Strategy, ...]:
+    """Strategies from names; async PS with 1..``max_ps`` servers."""
+    if not names:
+        raise ConfigError("no candidate strategies given")
+    if max_ps < 1:
+        raise ConfigError(f"--max-ps must be at least 1, got {max_ps}")
+    out: list[Strategy] = []
+    for name in names:
+        if name not in STRATEGIES:
+            raise ConfigError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
+        if name == "allreduce":
+            out.append(replace(base, arch="allreduce", mode="sync", ps_count=None))
+        elif name == "sync-ps":
+            out.append(replace(base, arch="ps", mode="sync", ps_count=1))
+        else:
+            out += [replace(base, arch="ps", mode="async", ps_count=n) for n in range(1, max_ps + 1)]
+    return tuple(dict.fromkeys(out))
+
+
+def plan(req: PlanRequest, executor: Executor | None = None,
+         log: Callable[[str], None] = lambda msg: None) -> PlanResult:
+    if req.dataset_size < 1:
+        raise ConfigError(f"--dataset-size must be at least 1 example, got {req.dataset_size}")
+    points, infeasible = coarse_pass(req)
+    if not points:
+        raise ConfigError("no candidate configuration is feasible: " + "; ".join(infeasible))
+    obj = req.objective
+    finalists = obj.finalists(points, req.finalists)
+    log(f"coarse pass: {len(points)} configurations; checking {len(finalists)} with the simulator")
+    checked = fine_pass(req, finalists, executor)
+    winner, ties = obj.choose(checked)
+    best = None if winner else obj.best_achievable(checked or points)
+    return PlanResult(req, points, checked, winner, ties, best, obj.frontier(points),
+                      knees(req, points), infeasible)
+
+
+def coarse_pass(req: PlanRequest) -> tuple[list[PlanPoint], list[str]]:
+    points: list[PlanPoint] = []
+    infeasible: list[str] = []
+    for strategy in req.strategies:
+        for cluster in (req.cluster_for(strategy, c) for c in req.clusters):
+            try:
+                preds = evaluate_analytic("coarse", req.job, strategy, cluster, list(req.workers))
+            except SgdsimError as e:  # a configuration the model cannot honour
+                infeasible.append(f"{strategy.label}: {e}")
+                continue
+            points += [PlanPoint.of(p, strategy, cluster, req.dataset_size) for p in preds]
+    return points, infeasible
+
+
+def fine_pass(req: PlanRequest, finalists: list[PlanPoint],
+              executor: Executor | None) -> list[PlanPoint]:
+    """Each finalist simulated (its own strategy and cluster), with its interval."""
+    tasks = [FineTask(req.job, p.strategy, p.cluster, req.control, p.workers) for p in finalists]
+    preds = _run(tasks, executor, f"checking {len(tasks)} finalists with the simulator")
+    return [PlanPoint.of(f, p.strategy, p.cluster, req.dataset_size) for f, p in zip(preds, finalists)]
+
+
+def fine_curves(req: PlanRequest, executor: Executor | None,
+                workers: Sequence[int]) -> dict[Strategy, list[PredictionPoint]]:
+    """For the plot: each strategy's fine curve at the first bandwidth, with intervals."""
+    tasks = [FineTask(req.job, s, req.cluster_for(s, req.clusters[0]), req.control, w)
+             for s in req.strategies for w in workers]
+    preds = iter(_run(tasks, executor, "simulating the curves for the plot"))
+    return {s: [next(preds) for _ in workers] for s in req.strategies}
+
+
+def _run(tasks: list[FineTask], executor: Executor | None, label: str) -> list[PredictionPoint]:
+    for t in tasks:  # a bad combination fails before any work
+        sim_config(t.strategy, t.cluster, t.control)
+    progress = Progress(len(tasks), label)
+    try:
+        return (executor or Serial()).map(run_fine, tasks, progress)
+    finally:
+        progress.close()
+
+
+def knees(req: PlanRequest, points: list[PlanPoint]) -> dict[str, dict]:
+    """Per strategy (and bandwidth when there are several): the knee of the coarse curve."""
+    out: dict[str, dict] = {}
+    several = len(req.clusters) > 1
+    for strategy in req.strategies:
+        for cluster in req.clusters:
+            curve = sorted((p for p in points if p.strategy == strategy
+                            and p.cluster == req.cluster_for(strategy, cluster)),
+                           key=lambda p: p.workers)
+            if not curve:
+                continue
+            key = strategy.label + (f"@{_bw_text(cluster.bandwidth_bps)}" if several else "")
+            out[key] = knee_of(curve, req.knee_rel)
+    return out
+
+
+def _bw_text(bps: float) -> str:
+    from ..units import format_bps
+
+    return format_bps(bps).replace(" ", "")
+
+
+def workers_for_plot(workers: Sequence[int]) -> list[int]:
+    """Powers of two up to the largest count, and the largest count itself."""
+    top = max(workers)
+    ws = [w for w in workers if w & (w - 1) == 0] + [top]
+    return sorted(set(ws)) if len(workers) > 8 else sorted(set(workers))
