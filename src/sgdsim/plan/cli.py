@@ -58,7 +58,7 @@ def cmd_plan(args) -> int:
     from ..cli import executor_from
     from ..outputs import check_output_path
     from .report import plot, to_json, to_text
-    from .search import fine_curves, plan, workers_for_plot
+    from .search import fine_curves, plan, plot_bandwidth, workers_for_plot
 
     req = build_request(args)
     if args.plot:
@@ -68,8 +68,9 @@ def cmd_plan(args) -> int:
     result = plan(req, executor, log=lambda msg: print(msg, file=sys.stderr))
     print(to_json(result) if args.format == "json" else to_text(result))
     if args.plot:
-        curves = fine_curves(req, executor, workers_for_plot(req.workers))
-        plot(result, curves, args.plot)
+        bw = plot_bandwidth(result)
+        curves = fine_curves(req, executor, workers_for_plot(req.workers), bw)
+        plot(result, curves, args.plot, bw)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 

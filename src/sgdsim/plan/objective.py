@@ -98,12 +98,21 @@ class Objective:
             return [front[round(i * step)] for i in range(n)]
         ok = sorted((p for p in points if self.feasible(p)), key=self.key)
         missed = sorted((p for p in points if not self.feasible(p)), key=self._closeness)
-        best: dict[tuple, PlanPoint] = {}
+        groups: dict[tuple, list[PlanPoint]] = {}
         for p in ok or missed:
-            best.setdefault((p.strategy, p.cluster.bandwidth_bps), p)
-        leaders = sorted(best.values(), key=self.key if ok else self._closeness)
+            groups.setdefault((p.strategy, p.cluster.bandwidth_bps), []).append(p)
+        leaders = sorted((self._leader(g) if ok else g[0] for g in groups.values()),
+                         key=self.key if ok else self._closeness)
         rest = [p for p in ok + missed if all(p is not q for q in leaders)]
         return (leaders + rest)[:n]
+
+    def _leader(self, group: list[PlanPoint]) -> PlanPoint:
+        """Of one strategy's points that are as good as its best within ``RESOLUTION`` (a
+        linearly scaling strategy costs the same per epoch at every W), the best on the other
+        measure: the fastest of the equally cheap."""
+        best = self.key(group[0])[0]
+        close = [p for p in group if self.key(p)[0] <= best * (1 + RESOLUTION)]
+        return min(close, key=lambda p: self.key(p)[1:])
 
     def _closeness(self, p: PlanPoint) -> tuple:
         if self.kind == "target":

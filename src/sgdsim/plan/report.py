@@ -106,33 +106,39 @@ def _table(points: list[PlanPoint], currency: str) -> str:
     return "\n".join(fmt.format(*row) for row in [head, *body])
 
 
-def plot(r: PlanResult, curves: dict, path: str) -> None:
-    """Throughput against workers per strategy (coarse lines, simulated points with interval
-    bands), knees marked, the recommendation highlighted; cost per epoch below."""
+def plot(r: PlanResult, curves: dict, path: str, bandwidth_bps: float) -> None:
+    """Throughput against workers per strategy at ``bandwidth_bps`` (coarse lines; simulated
+    points with their interval bands; other bandwidths dotted), knees marked, the
+    recommendation starred; cost per epoch below."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    bw = r.request.clusters[0].bandwidth_bps
+    from .search import knee_key
+
     fig, (ax, cost) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
     for i, strategy in enumerate(r.request.strategies):
         color = f"C{i % 10}"
-        line = sorted((p for p in r.points if p.strategy == strategy and p.cluster.bandwidth_bps == bw),
-                      key=lambda p: p.workers)
-        if not line:
-            continue
-        ws = [p.workers for p in line]
-        ax.plot(ws, [p.throughput for p in line], color=color, lw=1, label=f"{strategy.label} (coarse)")
-        cost.plot(ws, [p.cost_per_epoch() for p in line], color=color, lw=1)
+        for cluster in r.request.clusters:
+            main = cluster.bandwidth_bps == bandwidth_bps
+            line = sorted((p for p in r.points if p.strategy == strategy
+                           and p.cluster.bandwidth_bps == cluster.bandwidth_bps), key=lambda p: p.workers)
+            if not line:
+                continue
+            ws = [p.workers for p in line]
+            style = dict(color=color, lw=1.2 if main else 0.8, ls="-" if main else ":")
+            label = strategy.label + ("" if main else f" @ {format_bps(cluster.bandwidth_bps)}")
+            ax.plot(ws, [p.throughput for p in line], label=label, **style)
+            cost.plot(ws, [p.cost_per_epoch() for p in line], **style)
+            k = r.knees.get(knee_key(r.request, strategy, cluster.bandwidth_bps))
+            if main and k and k.get("workers"):
+                ax.plot([k["workers"]], [k["throughput"]], "v", color=color, ms=9, mec="black")
         fine = curves.get(strategy, [])
         if fine:
             fw = [p.workers for p in fine]
             ax.fill_between(fw, [p.ci_low for p in fine], [p.ci_high for p in fine], color=color, alpha=0.2)
             ax.plot(fw, [p.throughput for p in fine], "o", color=color, ms=4)
-        k = r.knees.get(strategy.label)
-        if k and k.get("workers"):
-            ax.plot([k["workers"]], [k["throughput"]], "v", color=color, ms=9, mec="black")
     if r.recommended is not None:
         p = r.recommended
         ax.plot([p.workers], [p.throughput], "*", color="gold", ms=18, mec="black", label="recommended")
@@ -140,8 +146,9 @@ def plot(r: PlanResult, curves: dict, path: str) -> None:
     ax.set_yscale("log")
     cost.set_yscale("log")
     ax.set_ylabel("examples/s")
-    ax.set_title(f"throughput at {format_bps(bw)} (bands: simulated 95 % intervals; ▼ knee)")
-    ax.legend(fontsize=8)
+    ax.set_title(f"{format_bps(bandwidth_bps)}: coarse lines, simulated points with 95 % bands, "
+                 "▼ knee", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
     cost.set_xlabel("workers")
     cost.set_ylabel("cost per epoch")
     ax.grid(alpha=0.3)

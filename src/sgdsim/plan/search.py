@@ -118,13 +118,24 @@ def fine_pass(req: PlanRequest, finalists: list[PlanPoint],
     return [PlanPoint.of(f, p.strategy, p.cluster, req.dataset_size) for f, p in zip(preds, finalists)]
 
 
-def fine_curves(req: PlanRequest, executor: Executor | None,
-                workers: Sequence[int]) -> dict[Strategy, list[PredictionPoint]]:
-    """For the plot: each strategy's fine curve at the first bandwidth, with intervals."""
-    tasks = [FineTask(req.job, s, req.cluster_for(s, req.clusters[0]), req.control, w)
+def fine_curves(req: PlanRequest, executor: Executor | None, workers: Sequence[int],
+                bandwidth_bps: float) -> dict[Strategy, list[PredictionPoint]]:
+    """For the plot: each strategy's fine curve at one bandwidth, with intervals."""
+    cluster = next(c for c in req.clusters if c.bandwidth_bps == bandwidth_bps)
+    tasks = [FineTask(req.job, s, req.cluster_for(s, cluster), req.control, w)
              for s in req.strategies for w in workers]
     preds = iter(_run(tasks, executor, "simulating the curves for the plot"))
     return {s: [next(preds) for _ in workers] for s in req.strategies}
+
+
+def plot_bandwidth(result: PlanResult) -> float:
+    """The bandwidth a plot shows in detail: the recommendation's, else the first."""
+    rec = result.recommended or result.best_achievable
+    return rec.cluster.bandwidth_bps if rec else result.request.clusters[0].bandwidth_bps
+
+
+def knee_key(req: PlanRequest, strategy: Strategy, bandwidth_bps: float) -> str:
+    return strategy.label + (f"@{_bw_text(bandwidth_bps)}" if len(req.clusters) > 1 else "")
 
 
 def _run(tasks: list[FineTask], executor: Executor | None, label: str) -> list[PredictionPoint]:
@@ -140,7 +151,6 @@ def _run(tasks: list[FineTask], executor: Executor | None, label: str) -> list[P
 def knees(req: PlanRequest, points: list[PlanPoint]) -> dict[str, dict]:
     """Per strategy (and bandwidth when there are several): the knee of the coarse curve."""
     out: dict[str, dict] = {}
-    several = len(req.clusters) > 1
     for strategy in req.strategies:
         for cluster in req.clusters:
             curve = sorted((p for p in points if p.strategy == strategy
@@ -148,8 +158,7 @@ def knees(req: PlanRequest, points: list[PlanPoint]) -> dict[str, dict]:
                            key=lambda p: p.workers)
             if not curve:
                 continue
-            key = strategy.label + (f"@{_bw_text(cluster.bandwidth_bps)}" if several else "")
-            out[key] = knee_of(curve, req.knee_rel)
+            out[knee_key(req, strategy, cluster.bandwidth_bps)] = knee_of(curve, req.knee_rel)
     return out
 
 
