@@ -48,3 +48,12 @@ def test_worker_profile_spec():
     for bad in ("v100", "v100=a.json", "=a.json:3", "v100=a.json:x"):
         with pytest.raises(ConfigError):
             parse_worker_profile(bad)
+
+
+def test_durations_print_in_human_units():
+    from sgdsim.units import format_duration_s, parse_duration_s
+
+    assert [format_duration_s(x) for x in (42, 90, 150, 3600, 5400, 2 * 86400, float("inf"))] == \
+        ["42 s", "90 s", "2.5 min", "1.0 h", "1.5 h", "2.0 d", "never"]
+    assert parse_duration_s("2h") == 7200 and parse_duration_s("30min") == 1800
+    assert parse_duration_s("1.5hr") == 5400 and parse_duration_s("1d") == 86400

@@ -93,7 +93,7 @@ def format_duration_s(seconds: float) -> str:
     """42 s, 17.3 min, 2.4 h, 3.1 d."""
     if not math.isfinite(seconds):
         return "never"
-    for unit, mult in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= 2 * mult:
+    for unit, mult, least in (("d", 86400.0, 1), ("h", 3600.0, 1), ("min", 60.0, 2)):
+        if seconds >= least * mult:
             return f"{seconds / mult:.1f} {unit}"
     return f"{seconds:.3g} s"
