@@ -207,3 +207,20 @@ def test_strategy_labels_and_defaults():
     assert Strategy(mode="sync").fine_sharing == "hybrid"
     assert Strategy(arch="allreduce", mode="sync").label == "allreduce"
     assert replace(Strategy(), sharing="threshold").fine_sharing == "ps"
+
+
+def test_a_hardware_file_means_the_same_to_both_fronts(resnet):
+    """predict(**hw.predict_kwargs) and evaluate(Strategy/Cluster.from_hardware) agree."""
+    from sgdsim.hardware import load_hardware
+
+    hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
+    for arch, mode in (("ps", "async"), ("ps", "sync"), ("allreduce", "sync")):
+        front = sgdsim.predict(resnet, workers="2,4", mode=mode, arch=arch, model="coarse",
+                               **hw.predict_kwargs(arch))
+        strategy = replace(Strategy.from_hardware(hw), arch=arch, mode=mode)
+        core = evaluate(Job.of(resnet), strategy, Cluster.from_hardware(hw, arch), [2, 4], "coarse")
+        assert _xs(front) == _xs(core)
+    hw100 = load_hardware("examples/grids/hardware-lab-100mbps.json")
+    assert Cluster.from_hardware(hw100, "allreduce").ring_latency_s == hw100.ring_latency_s > 0
+    assert Cluster.from_hardware(hw100, "ps").ring_latency_s == 0
+    assert Cluster.from_hardware(hw, "ps", two_way_penalty=0.1).two_way_table is None

@@ -95,6 +95,13 @@ class Strategy:
     overhead_beta_s: float = 0.0
     rho_threshold: float = DEFAULT_RHO_THRESHOLD
 
+    @classmethod
+    def from_hardware(cls, hw: Hardware, **overrides) -> Strategy:
+        """The defaults with the file's measured overheads (β; the calibrated receiver CPU α)."""
+        kw = hw.predict_kwargs("ps")
+        return cls(**{"overhead_alpha_s_per_byte": kw["overhead_alpha"],
+                      "overhead_beta_s": kw["overhead_beta"], **overrides})
+
     def __post_init__(self):
         for what, value, allowed in (("arch", self.arch, ARCHS), ("mode", self.mode, MODES),
                                      ("streams", self.streams, STREAMS), ("order", self.order, ORDERS)):
@@ -154,16 +161,15 @@ class Cluster:
 
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
-        """The measured network of a hardware file; ``overrides`` (not None) win."""
-        table = hw.two_way_table if overrides.get("two_way_penalty") is None else None
-        base = dict(
-            bandwidth_bps=hw.bandwidth_for(arch),
-            fcfs_weight=0.5 if hw.fcfs_weight is None else hw.fcfs_weight,
-            # share_cv is recorded, not applied: on the lab it made async predictions worse
-            # (docs/validation/regimes/README.md); pass it explicitly to use it
-            two_way_penalty=0.0 if table is not None else (hw.two_way_penalty or 0.0),
-            two_way_table=table, run_spread_rel=hw.run_spread_rel or 0.0,
-            ring_latency_s=(hw.ring_latency_s or 0.0) if arch == "allreduce" else 0.0)
+        """The measured network of a hardware file (``Hardware.predict_kwargs``, the one
+        mapping of the file to model inputs); ``overrides`` that are not None win. An
+        explicit ``two_way_penalty`` replaces the file's table."""
+        kw = hw.predict_kwargs(arch)
+        table = kw.get("two_way_table") if overrides.get("two_way_penalty") is None else None
+        base = dict(bandwidth_bps=kw["bandwidth"], fcfs_weight=kw["fcfs_weight"],
+                    two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
+                    two_way_table=table, run_spread_rel=kw["run_spread"],
+                    ring_latency_s=kw.get("ring_latency", 0.0))
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
     def node_price(self, ps: bool) -> float:

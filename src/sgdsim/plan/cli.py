@@ -83,10 +83,10 @@ def build_request(args):
 
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    strategies = candidates(job, names, args.max_ps, Strategy())
+    hw = load_hardware(args.hardware) if args.hardware else None
+    strategies = candidates(job, names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy())
     if args.finalists < 1:
         raise ConfigError(f"--finalists must be at least 1, got {args.finalists}")
-    hw = load_hardware(args.hardware) if args.hardware else None
     bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \
         [hw.bandwidth_bps if hw else 10e9]
     return PlanRequest(
