@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import ConfigError
 from ..evaluate import Cluster, Strategy
 from ..point import PredictionPoint
 
@@ -72,10 +73,17 @@ class Objective:
     target_epoch_time_s: float | None = None
     budget_per_epoch: float | None = None
 
+    def __post_init__(self):
+        limit = {"target": self.target_epoch_time_s, "budget": self.budget_per_epoch}.get(self.kind, 0.0)
+        if self.kind not in KINDS:
+            raise ConfigError(f"unknown objective {self.kind!r} (choose from {', '.join(KINDS)})")
+        if limit is None or not (math.isfinite(limit) and limit >= 0):
+            raise ConfigError(f"the {self.kind} objective needs a positive limit, got {limit}")
+
     def feasible(self, p: PlanPoint) -> bool:
-        if self.kind == "target":
+        if self.kind == "target" and self.target_epoch_time_s is not None:
             return p.epoch_time_s() <= self.target_epoch_time_s
-        if self.kind == "budget":
+        if self.kind == "budget" and self.budget_per_epoch is not None:
             return p.cost_per_epoch() <= self.budget_per_epoch
         return True
 
