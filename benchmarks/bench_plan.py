@@ -33,7 +33,7 @@ OBJECTIVES = {"target epoch time 2 h": Objective("target", target_epoch_time_s=7
 
 def request(max_ps: int, objective: Objective) -> PlanRequest:
     job = Job.of(sgdsim.load_profile(PROFILE))
-    return PlanRequest(job, candidates(job, ["async-ps", "sync-ps", "allreduce"], max_ps),
+    return PlanRequest(job, candidates(["async-ps", "sync-ps", "allreduce"], max_ps),
                        (Cluster(1e9), Cluster(10e9)), tuple(range(1, 65)), 1_281_167, objective,
                        control=Control())
 

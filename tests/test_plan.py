@@ -87,18 +87,17 @@ def test_knee_matches_its_definition(xs, rel):
 
 
 def test_candidates_and_their_errors():
-    job = Job.of(parse_coarse(SMALL))
-    labels = [s.label for s in candidates(job, ["async-ps", "sync-ps", "allreduce"], max_ps=3)]
+    labels = [s.label for s in candidates(["async-ps", "sync-ps", "allreduce"], max_ps=3)]
     assert labels == ["async-ps", "async-ps/2", "async-ps/3", "sync-ps", "allreduce"]
     for names, msg in (([], "no candidate"), (["ring"], "unknown strategy")):
         with pytest.raises(sgdsim.ConfigError, match=msg):
-            candidates(job, names)
+            candidates(names)
 
 
 def test_every_point_checked_equals_brute_force_over_the_simulator():
     """With as many finalists as points, the plan's choice is the fine optimum (or tied)."""
     job = Job.of(parse_coarse(SMALL))
-    strategies = candidates(job, ["sync-ps", "allreduce"])
+    strategies = candidates(["sync-ps", "allreduce"])
     clusters = (Cluster(1e9), Cluster(10e9, price_per_node_hour=1.5))
     control = Control(steps_per_worker=20, replications=2)
     obj = Objective("target", target_epoch_time_s=60.0)

@@ -84,7 +84,7 @@ def build_request(args):
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None
-    strategies = candidates(job, names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy())
+    strategies = candidates(names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy())
     if args.finalists < 1:
         raise ConfigError(f"--finalists must be at least 1, got {args.finalists}")
     bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \

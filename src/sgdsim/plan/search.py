@@ -59,7 +59,7 @@ class PlanResult:
     infeasible: list[str] = field(default_factory=list)
 
 
-def candidates(job: Job, names: Sequence[str] = STRATEGIES, max_ps: int = 1,
+def candidates(names: Sequence[str] = STRATEGIES, max_ps: int = 1,
                base: Strategy = Strategy()) -> tuple[Strategy, ...]:
     """Strategies from names; async PS with 1..``max_ps`` servers."""
     if not names:
