@@ -45,6 +45,16 @@ def _one_thread() -> None:
     replicate.MAX_THREADS = 1  # the pool's processes already fill the cores
 
 
+def _load_compiled_core() -> None:
+    """Compile (first time) or load the simulator core here, before the pool forks: the
+    processes inherit it instead of each compiling it at once on the same cores."""
+    from ..analytic.coarse_profile import CoarseProfile, to_profile
+    from ..sim import SimConfig, WorkerClass, simulate
+
+    tiny = to_profile(CoarseProfile(1e3, 1e-3, 1e-3, 0.0, 1))
+    simulate([WorkerClass("warm", tiny, 1)], SimConfig(bandwidth_bps=1e9, steps_per_worker=1, warmup_steps=0))
+
+
 class LocalPool:
     def __init__(self, jobs: int):
         self.jobs = jobs
@@ -52,6 +62,7 @@ class LocalPool:
     def map(self, fn, items, progress=None):
         if len(items) <= 1 or self.jobs <= 1:
             return Serial().map(fn, items, progress)
+        _load_compiled_core()
         out: list[Any] = [None] * len(items)
         with ProcessPoolExecutor(min(self.jobs, len(items)), initializer=_one_thread) as pool:
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
