@@ -34,6 +34,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_coarse.py --write
 	$(BIN)/python benchmarks/bench_mva.py --write
 	$(BIN)/python benchmarks/bench_plan.py --write
+	$(BIN)/python benchmarks/bench_optimize.py --write
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

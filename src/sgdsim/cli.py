@@ -44,10 +44,12 @@ def _register_extras(sub) -> dict:
     from .lab.cli import register as register_lab
     from .plan.cli import register as register_plan
     from .profiler.cli import cmd_profile, register as register_profile
+    from .scaling.cli import register as register_optimize
     from .validate.cli import register as register_validate
 
     register_profile(sub)
-    return {"profile": cmd_profile, **register_plan(sub), **register_lab(sub), **register_validate(sub)}
+    return {"profile": cmd_profile, **register_plan(sub), **register_optimize(sub),
+            **register_lab(sub), **register_validate(sub)}
 
 
 def _predict_parser(sub) -> None:

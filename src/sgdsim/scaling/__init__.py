@@ -1,0 +1,1 @@
+"""The KDD'15 performance model and scalability optimizer (``sgdsim optimize``)."""
