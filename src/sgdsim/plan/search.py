@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import ConfigError, SgdsimError
-from ..evaluate import (Cluster, Control, FineTask, Job, Serial, Strategy, evaluate_analytic,
-                        run_fine, sim_config)
+from ..evaluate import (Cluster, Control, FineTask, Job, Serial, Strategy, evaluate, run_fine,
+                        sim_config)
 from ..evaluate.executors import Executor
 from ..progress import Progress
 from ..point import PredictionPoint
@@ -102,7 +102,7 @@ def coarse_pass(req: PlanRequest) -> tuple[list[PlanPoint], list[str]]:
     for strategy in req.strategies:
         for cluster in (req.cluster_for(strategy, c) for c in req.clusters):
             try:
-                preds = evaluate_analytic("coarse", req.job, strategy, cluster, list(req.workers))
+                preds = evaluate(req.job, strategy, cluster, list(req.workers), "coarse")
             except SgdsimError as e:  # a configuration the model cannot honour
                 infeasible.append(f"{strategy.label}: {e}")
                 continue
