@@ -201,3 +201,24 @@ def test_coarse_pass_is_the_coarse_model(capsys):
     by_w = {p.workers: p.throughput for p in direct}
     coarse = [p for p in d["frontier"] if p["model"] == "coarse"]
     assert coarse and all(math.isclose(p["throughput"], by_w[p["workers"]], rel_tol=1e-12) for p in coarse)
+
+
+def test_a_search_counts_only_domain_errors_as_infeasible(monkeypatch):
+    """A strategy a model cannot honour is skipped with its reason; a bug stops the search."""
+    job = Job.of(parse_coarse(SMALL))
+    req = PlanRequest(job, candidates(["sync-ps"]), (Cluster(1e9),), (1, 2), 1000,
+                      Objective("frontier"), control=Control(steps_per_worker=10, replications=1))
+
+    def unsupported(*args, **kwargs):
+        raise sgdsim.ConfigError("the coarse model cannot honour this")
+
+    monkeypatch.setattr("sgdsim.plan.search.evaluate", unsupported)
+    with pytest.raises(sgdsim.ConfigError, match="no candidate configuration is feasible"):
+        plan(req, Serial())
+
+    def bug(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr("sgdsim.plan.search.evaluate", bug)
+    with pytest.raises(ZeroDivisionError):
+        plan(req, Serial())
