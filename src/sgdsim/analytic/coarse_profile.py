@@ -9,12 +9,12 @@ a step makes, which matters where each pays a fixed cost (a collective's ring la
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ProfileError
+from ..tagged_json import read_tagged
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Job, Op, Profile
 from ..units import parse_duration_s, parse_size_bytes
 
@@ -53,15 +53,7 @@ def parse_coarse(spec: str) -> CoarseProfile:
 
 def load_coarse(path: str) -> CoarseProfile:
     """A JSON object with the same keys as ``--coarse`` (values may carry units)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ProfileError(f"coarse profile {path}: cannot read file ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise ProfileError(f"coarse profile {path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(data, dict) or data.get("format") != "sgdsim-coarse":
-        raise ProfileError(f"coarse profile {path}: expected an object with \"format\": \"sgdsim-coarse\"")
+    data = read_tagged(path, "sgdsim-coarse", "coarse profile", ProfileError)
     unknown = set(data) - set(_KEYS) - {"format"}
     if unknown:
         raise ProfileError(f"coarse profile {path}: unknown field {sorted(unknown)[0]!r}")

@@ -66,10 +66,6 @@ class Job:
         return max(fine_profile(c.profile).ps_count if isinstance(c.profile, Profile) else 1
                    for c in self.classes)
 
-    def batch_size(self) -> int:
-        p = self.profile
-        return p.job.batch_size if isinstance(p, Profile) else p.batch_size
-
 
 def fine_profile(p: AnyProfile) -> Profile:
     return to_profile(p) if isinstance(p, CoarseProfile) else p

@@ -25,6 +25,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from ..errors import ConfigError
+from ..tagged_json import read_tagged
 from .layers import Layer
 
 FORMAT = "sgdsim-kdd-constants"
@@ -72,15 +73,7 @@ def save_constants(c: Constants, path: str) -> None:
 
 
 def load_constants(path) -> Constants:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ConfigError(f"constants file {path}: cannot read ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"constants file {path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ConfigError(f"constants file {path}: expected an object with \"format\": \"{FORMAT}\"")
+    data = read_tagged(path, FORMAT, "constants file", ConfigError)
     missing = [k for k in ("muladd_s", "act_s", "err_s", "interference") if k not in data]
     if missing:
         raise ConfigError(f"constants file {path}: missing {missing[0]!r}")
