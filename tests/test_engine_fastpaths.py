@@ -84,11 +84,13 @@ def test_compiling_the_core_is_announced_once_and_only_when_not_cached(tmp_path,
     monkeypatch.setattr(jit, "_announced", False)
     monkeypatch.setattr(jit.numba.config, "CACHE_DIR", "")
     engine_file = str(tmp_path / "engine.py")
-    jit.announce_compile(engine_file)
-    jit.announce_compile(engine_file)
+    warmed = []
+    jit.announce_compile(engine_file, lambda: warmed.append(1))
+    jit.announce_compile(engine_file, lambda: warmed.append(1))
     assert capsys.readouterr().err.count("compiling the simulator core") == 1
+    assert warmed == [1]  # the core is compiled once, under the notice
     monkeypatch.setattr(jit, "_announced", False)
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "engine.run-27.py311.nbi").write_text("")
-    jit.announce_compile(engine_file)
-    assert "compiling" not in capsys.readouterr().err
+    jit.announce_compile(engine_file, lambda: warmed.append(1))
+    assert "compiling" not in capsys.readouterr().err and warmed == [1]

@@ -3,7 +3,6 @@ topology built once; the coarse models with several parameter servers; the progr
 from __future__ import annotations
 
 import csv
-import io
 import pickle
 from dataclasses import replace
 
@@ -20,7 +19,6 @@ from sgdsim.errors import ConfigError
 from sgdsim.evaluate import (Cluster, Control, Job, LocalPool, Serial, Strategy, evaluate,
                              make_executor)
 from sgdsim.placement import ps_fractions
-from sgdsim.progress import Progress
 from sgdsim.sim import SimConfig, WorkerClass
 from sgdsim.sim import plan as plan_mod
 
@@ -173,33 +171,6 @@ def test_coarse_profiles_split_evenly_over_servers():
                       messages=6)
     assert ps_fractions(to_profile(c), 3) == pytest.approx((1 / 3,) * 3)
     assert from_profile(to_profile(c)).model_bytes == pytest.approx(12e6)
-
-
-# --- the progress line ----------------------------------------------------------------------
-
-class _Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-
-def test_progress_is_silent_for_short_work_then_reports():
-    out, clock = io.StringIO(), _Clock()
-    p = Progress(4, "sim", stream=out, clock=clock)
-    clock.t = 1.0
-    p.advance()
-    assert out.getvalue() == ""
-    clock.t = 2.5
-    p.advance()
-    assert out.getvalue() == "sim: 2/4 (2 s)\n"
-    clock.t = 3.0
-    p.advance()  # within log_every_s of the last line: quiet in a log
-    clock.t = 4.0
-    p.advance()  # the last one is always shown
-    p.close()
-    assert out.getvalue().splitlines() == ["sim: 2/4 (2 s)", "sim: 4/4 (4 s)"]
 
 
 def test_strategy_labels_and_defaults():

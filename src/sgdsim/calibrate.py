@@ -28,6 +28,8 @@ def read_measured(path: str) -> list[tuple[int, float]]:
             rows = list(csv.DictReader(f))
     except OSError as e:
         raise ProfileError(f"measured file {path}: cannot read ({e.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ProfileError(f"measured file {path}: not a UTF-8 CSV file ({e})") from None
     out = []
     for i, row in enumerate(rows, start=2):
         try:

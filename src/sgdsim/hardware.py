@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .tagged_json import read_json
 from .errors import ConfigError, ProfileError
 from .analytic.two_way import check_table
 
@@ -154,16 +155,7 @@ def save_hardware(hw: Hardware, path: str | os.PathLike, *, force: bool = False)
 
 def load_hardware(path: str | os.PathLike) -> Hardware:
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise ProfileError(f"hardware file {name}: cannot read file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ProfileError(f"hardware file {name}: not UTF-8 text") from None
-    except ValueError as exc:
-        raise ProfileError(f"hardware file {name}: not valid JSON ({exc})") from None
-    return hardware_from_dict(data, name)
+    return hardware_from_dict(read_json(name, "hardware file", ProfileError), name)
 
 
 _RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,

@@ -34,8 +34,34 @@ class PredictionPoint:
     regimes: tuple[Regime, ...] = ()
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
+    def __post_init__(self):
+        # plain Python numbers for users (json, comparisons); utilizations a hair above 1 from
+        # floating-point sums of busy times are 1
+        for name in ("throughput", "ci_low", "ci_high", "step_time_s", "wall_s"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        for name in ("workers", "ops_simulated", "steps_measured", "replications"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        object.__setattr__(self, "utilization", {str(k): min(max(float(v), 0.0), 1.0)
+                                                 for k, v in self.utilization.items()})
+        object.__setattr__(self, "response_time_s", {str(k): float(v)
+                                                     for k, v in self.response_time_s.items()})
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("timeline")
         d["regimes"] = [asdict(r) for r in self.regimes]
         return d
+
+
+SATURATED = 0.8  # below this utilization no resource is called the bottleneck
+
+
+def bottleneck_text(row: dict) -> str:
+    """``uplink (93%)`` when a resource is saturated. Below SATURATED none is: the step's
+    critical path (compute, then transfers, one after the other) bounds throughput, and the
+    busiest resource is named as such. ``row``: ``PredictionPoint.to_dict()``."""
+    name = row.get("bottleneck") or ""
+    util = (row.get("utilization") or {}).get(name, 0.0)
+    if util >= SATURATED or not name:
+        return f"{name} ({util:.0%})" if name else "-"
+    return f"none (busiest {name} {util:.0%})"

@@ -1,39 +1,48 @@
 """The Python API behind ``sgdsim predict``: result objects, not text."""
 from __future__ import annotations
 
-import json
 import os
 
 from .analytic.coarse_profile import CoarseProfile, load_coarse, parse_coarse
-from .errors import ConfigError
+from .errors import ConfigError, ProfileError
+from .tagged_json import read_json
 from .evaluate import Cluster, Control, Job, Strategy, evaluate
 from .evaluate.executors import Executor
 from .evaluate.inputs import DEFAULT_RHO_THRESHOLD
 from .point import PredictionPoint
+from .sim.config import MAX_WORKERS
 from .profile.io import load_profile
 from .profile.model import Profile
 from .units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
 
 
 def parse_workers(spec: str | int | list[int]) -> list[int]:
-    """'1-16' -> 1..16, '1,2,4,8' -> those, '4' -> [4]."""
+    """'1-16' -> 1..16, '1,2,4,8' -> those, '4' -> [4]; at most MAX_WORKERS."""
     if isinstance(spec, int):
         out = [spec]
     elif isinstance(spec, (list, tuple)):
         out = [int(x) for x in spec]
     else:
         out = []
-        try:
-            for part in str(spec).split(","):
-                lo, _, hi = part.strip().partition("-")
-                if hi and int(hi) < int(lo):
-                    raise ConfigError(f"empty worker range {part.strip()!r} in {spec!r}")
-                out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-        except ValueError:
-            raise ConfigError(f"cannot parse worker counts {spec!r} (use e.g. 1-16, 1,2,4,8 or 4)") from None
+        for part in str(spec).split(","):
+            out += _worker_range(part.strip(), spec)
     if not out or min(out) < 1:
         raise ConfigError(f"worker counts must be at least 1, got {spec!r}")
+    if max(out) > MAX_WORKERS:
+        raise ConfigError(f"at most {MAX_WORKERS:,} workers, got {max(out):,}")
     return sorted(set(out))
+
+
+def _worker_range(part: str, spec) -> list[int]:
+    lo_s, dash, hi_s = part.partition("-")
+    if not lo_s.strip().isdigit() or (dash and not hi_s.strip().isdigit()):
+        raise ConfigError(f"cannot parse worker counts {spec!r} (use e.g. 1-16, 1,2,4,8 or 4)")
+    lo, hi = int(lo_s), int(hi_s) if dash else int(lo_s)
+    if hi < lo:
+        raise ConfigError(f"empty worker range {part!r} in {spec!r}")
+    if hi > MAX_WORKERS:  # before building the list: 1-99999999999999 must not eat the memory
+        raise ConfigError(f"at most {MAX_WORKERS:,} workers, got {hi:,}")
+    return list(range(lo, hi + 1))
 
 
 def parse_worker_profile(spec: str) -> tuple[str, str, int]:
@@ -42,11 +51,10 @@ def parse_worker_profile(spec: str) -> tuple[str, str, int]:
     path, colon, count = rest.rpartition(":")
     if not eq or not colon or not name or not path:
         raise ConfigError(f"bad --worker-profile {spec!r} (expected CLASS=PROFILE.json:COUNT)")
-    try:
-        n = int(count)
-    except ValueError:
-        raise ConfigError(f"bad worker count {count!r} in --worker-profile {spec!r}") from None
-    return name, path, n
+    if not count.isdigit() or not 1 <= int(count) <= MAX_WORKERS:
+        raise ConfigError(f"bad worker count {count!r} in --worker-profile {spec!r} "
+                          f"(1 to {MAX_WORKERS:,})")
+    return name, path, int(count)
 
 
 def _profile(p) -> Profile | CoarseProfile:
@@ -60,11 +68,10 @@ def _profile(p) -> Profile | CoarseProfile:
 
 def _json_format(path) -> str | None:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return data.get("format") if isinstance(data, dict) else None
-    except (OSError, ValueError):
+        data = read_json(path, "profile", ProfileError)
+    except ProfileError:
         return None  # load_profile reports the problem properly
+    return data.get("format") if isinstance(data, dict) else None
 
 
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
@@ -150,10 +157,7 @@ def _job(profile, coarse, worker_profiles) -> Job:
 
 
 def _replications(value) -> int | None:
-    n = _count_or_auto(value, "--replications")
-    if n is not None and n < 1:
-        raise ConfigError(f"--replications must be at least 1, got {value!r}")
-    return n
+    return _count_or_auto(value, "--replications")  # Control checks the range
 
 
 def _steps(steps) -> int | None:

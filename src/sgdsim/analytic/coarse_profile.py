@@ -47,8 +47,18 @@ def parse_coarse(spec: str) -> CoarseProfile:
         key, eq, value = part.strip().partition("=")
         if not eq or key not in _KEYS:
             raise ProfileError(f"bad --coarse item {part.strip()!r} (keys: {', '.join(_KEYS)})")
+        if key in fields:
+            raise ProfileError(f"--coarse gives {key}= twice")
         fields[key] = value.strip()
     return _build(fields, "--coarse")
+
+
+def _bare_number(text: str) -> bool:
+    """A duration without a unit: ambiguous (the papers quote ms, the files hold s)."""
+    try:
+        return float(text) != 0.0
+    except ValueError:
+        return False
 
 
 def load_coarse(path: str) -> CoarseProfile:
@@ -73,10 +83,14 @@ def _build(fields: dict[str, str], where: str) -> CoarseProfile:
     messages = fields.get("messages", "1")
     if not messages.isdigit() or int(messages) < 1:
         raise ProfileError(f"{where}: messages must be a positive integer, got {messages!r}")
+    for key in ("fwd", "bwd", "update"):
+        if key in fields and _bare_number(fields[key]):
+            raise ProfileError(f"{where}: {key}={fields[key]} has no unit (write e.g. "
+                               f"{key}={fields[key]}ms or {key}={fields[key]}s)")
     return CoarseProfile(
         model_bytes=parse_size_bytes(fields["size"]), forward_s=parse_duration_s(fields["fwd"]),
         backward_s=parse_duration_s(fields["bwd"]),
-        update_s=parse_duration_s(fields.get("update", "0")), batch_size=batch,
+        update_s=parse_duration_s(fields.get("update", "0s")), batch_size=batch,
         overlap=fields.get("overlap", "0").lower() in ("1", "true", "yes"),
         name=fields.get("name", "coarse"), messages=int(messages))
 

@@ -21,6 +21,7 @@ from ..profile.transforms import with_overhead
 from ..progress import Progress
 from ..replicate import simulate_point
 from ..sim import WorkerClass
+from ..sim.config import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from .executors import Executor, Serial
 from .inputs import Cluster, Control, Job, Strategy, coarse_profile, fine_profile, sim_config
 
@@ -73,6 +74,11 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     counts = [sum(c.count for c in job.classes)] if job.heterogeneous else sorted(set(workers))
     if not counts or min(counts) < 1:
         raise ConfigError(f"worker counts must be at least 1, got {list(workers)}")
+    if max(counts) > MAX_WORKERS:
+        raise ConfigError(f"at most {MAX_WORKERS:,} workers, got {max(counts):,}")
+    if len(counts) > MAX_POINTS:
+        raise ConfigError(f"at most {MAX_POINTS:,} worker counts in one call, got {len(counts):,} "
+                          "(give a list such as 1,2,4,8,...)")
     points: list[PredictionPoint] = []
     for name in models_for(model, job, strategy, cluster, control, on_skip):
         if name == "fine":
@@ -87,6 +93,13 @@ def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Contr
                   counts: Sequence[int], executor: Executor | None = None,
                   progress_label: str = "simulating") -> list[PredictionPoint]:
     sim_config(strategy, cluster, control)  # a bad combination fails before any work
+    if max(counts) > MAX_SIM_WORKERS:
+        raise ConfigError(f"the simulator handles up to {MAX_SIM_WORKERS} workers, got "
+                          f"{max(counts):,} (the analytical models go further: --model coarse)")
+    if sum(counts) > MAX_SIM_WORKER_SUM:
+        raise ConfigError(f"this sweep simulates {sum(counts):,} workers in all (limit "
+                          f"{MAX_SIM_WORKER_SUM:,}): give a list such as 1,2,4,...,{max(counts)} "
+                          "or use --model coarse")
     tasks = [FineTask(job, strategy, cluster, control, W) for W in counts]
     progress = Progress(len(tasks), f"{progress_label} ({len(tasks)} points)")
     try:

@@ -48,11 +48,9 @@ def _one_thread() -> None:
 def _load_compiled_core() -> None:
     """Compile (first time) or load the simulator core here, before the pool forks: the
     processes inherit it instead of each compiling it at once on the same cores."""
-    from ..analytic.coarse_profile import CoarseProfile, to_profile
-    from ..sim import SimConfig, WorkerClass, simulate
+    from ..sim.simulate import warm_core
 
-    tiny = to_profile(CoarseProfile(1e3, 1e-3, 1e-3, 0.0, 1))
-    simulate([WorkerClass("warm", tiny, 1)], SimConfig(bandwidth_bps=1e9, steps_per_worker=1, warmup_steps=0))
+    warm_core()
 
 
 class LocalPool:
@@ -103,12 +101,15 @@ class DaskExecutor:
         return out
 
 
+MAX_JOBS = 256  # local processes; beyond this a Dask cluster is the tool
+
+
 def make_executor(backend: str = "local", jobs: int | None = None,
                   scheduler: str | None = None) -> Executor:
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
-    if jobs is not None and jobs < 1:
-        raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        raise ConfigError(f"--jobs must be between 1 and {MAX_JOBS}, got {jobs}")
     if backend == "dask":
         if jobs is not None:
             raise ConfigError("--jobs applies to --backend local (a Dask cluster has its own workers)")

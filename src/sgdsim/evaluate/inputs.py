@@ -21,10 +21,11 @@ from ..analytic.two_way import check_table
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..profile.model import Profile
-from ..sim.config import ARCHS, MODES, ORDERS, STREAMS, SimConfig
+from ..sim.config import ARCHS, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth, check_seed
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
+MAX_REPLICATIONS = 1000
 AnyProfile = Profile | CoarseProfile
 
 
@@ -142,8 +143,7 @@ class Cluster:
     ps_price_per_node_hour: float | None = None
 
     def __post_init__(self):
-        if not (math.isfinite(self.bandwidth_bps) and self.bandwidth_bps > 0):
-            raise ConfigError(f"bandwidth must be positive, got {self.bandwidth_bps}")
+        check_bandwidth(self.bandwidth_bps)
         if self.two_way_table is not None:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
@@ -186,8 +186,10 @@ class Control:
     timeline: bool = False
 
     def __post_init__(self):
-        if self.replications is not None and self.replications < 1:
-            raise ConfigError(f"--replications must be at least 1, got {self.replications}")
+        check_seed(self.seed)
+        if self.replications is not None and not 1 <= self.replications <= MAX_REPLICATIONS:
+            raise ConfigError(f"--replications must be from 1 to {MAX_REPLICATIONS}, got "
+                              f"{self.replications}")
 
 
 def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimConfig:

@@ -13,11 +13,11 @@ import argparse
 import dataclasses
 import importlib.util
 import json
-import os
 import sys
 
 from ..analytic.two_way import check_table
 from ..errors import ConfigError
+from ..outputs import check_output_path
 from ..units import format_bps, parse_size_bytes
 
 
@@ -114,10 +114,10 @@ def _lab_run_parser(lsub) -> None:
 
 def cmd_netbench(args) -> int:
     from ..hardware import load_hardware, save_hardware
-    from .netbench import measure, measure_kwargs, run_lab, run_local
+    from .netbench import measure_kwargs
 
-    if args.output and os.path.exists(args.output) and not args.force:
-        raise ConfigError(f"{args.output} exists; refusing to overwrite (use --force)")
+    if args.output:
+        check_output_path(args.output, args.force)  # before measuring, not after
     kw = measure_kwargs(args)
     if (args.fanout or args.gloo or args.two_way) and not args.lab:
         raise ConfigError("--fanout, --two-way and --gloo need --lab (they start processes on "
@@ -135,12 +135,8 @@ def cmd_netbench(args) -> int:
         raise ConfigError("--add-to needs --lab and something to add: --fanout, --two-way or --gloo")
     if args.add_to:
         m, hw = None, load_hardware(args.add_to)  # a bad file fails before measuring
-    elif args.local:
-        m = run_local(**kw)
-    elif args.lab:
-        m = run_lab(args.lab_server, args.lab_client, **kw)
     else:
-        m = measure(args.host, args.port, **kw)
+        m = _point_to_point(args, kw)
     if m is not None:
         hw = m.hardware()
     if args.fanout:
@@ -157,6 +153,22 @@ def cmd_netbench(args) -> int:
         save_hardware(hw, args.output, force=args.force)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _point_to_point(args, kw):
+    from ..progress import status
+    from .netbench import measure, run_lab, run_local
+
+    where = "loopback" if args.local else "lab" if args.lab else f"{args.host}:{args.port}"
+    try:
+        with status(f"netbench: measuring {where}"):
+            if args.local:
+                return run_local(**kw)
+            if args.lab:
+                return run_lab(args.lab_server, args.lab_client, **kw)
+            return measure(args.host, args.port, **kw)
+    except OSError as exc:  # the peer reset, refused or vanished
+        raise ConfigError(f"netbench: connection to {where} failed: {exc.strerror or exc}") from None
 
 
 def _with_fairness(hw, args, size: int):
@@ -211,8 +223,13 @@ def _print_point_to_point(m, hw) -> None:
         print(f"skipped (budget): {', '.join(_size(s) for s in m.skipped_bytes)}")
     print(f"bandwidth {format_bps(hw.bandwidth_bps)} (1/alpha), alpha {hw.overhead_alpha_s_per_byte:.4g} "
           f"s/B, beta {hw.overhead_beta_s * 1e6:.1f} us, latency {hw.latency_s * 1e6:.1f} us "
-          f"(RTT/2); fit R² {fit.r_squared:.4f}, max residual {fit.max_rel_residual:.0%}; "
-          f"{m.elapsed_s:.1f} s")
+          f"(RTT/2); {m.elapsed_s:.1f} s")
+    print(f"fit of time = alpha·size + beta: R² {fit.r_squared:.4f}; the worst size is "
+          f"{fit.max_rel_residual:.0%} off the line (small messages, where latency and scheduling "
+          f"noise dominate, miss it most; bandwidth comes from the large ones)")
+    if fit.beta_s < 0:
+        print(f"the fit's intercept beta was {fit.beta_s * 1e6:.1f} us: a per-message cost below "
+              "what the line resolves, stored as 0")
 
 
 def _print_extras(hw) -> None:
@@ -280,7 +297,7 @@ def _lab_status(args) -> int:
         others = list_namespaces()
         print(f"no lab is up (no {state_path()})" +
               (f"; foreign namespaces: {', '.join(others)}" if others else ""))
-        return 1
+        return 0
     state = "complete" if st["complete"] else "INCOMPLETE (run 'sgdsim lab down')"
     print(f"lab {state}: {st['hosts']} hosts, {format_bps(st['bandwidth_bps'])} per NIC direction, "
           f"tbf burst {st['burst_bytes']} B, queue {st['queue_latency_s'] * 1e3:g} ms")

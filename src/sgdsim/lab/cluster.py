@@ -380,7 +380,10 @@ def lab_down(state_file: str | None = None) -> list[str]:
     path = state_file or state_path()
     with _locked(path):
         st = read_state(path)
-        return teardown(list(st.get("namespaces", [])), path) if st else []
+        removed = teardown(list(st.get("namespaces", [])), path) if st else []
+    with contextlib.suppress(FileNotFoundError):  # nothing of the lab stays behind in /run
+        os.unlink(f"{path}.lock")
+    return removed
 
 
 def lab_status(state_file: str | None = None) -> dict | None:

@@ -10,7 +10,7 @@ from .search import STRATEGIES
 
 
 def register(sub) -> dict:
-    from ..cli import add_executor_arguments
+    from ..cli.common import add_executor_arguments
 
     p = sub.add_parser(
         "plan", help="pick the configuration: workers, architecture, parameter servers, cost",
@@ -55,7 +55,7 @@ def register(sub) -> dict:
 
 
 def cmd_plan(args) -> int:
-    from ..cli import executor_from
+    from ..cli.common import executor_from
     from ..outputs import check_output_path
     from .report import plot, to_json, to_text
     from .search import fine_curves, plan, plot_bandwidth, workers_for_plot

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..tagged_json import parse_json
 from ..errors import ProfileError
 from .model import (COMM, COMM_RESOURCES, COMPUTE_RESOURCES, FORMAT_NAME,
                     KINDS, RESOURCES, Job, Op, Profile)
@@ -47,12 +48,7 @@ def load_profile(path: str | os.PathLike) -> Profile:
         text = raw.decode("utf-8-sig")  # tolerate a BOM from Windows editors
     except UnicodeDecodeError:
         raise ProfileError(f"profile {name}: not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError(f"profile {name}: not valid JSON (line {exc.lineno} "
-                           f"column {exc.colno}: {exc.msg})") from None
-    return profile_from_dict(data, name)
+    return profile_from_dict(parse_json(text, f"profile {name}", ProfileError), name)
 
 
 def save_profile(profile: Profile, path: str | os.PathLike, overwrite: bool = False) -> None:

@@ -1,7 +1,6 @@
 """What to simulate: the execution strategy and the hardware, separate from the model (profile)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..analytic.two_way import TwoWay, check_table
@@ -13,6 +12,29 @@ ARCHS = ("ps", "allreduce")
 SHARINGS = ("ps", "fcfs", "hybrid")
 STREAMS = ("fifo", "http2")
 ORDERS = ("profiled", "tic", "reverse", "random")
+
+# Documented limits (docs/simulator.md). Outside them the answer would be meaningless or the
+# run would not end in reasonable time; each is refused in one line before any work.
+MAX_SEED = 2**63 - 1
+MIN_BANDWIDTH_BPS, MAX_BANDWIDTH_BPS = 1e3, 1e15  # 1 kbit/s .. 1 Pbit/s
+MAX_OVERHEAD_BETA_S = 3600.0  # per message
+MAX_OVERHEAD_ALPHA_S_PER_BYTE = 1e-3  # per byte: 1 ms/B is a 8 kbit/s receiver
+MAX_SIM_WORKERS = 1024  # the simulator; the analytical models go to MAX_WORKERS
+MAX_WORKERS = 100_000
+MAX_POINTS = 2_000  # worker counts in one call
+MAX_SIM_WORKER_SUM = 20_000  # simulated workers over all points of one call: 1-200, not 1-1024
+MAX_STEPS = 100_000  # measured steps per worker
+MAX_WARMUP = 10_000
+
+
+def check_bandwidth(bps: float, what: str = "bandwidth") -> None:
+    if not MIN_BANDWIDTH_BPS <= bps <= MAX_BANDWIDTH_BPS:
+        raise ConfigError(f"{what} must be between 1kbps and 1Pbps, got {bps:g} bit/s")
+
+
+def check_seed(seed: int) -> None:
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"--seed must be an integer from 0 to 2^63-1, got {seed}")
 
 
 @dataclass(frozen=True)
@@ -64,20 +86,24 @@ class SimConfig:
         _choice("order", self.order, ORDERS)
         if not 0.0 <= self.fcfs_weight <= 1.0:
             raise ConfigError(f"--fcfs-weight must be in [0, 1], got {self.fcfs_weight}")
-        if not self.bandwidth_bps > 0:
-            raise ConfigError(f"bandwidth must be positive, got {self.bandwidth_bps}")
-        if self.flow_cap_bps is not None and not self.flow_cap_bps > 0:
-            raise ConfigError(f"flow cap must be positive, got {self.flow_cap_bps}")
+        check_bandwidth(self.bandwidth_bps)
+        if self.flow_cap_bps is not None:
+            check_bandwidth(self.flow_cap_bps, "flow cap")
+        check_seed(self.seed)
         if not self.window_bytes > 0:
             raise ConfigError(f"HTTP/2 window must be positive, got {self.window_bytes}")
-        if self.overhead_alpha_s_per_byte < 0 or self.overhead_beta_s < 0:
-            raise ConfigError("overhead alpha and beta must be non-negative")
+        if not 0 <= self.overhead_alpha_s_per_byte <= MAX_OVERHEAD_ALPHA_S_PER_BYTE:
+            raise ConfigError(f"--overhead-alpha must be in [0, {MAX_OVERHEAD_ALPHA_S_PER_BYTE:g}] "
+                              f"s/byte, got {self.overhead_alpha_s_per_byte}")
+        if not 0 <= self.overhead_beta_s <= MAX_OVERHEAD_BETA_S:
+            raise ConfigError(f"--overhead-beta must be a duration from 0 to 1h, got "
+                              f"{self.overhead_beta_s} s")
         if not 0 <= self.jitter_cv < 10:
             raise ConfigError(f"--jitter must be a coefficient of variation in [0, 10), got {self.jitter_cv}")
         if not 0 <= self.share_cv < 10:
             raise ConfigError(f"--share-cv must be a coefficient of variation in [0, 10), got {self.share_cv}")
-        if not 0 <= self.ring_latency_s < math.inf:
-            raise ConfigError(f"--ring-latency must be a non-negative duration, got {self.ring_latency_s}")
+        if not 0 <= self.ring_latency_s <= MAX_OVERHEAD_BETA_S:
+            raise ConfigError(f"--ring-latency must be a duration from 0 to 1h, got {self.ring_latency_s} s")
         if self.ring_latency_s > 0 and self.arch != "allreduce":
             raise ConfigError("--ring-latency applies to --arch allreduce")
         if not 0 <= self.two_way_penalty < 1:
@@ -96,10 +122,10 @@ class SimConfig:
             raise ConfigError("ring all-reduce is synchronous: use --mode sync with --arch allreduce")
         if self.streams == "http2" and self.order != "profiled":
             raise ConfigError("--order applies to --streams fifo (HTTP/2 serves streams in arrival order)")
-        if self.warmup_steps < 0:
-            raise ConfigError(f"--warmup must be non-negative, got {self.warmup_steps}")
-        if self.steps_per_worker is not None and self.steps_per_worker < 1:
-            raise ConfigError(f"--steps must be at least 1, got {self.steps_per_worker}")
+        if not 0 <= self.warmup_steps <= MAX_WARMUP:
+            raise ConfigError(f"--warmup must be from 0 to {MAX_WARMUP}, got {self.warmup_steps}")
+        if self.steps_per_worker is not None and not 1 <= self.steps_per_worker <= MAX_STEPS:
+            raise ConfigError(f"--steps must be from 1 to {MAX_STEPS}, got {self.steps_per_worker}")
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,10 @@ def jit_inline(fn):
 _announced = False
 
 
-def announce_compile(engine_file: str) -> None:
-    """Say so once when the compiled core is not cached yet: compiling it takes about a minute
-    (2 cores) and happens on the first simulation after installing or changing the core."""
+def announce_compile(engine_file: str, warm) -> None:
+    """The first simulation after installing or changing the core compiles it (about a minute
+    on 2 cores; cached on disk afterwards): say so, and show a spinner while ``warm()`` (a tiny
+    simulation) compiles it, so that the user's own run does not look hung."""
     global _announced
     if _announced or not HAVE_NUMBA:
         return
@@ -58,6 +59,11 @@ def announce_compile(engine_file: str) -> None:
     here = os.path.join(os.path.dirname(engine_file), "__pycache__", "engine.run-*.nbi")
     cache_dir = getattr(numba.config, "CACHE_DIR", "")  # NUMBA_CACHE_DIR, if the user set one
     elsewhere = os.path.join(cache_dir or "", "**", "engine.run-*.nbi")
-    if not glob.glob(here) and not (cache_dir and glob.glob(elsewhere, recursive=True)):
-        print("sgdsim: compiling the simulator core (once; about a minute) ...", file=sys.stderr,
-              flush=True)
+    if glob.glob(here) or (cache_dir and glob.glob(elsewhere, recursive=True)):
+        return
+    from ..progress import is_quiet, say, status
+
+    if not sys.stderr.isatty() and not is_quiet():
+        say("sgdsim: compiling the simulator core (once per install; about a minute) ...")
+    with status("compiling the simulator core (once per install; about a minute)", quiet_s=0.0):
+        warm()

@@ -59,11 +59,20 @@ class SimResult:
     timeline: Timeline | None = None
 
 
+def warm_core() -> None:
+    """A one-step simulation: it compiles every function of the core."""
+    from ..analytic.coarse_profile import CoarseProfile, to_profile
+
+    tiny = to_profile(CoarseProfile(1e3, 1e-3, 1e-3, 0.0, 1))
+    simulate([WorkerClass("warm", tiny, 1)], SimConfig(bandwidth_bps=1e9, steps_per_worker=1,
+                                                       warmup_steps=0))
+
+
 class _Sim:
     """Holds one configuration's arrays and drives the compiled engine over them."""
 
     def __init__(self, classes: list[WorkerClass], config: SimConfig):
-        announce_compile(engine.__file__)
+        announce_compile(engine.__file__, warm_core)
         self.config = config
         plan, self.info, bw, cap = build_plan(classes, config)
         self.bw_Bps = bw
@@ -178,8 +187,8 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     sim = _Sim(classes, config)
     W = sim.plan.W
     warm = config.warmup_steps * W
-    if warm:
-        sim.run_until(warm, config.max_ops)
+    if warm and not sim.run_until(warm, config.max_ops):
+        raise ConfigError(_budget_message(config, W, "the warm-up"))
     engine.open_window(sim.P, sim.S, sim.K, sim.LK)
     t0, c0 = sim.now(), sim.completions()
     est = _measure(sim, config, t0, c0)
@@ -194,7 +203,8 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
 def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
     W = sim.plan.W
     if config.steps_per_worker is not None:
-        sim.run_until(c0 + config.steps_per_worker * W, config.max_ops)
+        if not sim.run_until(c0 + config.steps_per_worker * W, config.max_ops):
+            raise ConfigError(_budget_message(config, W, f"{config.steps_per_worker} steps"))
         return _estimate(sim, t0, c0)
     n = max(config.min_steps_per_worker * W, 100)
     while True:
@@ -206,6 +216,11 @@ def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
         if sim.ops() + per_step * n > config.auto_max_ops:
             return est  # doubling again would run out of budget mid-way: stop inside it
         n *= 2
+
+
+def _budget_message(config: SimConfig, W: int, what: str) -> str:
+    return (f"W={W}: {what} per worker need more than the simulator's budget of "
+            f"{config.max_ops:,} operations; lower --steps, --warmup or the worker count")
 
 
 def _estimate(sim: _Sim, t0: float, c0: int) -> Estimate:

@@ -1,0 +1,54 @@
+"""What every subcommand shares: the parser class (one-line errors, defaults in the help) and
+the executor options. Stage modules (``plan/cli.py``, ``lab/cli.py``, ...) import from here,
+never from the package that registers them, so the command modules form no import loop."""
+from __future__ import annotations
+
+import argparse
+import math
+
+from ..errors import SgdsimError
+from ..evaluate.executors import BACKENDS
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option shows its default: appended when the help does not already say it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        silent = (not action.option_strings or action.required or "default" in text.lower()
+                  or action.default in (None, True, False, [], argparse.SUPPRESS))
+        return text if silent else f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):  # one line, exit 2, like every other user error
+        self.exit(2, f"sgdsim: error: {message} (see {self.prog} --help)\n")
+
+
+def add_executor_arguments(q) -> None:
+    q.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="simulate N points at once in local processes (default: one per core)")
+    q.add_argument("--backend", default="local", choices=BACKENDS,
+                   help="where simulated points run: local processes, or a Dask cluster")
+    q.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="--backend dask: the scheduler, e.g. tcp://10.0.0.1:8786 (default: none)")
+
+
+def executor_from(args):
+    from ..evaluate.executors import make_executor
+
+    return make_executor(args.backend, args.jobs, args.scheduler)
+
+
+def positive_floats(text: str, option: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise SgdsimError(f"{option} takes numbers separated by commas, got {text!r}") from None
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise SgdsimError(f"{option} values must be positive, got {text!r}")
+    return values

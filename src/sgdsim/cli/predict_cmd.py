@@ -1,0 +1,194 @@
+"""``sgdsim predict``: options, the checks a configuration needs before any work, the output."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..analytic.models import MODELS
+from ..errors import ConfigError
+from ..evaluate.inputs import DEFAULT_RHO_THRESHOLD, SHARINGS
+from ..outputs import check_output_path
+from ..sim.config import ARCHS, MODES, ORDERS, STREAMS
+from .common import add_executor_arguments, executor_from
+from .tables import format_points
+
+SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed")
+
+
+def register(sub) -> dict:
+    q = sub.add_parser("predict", help="predict throughput per worker count (simulator and models)",
+                       description="Predict training throughput for each worker count from a "
+                                   "one-worker profile.")
+    q.add_argument("profile", nargs="?", help="profile JSON (.json or .json.gz), or give --coarse")
+    add_model_arguments(q)
+    q.add_argument("--format", default="table", choices=["table", "csv", "json"], help="output format")
+    q.add_argument("--timeline", default=None, metavar="FILE.json",
+                   help="write a Chrome/Perfetto trace of each simulated point (default: none)")
+    q.add_argument("--report", default=None, metavar="FILE.html",
+                   help="also write a self-contained HTML report (default: none)")
+    q.add_argument("--force", action="store_true",
+                   help="overwrite existing --timeline and --report files")
+    return {"predict": cmd_predict}
+
+
+def add_model_arguments(q) -> None:
+    """The options of one prediction: shared by ``predict`` and ``report``."""
+    q.add_argument("--workers", default=None,
+                   help="worker counts: a range 1-16, a list 1,2,4,8 or one number (default 1-16)")
+    q.add_argument("--bandwidth", default=None,
+                   help="NIC bandwidth, e.g. 10Gbps, 100Mbps (default: the --hardware file's, else 10Gbps)")
+    q.add_argument("--hardware", default=None, metavar="FILE.json",
+                   help="the network as sgdsim netbench measured it (bandwidth, overheads, FCFS "
+                        "weight, two-way penalty) and sgdsim calibrate fitted it (receiver CPU, "
+                        "the real runs' spread, which widens every interval) (default: nominal)")
+    q.add_argument("--mode", default="async", choices=MODES,
+                   help="async: each worker updates the PS on its own; sync: all wait for all")
+    q.add_argument("--arch", default="ps", choices=ARCHS,
+                   help="ps: parameter servers; allreduce: ring all-reduce (sync only)")
+    q.add_argument("--model", default="fine", choices=[*MODELS, "all"],
+                   help="fine = simulator; coarse = TPDS analytical models; lin, cynthia = "
+                        "baselines; all = every model that can honour the options")
+    q.add_argument("--coarse", default=None, metavar="SPEC",
+                   help="coarse profile instead of PROFILE: size=102MB,fwd=182ms,bwd=261ms,batch=128 "
+                        "(units required; default: none)")
+    q.add_argument("--sharing", default=None, choices=SHARINGS,
+                   help="link sharing between flows (default: hybrid for sync PS; async: ps in the "
+                        "simulator, the Eq. 5 threshold in the coarse model)")
+    q.add_argument("--fcfs-weight", type=float, default=None, metavar="W",
+                   help="hybrid sharing = (1-W)·ps + W·fcfs (default: the --hardware file's "
+                        "measured value, else 0.5 as in the papers)")
+    q.add_argument("--share-cv", type=float, default=None, metavar="CV",
+                   help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
+                        "CV (default 0 = equal shares; netbench --fanout records a measured value)")
+    q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
+                   help="a NIC direction with m more flows the other way loses K·m of its capacity "
+                        "(default: the --hardware file's measured table or K, else 0)")
+    q.add_argument("--ring-latency", default=None, metavar="DURATION",
+                   help="--arch allreduce: fixed cost of each ring step of each all-reduce call, "
+                        "e.g. 2ms (default: the --hardware file's measured value, else 0)")
+    q.add_argument("--rho-threshold", type=float, default=None, metavar="RHO",
+                   help=f"coarse async PS: Eq. 5 threshold on the FCFS network utilization "
+                        f"(default {DEFAULT_RHO_THRESHOLD})")
+    q.add_argument("--flow-cap", default=None, metavar="BW",
+                   help="cap on any single flow, e.g. 10Gbps (default: no cap)")
+    q.add_argument("--streams", default=None, choices=STREAMS,
+                   help="PS transfers: fifo (one at a time per connection) or http2 (interleaved "
+                        "streams, flow-controlled by --window) (default fifo)")
+    q.add_argument("--window", default=None, metavar="SIZE",
+                   help="--streams http2: the flow-control window WIN, e.g. 28MB (default 28MB)")
+    q.add_argument("--order", default=None, choices=ORDERS,
+                   help="--streams fifo: order of parameter transfers (default: as profiled)")
+    q.add_argument("--overhead-alpha", type=float, default=None, metavar="S_PER_BYTE",
+                   help="receiver CPU per byte of every message, e.g. 1e-9 (default: the "
+                        "--hardware file's calibrated value, else 0)")
+    q.add_argument("--overhead-beta", default=None, metavar="DURATION",
+                   help="receiver CPU per message, e.g. 0.2ms (default: the --hardware file's, else 0)")
+    q.add_argument("--ps-count", type=int, default=None, metavar="K",
+                   help="--arch ps: number of parameter servers (default: the profile's placement)")
+    q.add_argument("--worker-profile", action="append", default=[], metavar="CLASS=PROFILE.json:COUNT",
+                   help="heterogeneous workers: repeat once per class, instead of PROFILE and "
+                        "--workers (default: none)")
+    q.add_argument("--seed", type=int, default=None,
+                   help="seed of the simulator's random numbers, 0 to 2^63-1 (default 0)")
+    q.add_argument("--jitter", type=float, default=None, metavar="CV",
+                   help="multiply compute durations by seeded noise of this coefficient of "
+                        "variation (default 0)")
+    q.add_argument("--warmup", type=int, default=None,
+                   help="warm-up steps per worker, in each replication (default 5)")
+    q.add_argument("--steps", default=None,
+                   help="measured steps per worker, or auto: until the interval is within 1 %% "
+                        "(default auto)")
+    q.add_argument("--replications", default=None, metavar="R",
+                   help="independent simulator runs per point (default auto: rounds of 4 until the "
+                        "mean is known to 2%%); the interval covers their spread; 1 = one run")
+    add_executor_arguments(q)
+
+
+def cmd_predict(args) -> int:
+    from ..timeline import write_chrome_trace
+
+    points, targets = run_prediction(args, report=args.report)
+    print(format_points(points, args.format))
+    for pt in points:
+        if pt.timeline is not None and targets:
+            target = targets.get(pt.workers) or next(iter(targets.values()))
+            n = write_chrome_trace(pt.timeline, target, overwrite=args.force)
+            print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
+    if args.report:
+        from .report_cmd import write_report
+
+        timeline = next(iter(targets.values()), None) if targets else None
+        write_report(args, [(args.profile or "coarse", points)], args.report, timeline)
+    return 0
+
+
+def run_prediction(args, profile=None, report: str | None = None):
+    """Check everything (options, output files) before any work, then predict. Returns the
+    points and the timeline files to write (by worker count)."""
+    from ..predict import parse_worker_profile, parse_workers, predict
+
+    check_relevance(args)
+    classes = [parse_worker_profile(s) for s in args.worker_profile]
+    counts = parse_workers(args.workers or "1-16") if not classes else [0]
+    targets = _timeline_targets(args.timeline, counts, args.force) if getattr(args, "timeline", None) else {}
+    if report:
+        check_output_path(report, args.force)
+    given = {k: getattr(args, k) for k in ("sharing", "streams", "window", "order", "ps_count",
+                                           "seed", "jitter", "warmup", "steps", "replications",
+                                           "rho_threshold")}
+    points = predict(
+        profile if profile is not None else args.profile, workers=args.workers or "1-16",
+        mode=args.mode, arch=args.arch, flow_cap=args.flow_cap,
+        worker_profiles=classes or None, timeline=bool(getattr(args, "timeline", None)),
+        model=args.model, coarse=args.coarse, **{k: v for k, v in given.items() if v is not None},
+        **network(args), executor=executor_from(args),
+        on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
+    return points, targets
+
+
+def check_relevance(args) -> None:
+    """An option the configuration would ignore is an error, never silently dropped."""
+    simulated = args.model in ("fine", "all")
+    sharing = args.sharing or ("hybrid" if (args.mode, args.arch) == ("sync", "ps") else None)
+    rules = [
+        ("sharing", args.arch == "allreduce", "--arch ps (a ring step sends to one neighbour)"),
+        ("streams", args.arch == "allreduce", "--arch ps"),
+        ("order", args.arch == "allreduce" or args.streams == "http2", "--arch ps with --streams fifo"),
+        ("window", args.streams != "http2", "--streams http2"),
+        ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
+        ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
+         or args.mode != "async" or args.sharing not in (None, "threshold"),
+         "the coarse model of async PS with the Eq. 5 threshold (--model coarse or all)"),
+        ("workers", bool(args.worker_profile), "a homogeneous sweep (not with --worker-profile)"),
+        *((opt, not simulated, "the simulator (--model fine or all)") for opt in SIMULATOR_ONLY),
+    ]
+    for dest, ignored, where in rules:
+        if ignored and getattr(args, dest, None) not in (None, [], False):
+            raise ConfigError(f"--{dest.replace('_', '-')} applies to {where}; this configuration "
+                              "would ignore it")
+    if args.sharing == "threshold" and args.model not in ("coarse", "all"):
+        raise ConfigError("--sharing threshold is the coarse model's Eq. 5: use --model coarse or all")
+
+
+def network(args) -> dict:
+    """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
+    from ..hardware import Hardware, load_hardware
+
+    hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
+    net = hw.predict_kwargs(args.arch)  # share_cv is not in it: only when asked
+    given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
+             "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
+             "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty,
+             "ring_latency": args.ring_latency}
+    if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
+        net.pop("two_way_table", None)
+    return {**net, **{k: v for k, v in given.items() if v is not None}}
+
+
+def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
+    """Every file --timeline will write, checked before anything is simulated."""
+    stem, ext = os.path.splitext(path)
+    targets = {w: path if len(workers) == 1 else f"{stem}-w{w}{ext or '.json'}" for w in workers}
+    for target in targets.values():
+        check_output_path(target, force)
+    return targets

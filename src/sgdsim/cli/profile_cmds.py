@@ -1,0 +1,131 @@
+"""Commands on profiles and calibration: ``import``, ``info``, ``calibrate``,
+``calibrate-threshold``."""
+from __future__ import annotations
+
+import sys
+
+from ..outputs import check_output_path
+from ..units import format_bps
+from .common import positive_floats
+
+
+def register(sub) -> dict:
+    _import_parser(sub)
+    info = sub.add_parser("info", help="summarise a profile")
+    info.add_argument("profile", help="profile JSON (.json or .json.gz)")
+    cal = sub.add_parser("calibrate-threshold", help="pick the Eq. 5 threshold from measured throughputs",
+                         description="Compare measured async-PS throughputs with the coarse model "
+                                     "for every threshold and print the best --rho-threshold. "
+                                     "Example CSV: examples/calibrate-threshold.csv")
+    cal.add_argument("measured", help="CSV with a header line workers,throughput (examples/s), "
+                                      "one measured point per line")
+    cal.add_argument("profile", help="profile JSON of the measured job")
+    cal.add_argument("--bandwidth", default="10Gbps", help="NIC bandwidth of the measured runs")
+    _calibrate_parser(sub)
+    return {"import": cmd_import, "info": cmd_info, "calibrate": cmd_calibrate_worker,
+            "calibrate-threshold": cmd_calibrate}
+
+
+def _calibrate_parser(sub) -> None:
+    c = sub.add_parser("calibrate", help="fit what a profile misses from one real worker's step "
+                                         "time; writes a hardware file")
+    c.add_argument("profile", help="the standalone profile (sgdsim profile) of the job")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--step-time", metavar="T[,T...]",
+                      help="measured mean step time of the worker, e.g. 1.72s; several runs: "
+                           "1.72s,1.75s,1.70s (their spread widens every prediction interval)")
+    what.add_argument("--throughput", metavar="X[,X...]",
+                      help="measured examples/s of the single worker (all-reduce: of one rank); "
+                           "several runs: 9.17,9.33,9.31")
+    c.add_argument("--hardware", required=True, metavar="FILE.json",
+                   help="the network as measured by sgdsim netbench (bandwidth, β, ...)")
+    c.add_argument("--arch", default="ps", choices=["ps", "allreduce"],
+                   help="ps: 1 worker + 1 PS was measured; allreduce: 2 ranks")
+    c.add_argument("--mode", default="async", choices=["async", "sync"], help="the mode of the measured run")
+    c.add_argument("-o", "--output", required=True, help="the calibrated hardware file")
+    c.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def _import_parser(sub) -> None:
+    imp = sub.add_parser("import", help="convert a profile from another tool")
+    isub = imp.add_subparsers(dest="source", required=True)
+    pd = isub.add_parser("pipedream", help="PipeDream graph.txt per-layer profile",
+                         description="Convert a PipeDream profiler graph.txt (per-layer forward "
+                                     "and backward times, activation and parameter sizes) into "
+                                     "an sgdsim profile. Bundled graphs: examples/pipedream/.")
+    pd.add_argument("graph", help="the graph.txt file")
+    pd.add_argument("--batch-size", type=int, required=True,
+                    help="the mini-batch the graph was profiled with")
+    ov = pd.add_mutually_exclusive_group()
+    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
+                    help="communication overlaps computation layer by layer (default)")
+    ov.add_argument("--no-overlap", dest="overlap", action="store_false",
+                    help="pull all parameters before, push all gradients after the pass")
+    pd.add_argument("--update-s-per-mb", type=float, default=0.0, metavar="SECONDS",
+                    help="PS update time in seconds per MB (1e6 bytes) of parameters")
+    pd.add_argument("--model-name", default=None,
+                    help="name recorded in the profile (default: the graph file's name)")
+    pd.add_argument("-o", "--output", required=True, help="profile file to write (.json or .json.gz)")
+    pd.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def cmd_calibrate(args) -> int:
+    from ..calibrate import calibrate_threshold, read_measured
+
+    measured = read_measured(args.measured)
+    result = calibrate_threshold(args.profile, measured, args.bandwidth)
+    print("rho_T  mean |err| %  max |err| %")
+    for rho, mean, worst in result.table:
+        mark = "  <- best" if rho == result.best else ""
+        print(f"{rho:5.1f}  {mean:11.2f}  {worst:10.2f}{mark}")
+    print(f"best --rho-threshold {result.best:g}")
+    return 0
+
+
+def cmd_calibrate_worker(args) -> int:
+    from ..calibrate_worker import calibrate, summary
+    from ..hardware import load_hardware, save_hardware
+    from ..profile.io import load_profile
+    from ..units import parse_duration_s
+
+    check_output_path(args.output, args.force)
+    prof = load_profile(args.profile)
+    hw = load_hardware(args.hardware)
+    if args.step_time is not None:
+        steps = [parse_duration_s(v) for v in args.step_time.split(",")]
+    else:
+        steps = [prof.job.batch_size / x for x in positive_floats(args.throughput, "--throughput")]
+    out = calibrate(prof, steps, hw, args.arch, args.mode)
+    save_hardware(out, args.output, force=args.force)
+    print(f"{summary(out, args.arch)}; wrote {args.output}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from ..profile.io import save_profile
+    from ..profile.pipedream import import_pipedream
+
+    check_output_path(args.output, args.force)  # before the work, not after
+    prof = import_pipedream(args.graph, args.batch_size, overlap=args.overlap,
+                            update_s_per_mb=args.update_s_per_mb, model_name=args.model_name)
+    save_profile(prof, args.output, overwrite=args.force)
+    print(f"wrote {args.output}: {prof.job.model}, {prof.n_ops} ops, "
+          f"{prof.model_bytes() / 1e6:.1f} MB of parameters, batch {prof.job.batch_size}", file=sys.stderr)
+    return 0
+
+
+def cmd_info(args) -> int:
+    from ..profile.io import load_profile
+
+    p = load_profile(args.profile)
+    kinds: dict[str, int] = {}
+    for op in p.ops:
+        kinds[op.resource] = kinds.get(op.resource, 0) + 1
+    bw = format_bps(p.job.bandwidth_bps) if p.job.bandwidth_bps else "unknown"
+    print(f"model {p.job.model}, batch {p.job.batch_size}, {p.n_steps} step(s), {p.n_ops} ops "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
+    print(f"parameters {p.model_bytes() / 1e6:.2f} MB over {p.ps_count} PS; forward+backward "
+          f"{p.mean_compute_s() * 1e3:.1f} ms; overlap {p.job.overlap}; profiled bandwidth {bw}")
+    return 0
+
+

@@ -1,0 +1,86 @@
+"""``sgdsim report``: predictions for one or more profiles as one self-contained HTML page."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import ConfigError
+from ..outputs import check_output_path
+from .predict_cmd import add_model_arguments, run_prediction
+
+
+def register(sub) -> dict:
+    r = sub.add_parser(
+        "report", help="an HTML report: throughput, scaling efficiency and utilization per model",
+        description="Predict every PROFILE with the same options (as sgdsim predict) and write one "
+                    "self-contained HTML page that opens without network. Example: sgdsim report "
+                    "examples/profiles/resnet50.json examples/profiles/vgg16.json --model all "
+                    "--workers 1-16 -o report.html")
+    r.add_argument("profiles", nargs="*", metavar="PROFILE",
+                   help="profile JSON files (or give --coarse)")
+    add_model_arguments(r)
+    r.add_argument("-o", "--output", required=True, metavar="FILE.html", help="the report to write")
+    r.add_argument("--force", action="store_true", help="overwrite an existing report")
+    return {"report": cmd_report}
+
+
+def cmd_report(args) -> int:
+    check_output_path(args.output, args.force)
+    if not args.profiles and not args.coarse:
+        raise ConfigError("give at least one PROFILE (or --coarse)")
+    if args.profiles and args.coarse:
+        raise ConfigError("give either profiles or --coarse, not both")
+    args.timeline, args.profile = None, None
+    runs = [(p, run_prediction(args, profile=p)[0]) for p in args.profiles or [None]]
+    write_report(args, [(p or "coarse", pts) for p, pts in runs], args.output, None)
+    return 0
+
+
+def write_report(args, runs, path: str, timeline: str | None) -> None:
+    """``runs``: (profile path or label, points) pairs."""
+    from .. import __version__
+    from ..report import ReportInput, Series, write_html
+
+    series, profiles = [], []
+    for source, points in runs:
+        summary = _profile_summary(source, args.coarse)
+        profiles.append(summary)
+        for model in dict.fromkeys(p.model for p in points):
+            series.append(Series(label=f"{summary['name']} · {model}", profile=summary["name"],
+                                 model=model,
+                                 points=tuple(p.to_dict() for p in points if p.model == model)))
+    report = ReportInput(title="sgdsim prediction", series=tuple(series), profiles=tuple(profiles),
+                         options=_options(args), hardware=_hardware(args.hardware),
+                         timeline=timeline, generated_by=f"sgdsim {__version__}")
+    write_html(report, path, args.force)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _profile_summary(source, coarse: str | None) -> dict:
+    from ..evaluate.inputs import fine_profile
+    from ..predict import _profile
+    from ..analytic.coarse_profile import parse_coarse
+
+    prof = fine_profile(parse_coarse(coarse) if coarse else _profile(source))
+    return {"name": prof.job.model, "path": str(source) if not coarse else f"--coarse {coarse}",
+            "batch_size": prof.job.batch_size, "parameters_MB": round(prof.model_bytes() / 1e6, 2),
+            "compute_ms": round(prof.mean_compute_s() * 1e3, 2), "ops": prof.n_ops,
+            "overlap": prof.job.overlap}
+
+
+def _options(args) -> dict[str, str]:
+    skip = {"handlers", "command", "profiles", "profile", "output", "force", "quiet", "report",
+            "timeline", "format"}
+    return {k.replace("_", "-"): str(v) for k, v in sorted(vars(args).items())
+            if k not in skip and v not in (None, [], False)}
+
+
+def _hardware(path: str | None) -> dict | None:
+    if not path:
+        return None
+    from ..hardware import load_hardware
+
+    load_hardware(path)  # validated as predict validated it
+    from ..errors import ProfileError
+    from ..tagged_json import read_json
+
+    return read_json(path, "hardware file", ProfileError)
