@@ -15,8 +15,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
+        d = action.default
         silent = (not action.option_strings or action.required or "default" in text.lower()
-                  or action.default in (None, True, False, [], argparse.SUPPRESS))
+                  or d is None or isinstance(d, bool) or d == [] or d == argparse.SUPPRESS)
         return text if silent else f"{text} (default: %(default)s)"
 
 

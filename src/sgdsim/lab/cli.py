@@ -33,7 +33,7 @@ def _netbench_parser(sub) -> None:
     p = sub.add_parser("netbench", help="measure bandwidth and latency between two hosts over TCP")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--local", action="store_true", help="server and client on loopback")
-    where.add_argument("--host", help="a running 'python -m sgdsim.lab.netbench serve' server")
+    where.add_argument("--host", help="a running 'python -m sgdsim.lab.netbench serve' server (one of --local, --host, --lab)")
     where.add_argument("--lab", action="store_true", help="between two hosts of the running lab")
     p.add_argument("--port", type=int, default=5201, help="server port with --host")
     p.add_argument("--lab-server", type=int, default=0, metavar="I", help="lab host of the server")
@@ -54,13 +54,13 @@ def _netbench_parser(sub) -> None:
                    help="with --lab: also time torch.distributed (gloo) send/recv and an "
                         "all-reduce over N ranks on hosts 1..N (needs torch)")
     p.add_argument("--add-to", default=None, metavar="HARDWARE.json",
-                   help="with --lab: skip the point-to-point measurement, start from this file "
+                   help="with --lab: skip the point-to-point measurement, start from this file (default: none) "
                         "and add what --fanout, --two-way and --gloo measure (its other fields "
                         "are kept); -o names the result (this file again with --force)")
     p.add_argument("-o", "--output", default=None, metavar="HARDWARE.json",
-                   help="write the sgdsim-hardware file")
+                   help="write the sgdsim-hardware file (default: print only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --output file")
-    p.add_argument("--format", default="table", choices=["table", "json"])
+    p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
     p.set_defaults(lab_cmd=cmd_netbench)
 
 
@@ -75,8 +75,9 @@ def _lab_parser(sub) -> None:
     lsub.add_parser("down", help="remove the lab recorded in the state file")
     lsub.add_parser("status", help="show the lab and its qdiscs")
     ex = lsub.add_parser("exec", help="run a command inside lab host I")
-    ex.add_argument("index", type=int)
-    ex.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND ...")
+    ex.add_argument("index", type=int, help="lab host number (0 = sgdsim-h0)")
+    ex.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND ...",
+                    help="the command and its arguments (after --)")
     _lab_run_parser(lsub)
     lab.set_defaults(lab_cmd=cmd_lab)
 
@@ -89,8 +90,10 @@ def _lab_run_parser(lsub) -> None:
     run.add_argument("--workers", default="1", help="range 1-4, list 1,2,4 or one number")
     run.add_argument("--batch-size", type=int, default=16, help="examples per worker step")
     run.add_argument("--bandwidth", default="100Mbps", help="rate of every NIC, each direction")
-    run.add_argument("--arch", default="ps", choices=["ps", "allreduce"])
-    run.add_argument("--mode", default="async", choices=["async", "sync"])
+    run.add_argument("--arch", default="ps", choices=["ps", "allreduce"],
+                     help="parameter servers or ring all-reduce (gloo)")
+    run.add_argument("--mode", default="async", choices=["async", "sync"],
+                     help="async or sync updates (--arch ps)")
     run.add_argument("--ps-count", type=int, default=1, metavar="M",
                      help="parameter servers (--arch ps): each holds whole layers, placed as "
                           "sgdsim predict --ps-count places them (default 1)")
@@ -98,14 +101,14 @@ def _lab_run_parser(lsub) -> None:
                      help="per-layer overlap of communication and computation")
     run.add_argument("--duration", default="30s", help="length of each run (from the common start)")
     run.add_argument("--warmup", default="5s", help="first part of each run, not measured")
-    run.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    run.add_argument("--format", default="table", choices=["table", "csv", "json"], help="output format")
     run.add_argument("--record-profile", default=None, metavar="PROFILE.json",
-                     help="write an sgdsim profile of the run (--workers 1, --arch ps)")
+                     help="write an sgdsim profile of the run (--workers 1, --arch ps; default: none)")
     run.add_argument("--calibrate", default=None, metavar="HW.json",
                      help="fit this hardware file to the run (--workers 1; all-reduce: 2) with "
-                          "sgdsim calibrate and the model's standalone profile; needs -o")
+                          "sgdsim calibrate and the model's standalone profile; needs -o (default: none)")
     run.add_argument("-o", "--calibrated-output", default=None, metavar="OUT.json",
-                     help="where --calibrate writes the calibrated hardware file")
+                     help="where --calibrate writes the calibrated hardware file (no default: required with --calibrate)")
     run.add_argument("--force", action="store_true",
                      help="overwrite --record-profile's or --calibrated-output's file")
 

@@ -21,14 +21,15 @@ def register(sub) -> dict:
                     "--price-per-node-hour (default 1: node-hours).")
     p.add_argument("profile", nargs="?", help="profile JSON (or give --coarse)")
     p.add_argument("--coarse", default=None, metavar="SPEC",
-                   help="coarse profile instead: size=102MB,fwd=182ms,bwd=261ms,batch=128")
+                   help="coarse profile instead: size=102MB,fwd=182ms,bwd=261ms,batch=128 (default: none)")
     p.add_argument("--dataset-size", required=True, metavar="N",
                    help="examples per epoch, e.g. 1281167 or 1.28M")
     p.add_argument("--workers", default="1-64", help="worker counts to consider (default 1-64)")
     p.add_argument("--bandwidth", action="append", default=None, metavar="BW",
                    help="NIC bandwidth, e.g. 10Gbps; repeat to compare several (default 10Gbps)")
     p.add_argument("--hardware", default=None, metavar="FILE.json",
-                   help="the measured network (sgdsim netbench / calibrate); --bandwidth overrides its rate")
+                   help="the measured network (sgdsim netbench / calibrate); --bandwidth overrides its "
+                        "rate (default: nominal, no file)")
     p.add_argument("--strategies", default=",".join(STRATEGIES),
                    help=f"candidates, comma-separated (default {','.join(STRATEGIES)})")
     p.add_argument("--max-ps", type=int, default=4, metavar="K",
@@ -39,17 +40,18 @@ def register(sub) -> dict:
                    help="price of a parameter-server node per hour (default: a worker's)")
     goal = p.add_mutually_exclusive_group()
     goal.add_argument("--target-epoch-time", default=None, metavar="DURATION",
-                      help="the cheapest configuration whose epoch takes at most this: 90s, 30min, 2h")
+                      help="the cheapest configuration whose epoch takes at most this: 90s, 30min, 2h "
+                           "(default: no target; with neither goal, the Pareto frontier)")
     goal.add_argument("--budget-per-epoch", type=float, default=None, metavar="COST",
-                      help="the fastest configuration whose epoch costs at most this")
+                      help="the fastest configuration whose epoch costs at most this (default: no budget)")
     p.add_argument("--knee", default="5%", metavar="PCT",
                    help="knee: one more worker adds less than this share of one worker's throughput")
     p.add_argument("--finalists", type=int, default=5, help="configurations checked by the simulator")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated finalists")
     add_executor_arguments(p)
-    p.add_argument("--format", default="table", choices=["table", "json"])
+    p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
     p.add_argument("--plot", default=None, metavar="FILE.png",
-                   help="throughput and cost against workers per strategy")
+                   help="also write a plot: throughput and cost against workers per strategy (default: none)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     return {"plan": cmd_plan}
 

@@ -20,21 +20,21 @@ def register(sub) -> dict:
                     "for a cluster of identical CPU machines like this one.")
     p.add_argument("model", help="a bundled PipeDream layer profile (alexnet, vgg16, resnet50, ...) "
                                  "or the path of a PipeDream layers CSV")
-    p.add_argument("--machines", type=int, required=True, metavar="N")
+    p.add_argument("--machines", type=int, required=True, metavar="N", help="machines in the cluster")
     p.add_argument("--cores", type=int, required=True, metavar="K", help="cores per machine")
     p.add_argument("--batch-size", type=int, default=None,
                    help="the batch the layer file's activation sizes were measured at "
-                        "(bundled models: known)")
+                        "(default: known for the bundled models, required for a CSV)")
     p.add_argument("--dataset-size", type=int, default=IMAGENET,
                    help=f"samples per epoch (default {IMAGENET:,}, ImageNet-1k)")
     p.add_argument("--read-every", type=int, default=None, metavar="N_READ",
                    help="a replica reads the weights every N_READ samples (default: the batch size)")
     p.add_argument("--bandwidth", default=None, help="NIC bandwidth C_nbw (default 10Gbps, or --hardware's)")
     p.add_argument("--latency", default=None, help="network latency C_ncost, e.g. 50us (default 0, or --hardware's)")
-    p.add_argument("--hardware", default=None, metavar="FILE.json", help="the network as sgdsim netbench measured it")
+    p.add_argument("--hardware", default=None, metavar="FILE.json", help="the network as sgdsim netbench measured it (default: nominal)")
     p.add_argument("--max-layer-replicas", type=int, default=None, metavar="R",
                    help="cap on each layer's replicas inside a model replica (the model charges "
-                        "nothing for keeping them in step; 1 = no layer replication)")
+                        "nothing for keeping them in step; 1 = no layer replication; default: no cap)")
     p.add_argument("--reads", default="worst", choices=["worst", "best"],
                    help="weight reads as Eq. 10 (every replica from one server) or Eq. 11")
     src = p.add_mutually_exclusive_group()
@@ -42,7 +42,7 @@ def register(sub) -> dict:
                      help="C_muladd, C_act, C_err, C_interf (default: bundled, measured on a 2-core x86 box)")
     src.add_argument("--measure", action="store_true", help="run the Fig. 5 micro-benchmark here first (~3 s)")
     p.add_argument("--seed", type=int, default=0, help="data of the micro-benchmark")
-    p.add_argument("--format", default="table", choices=["table", "json"])
+    p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
     return {"optimize": cmd_optimize}
 
 

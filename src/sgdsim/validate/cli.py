@@ -28,7 +28,7 @@ def register(subparsers) -> dict:
                    help="models to compare (default all; those that cannot honour a case are skipped)")
     p.add_argument("--measured", default=None, metavar="POINTS.csv",
                    help="reuse the lab runs of an earlier run's points.csv instead of measuring "
-                        "(no lab, no root); its profiles/ folder is used when present")
+                        "(no lab, no root); its profiles/ folder is used when present (default: measure)")
     p.set_defaults(validate_cmd=cmd_validate)
     return {"validate": cmd_validate}
 
