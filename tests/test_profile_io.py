@@ -1,6 +1,8 @@
 """Profile file format: round trips, atomic writes, and every validation rule."""
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 import gzip
 import json
@@ -335,6 +337,8 @@ def random_profiles(draw):
                                                     else ["worker", "ps"])),
                       deps=tuple(f"op{j}" for j in sorted(deps)), ps=draw(st.integers(0, 2)),
                       size_bytes=float(draw(st.integers(0, 10**9))) if comm else 0.0))
+    rank = {ps: i for i, ps in enumerate(sorted({op.ps for op in ops}))}  # servers 0..K-1
+    ops = [dataclasses.replace(op, ps=rank[op.ps]) for op in ops]
     steps = draw(st.integers(1, 3))
     finite = st.floats(0, 10, allow_nan=False)
     durations = np.array([[0.0 if op.kind == "comm" else draw(finite) for op in ops]
@@ -363,3 +367,12 @@ def test_wrong_duration_shape_is_profile_error(tmp_path):
     bad = Profile(job=p.job, ops=p.ops, durations_s=np.zeros((1, 3)))
     with pytest.raises(ProfileError, match=r"durations_s has shape \(1, 3\), expected \(steps, 7\)"):
         save_profile(bad, tmp_path / "p.json")
+
+
+def test_a_gap_in_the_server_numbers_is_refused(tmp_path):
+    """"ps": 1000 on one op would otherwise count 1001 servers, 999 of them empty."""
+    data = json.loads(open("examples/profiles/alexnet.json").read())
+    comm = next(op for op in data["ops"] if op["kind"] == "comm")
+    comm["ps"] = 1000
+    with pytest.raises(ProfileError, match=r"ps 1000 leaves parameter server 1 with nothing"):
+        profile_from_dict(data)

@@ -96,6 +96,7 @@ def profile_from_dict(d: object, source_name: str = "<dict>") -> Profile:
     job = _parse_job(d.get("job"), fail)
     ops = _parse_ops(d.get("ops"), fail)
     _check_acyclic(ops, fail)
+    _check_ps_numbering(ops, fail)
     durations_s, comm_s = _parse_steps(d.get("steps"), ops, fail)
     extra = {k: v for k, v in d.items() if k not in _TOP_KEYS}
     return Profile(job=job, ops=tuple(ops), durations_s=durations_s, comm_s=comm_s,
@@ -262,6 +263,16 @@ def _parse_deps(op_id: str, deps: object, fail: _Failer) -> tuple[str, ...]:
         dup = next(d for d in deps if deps.count(d) > 1)
         fail.op(op_id, f"deps lists {dup!r} twice")
     return tuple(deps)
+
+
+def _check_ps_numbering(ops: list[Op], fail: _Failer) -> None:
+    """The PS count is the highest index + 1: a gap would count servers that hold nothing."""
+    used = {op.ps for op in ops}
+    missing = sorted(set(range(max(used, default=0) + 1)) - used)
+    if missing:
+        op = max(ops, key=lambda o: o.ps)
+        fail.op(op.id, f"ps {op.ps} leaves parameter server {missing[0]} with nothing "
+                       f"(number the servers 0..K-1 without gaps)")
 
 
 def _check_acyclic(ops: list[Op], fail: _Failer) -> None:
