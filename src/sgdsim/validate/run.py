@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import sys
 from dataclasses import dataclass, field
 
 from ..analytic.coarse_profile import CoarseProfile, to_profile
 from ..analytic.models import MODELS, unsupported
+from ..progress import say
 from ..errors import ConfigError
 from ..evaluate import Cluster, Control, Strategy
 from ..predict import predict
@@ -101,7 +101,7 @@ def run_validation(grid: Grid, outdir: str = "validation-out", *, models=MODELS,
     """Run every case of ``grid`` and write the outputs (``report.output_files``) to ``outdir``."""
     from . import report
 
-    log = log or _stderr
+    log = log or say  # one line per case and measurement; silent under --quiet
     models = parse_models(models)
     targets = report.output_files(outdir, grid.cases)
     report.check_targets(targets, force)  # before any work: a refusal costs nothing
@@ -284,6 +284,3 @@ def _check_matplotlib() -> None:
         raise ConfigError("sgdsim validate draws its plots with matplotlib: pip install matplotlib "
                           "(or pip install -e '.[plot]')")
 
-
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
