@@ -149,3 +149,15 @@ def test_import_into_a_folder_is_refused_before_the_work(capsys, tmp_path):
     rc, out = _run(["import", "pipedream", "examples/pipedream/alexnet.graph.txt", "--batch-size",
                     "256", "-o", tmp_path, "--force"], capsys)
     assert rc == 2 and "it is a folder" in out.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", P, "--workers="], ["predict", P, "--workers", "2", "--report="],
+    ["predict", P, "--workers", "2", "--timeline="], ["predict", P, "--bandwidth="],
+    ["plan", P, "--dataset-size", "1000", "--plot="],
+])
+def test_an_empty_value_is_an_error_not_the_default(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = [a if a != P else str(__import__("pathlib").Path(__file__).parents[1] / P) for a in argv]
+    rc, out = _run(argv, capsys)
+    assert rc == 2 and out.err.count("\n") == 1 and list(tmp_path.iterdir()) == []

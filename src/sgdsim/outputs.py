@@ -9,6 +9,8 @@ from .errors import ConfigError
 def check_output_path(path: str, force: bool, exists_error: type[Exception] = ConfigError) -> None:
     """Refuse, in one line, a path whose folder is missing, that is a folder, or that exists
     (unless ``force``): checked before any work, so nothing a user saved is lost."""
+    if not str(path).strip():
+        raise ConfigError("an output file name is empty")
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise ConfigError(f"cannot write {path}: folder {folder} does not exist")

@@ -114,7 +114,7 @@ def cmd_predict(args) -> int:
             target = targets.get(pt.workers) or next(iter(targets.values()))
             n = write_chrome_trace(pt.timeline, target, overwrite=args.force)
             print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
-    if args.report:
+    if args.report is not None:
         from .report_cmd import write_report
 
         timeline = next(iter(targets.values()), None) if targets else None
@@ -129,17 +129,19 @@ def run_prediction(args, profile=None, report: str | None = None):
 
     check_relevance(args)
     classes = [parse_worker_profile(s) for s in args.worker_profile]
-    counts = parse_workers(args.workers or "1-16") if not classes else [0]
-    targets = _timeline_targets(args.timeline, counts, args.force) if getattr(args, "timeline", None) else {}
-    if report:
+    workers = "1-16" if args.workers is None else args.workers
+    counts = parse_workers(workers) if not classes else [0]
+    timeline = getattr(args, "timeline", None)
+    targets = _timeline_targets(timeline, counts, args.force) if timeline is not None else {}
+    if report is not None:
         check_output_path(report, args.force)
     given = {k: getattr(args, k) for k in ("sharing", "streams", "window", "order", "ps_count",
                                            "seed", "jitter", "warmup", "steps", "replications",
                                            "rho_threshold")}
     points = predict(
-        profile if profile is not None else args.profile, workers=args.workers or "1-16",
+        profile if profile is not None else args.profile, workers=workers,
         mode=args.mode, arch=args.arch, flow_cap=args.flow_cap,
-        worker_profiles=classes or None, timeline=bool(getattr(args, "timeline", None)),
+        worker_profiles=classes or None, timeline=timeline is not None,
         model=args.model, coarse=args.coarse, **{k: v for k, v in given.items() if v is not None},
         **network(args), executor=executor_from(args),
         on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
@@ -187,6 +189,8 @@ def network(args) -> dict:
 
 def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
     """Every file --timeline will write, checked before anything is simulated."""
+    if not path.strip():
+        raise ConfigError("--timeline: an empty file name")
     stem, ext = os.path.splitext(path)
     targets = {w: path if len(workers) == 1 else f"{stem}-w{w}{ext or '.json'}" for w in workers}
     for target in targets.values():

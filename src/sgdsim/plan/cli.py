@@ -59,17 +59,18 @@ def register(sub) -> dict:
 def cmd_plan(args) -> int:
     from ..cli.common import executor_from
     from ..outputs import check_output_path
+    from ..progress import say
     from .report import plot, to_json, to_text
     from .search import fine_curves, plan, plot_bandwidth, workers_for_plot
 
     req = build_request(args)
-    if args.plot:
+    if args.plot is not None:
         check_output_path(args.plot, args.force)
         _need_matplotlib()
     executor = executor_from(args)
-    result = plan(req, executor, log=lambda msg: print(msg, file=sys.stderr))
+    result = plan(req, executor, log=say)
     print(to_json(result) if args.format == "json" else to_text(result))
-    if args.plot:
+    if args.plot is not None:
         bw = plot_bandwidth(result)
         curves = fine_curves(req, executor, workers_for_plot(req.workers), bw)
         plot(result, curves, args.plot, bw)
