@@ -63,6 +63,8 @@ def layered_profile(sizes, fwd, bwd, *, overlap: bool, upd=None, batch: int = 32
     ps = [0] * n if ps is None else list(ps)
     names = [f"L{i}" for i in range(n)]
     params = [i for i in range(n) if sizes[i] > 0]
+    rank = {p: k for k, p in enumerate(sorted({ps[i] for i in params}))}  # servers 0..K-1:
+    ps = [rank.get(p, 0) for p in ps]  # a server left with no parameters is not a server
     ops = [comm(f"down:{names[i]}", "downlink", sizes[i], layer=names[i], ps=ps[i]) for i in params]
     for i in range(n):
         deps = [f"fwd:{names[i - 1]}"] if i else []
