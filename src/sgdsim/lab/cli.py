@@ -240,7 +240,7 @@ def _print_extras(hw) -> None:
         g = hw.measured
         print(f"gloo: send/recv {format_bps(g['gloo_p2p_bandwidth_bps'])}; ring all-reduce over "
               f"{g['gloo_ranks']} ranks behaves like Eq. 11 at "
-              f"{format_bps(hw.allreduce_bandwidth_bps)} (beta {g['allreduce_beta_s'] * 1e3:.2f} ms)"
+              f"{format_bps(hw.allreduce_bandwidth_bps)} ({_beta_text(g['allreduce_beta_s'])})"
               + (f"; {hw.ring_latency_s * 1e3:.2f} ms per ring step"
                  if hw.ring_latency_s is not None else ""))
     if hw.fcfs_weight is not None:
@@ -259,6 +259,13 @@ def _print_extras(hw) -> None:
     if hw.share_cv is not None:
         print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
               f"{hw.share_cv:.2f} (--share-cv)")
+
+
+def _beta_text(beta_s: float) -> str:
+    if beta_s >= 0:
+        return f"beta {beta_s * 1e3:.2f} ms"
+    return (f"the fit's intercept beta {beta_s * 1e3:.2f} ms is below what it resolves: "
+            "no fixed cost per call is visible")
 
 
 def _size(n: int) -> str:
