@@ -35,6 +35,12 @@ from .layers import Layer
 from .model import C_BITS, Config, Constants, Network, compute_s, read_times_s
 
 
+# The DP costs ~4x per doubling of N (N = 64: ~4 s); beyond these it would run for hours
+# (docs/optimize.md, "Limits").
+MAX_MACHINES = 256
+MAX_CORES = 256
+
+
 @dataclass(frozen=True)
 class Problem:
     layers: tuple[Layer, ...]
@@ -48,10 +54,11 @@ class Problem:
     max_replicas: int | None = None  # cap on R(l); None: C3's n_wr / P(l)
 
     def __post_init__(self):
-        if self.machines < 2:
-            raise ConfigError(f"--machines must be at least 2 (a PS and a worker), got {self.machines}")
-        if self.cores < 1:
-            raise ConfigError(f"--cores must be at least 1, got {self.cores}")
+        if not 2 <= self.machines <= MAX_MACHINES:
+            raise ConfigError(f"--machines must be from 2 (a PS and a worker) to {MAX_MACHINES}, "
+                              f"got {self.machines}")
+        if not 1 <= self.cores <= MAX_CORES:
+            raise ConfigError(f"--cores must be from 1 to {MAX_CORES}, got {self.cores}")
         if self.n_sample < 1 or self.n_read < 1:
             raise ConfigError("the dataset size and the read interval must be at least 1 sample")
         if not self.layers:
