@@ -168,8 +168,9 @@ def test_optimize_cli(capsys):
 
 @pytest.mark.parametrize("args, msg", [
     (["nosuchnet", "--machines", "4", "--cores", "2"], "unknown model 'nosuchnet'"),
-    (["alexnet", "--machines", "1", "--cores", "2"], "--machines must be at least 2"),
-    (["alexnet", "--machines", "4", "--cores", "0"], "--cores must be at least 1"),
+    (["alexnet", "--machines", "1", "--cores", "2"], "--machines must be from 2"),
+    (["alexnet", "--machines", "4", "--cores", "0"], "--cores must be from 1 to 256"),
+    (["alexnet", "--machines", "99999999999999999999", "--cores", "2"], "--machines must be from 2"),
     (["alexnet", "--machines", "4", "--cores", "2", "--read-every", "0"], "--read-every"),
     (["alexnet", "--machines", "4", "--cores", "2", "--bandwidth", "fast"], "bandwidth"),
     (["alexnet", "--machines", "4", "--cores", "2", "--constants", "/nonexistent.json"], "cannot read"),
