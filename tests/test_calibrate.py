@@ -40,3 +40,23 @@ def test_bad_measured_file(tmp_path):
     with pytest.raises(ProfileError, match="line 2"):
         read_measured(str(path))
     assert main(["calibrate-threshold", str(tmp_path / "none.csv"), PROFILE]) == 2
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-3", "0"])
+def test_a_throughput_that_is_not_a_positive_finite_number_is_refused(tmp_path, value):
+    path = tmp_path / "m.csv"
+    path.write_text(f"workers,throughput\n1,{value}\n")
+    with pytest.raises(ProfileError, match="positive finite"):
+        read_measured(str(path))
+
+
+def test_a_binary_measured_file_is_one_line(tmp_path, capsys):
+    path = tmp_path / "m.csv"
+    path.write_bytes(b"workers,throughput\n1,\xff\xfe10\n")
+    assert main(["calibrate-threshold", str(path), PROFILE]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_bundled_example_runs():
+    assert main(["calibrate-threshold", "examples/calibrate/measured-async.csv",
+                 "examples/calibrate/lab-mlp-nooverlap.json", "--bandwidth", "100Mbps"]) == 0

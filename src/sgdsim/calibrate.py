@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +38,9 @@ def read_measured(path: str) -> list[tuple[int, float]]:
         except (KeyError, TypeError, ValueError):
             raise ProfileError(f"measured file {path}: line {i}: need integer workers and numeric "
                                f"throughput columns") from None
-        if w < 1 or not x > 0:
-            raise ProfileError(f"measured file {path}: line {i}: workers must be >= 1 and throughput > 0")
+        if w < 1 or not 0 < x < math.inf:
+            raise ProfileError(f"measured file {path}: line {i}: workers must be >= 1 and "
+                               "throughput a positive finite number")
         out.append((w, x))
     if not out:
         raise ProfileError(f"measured file {path}: no rows")
