@@ -183,6 +183,7 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     """Simulate ``classes`` of workers under ``config``; see ``SimConfig`` for the options."""
     if config.sharing == "hybrid":
         raise ConfigError("sharing 'hybrid' is the mean of two runs: use sgdsim.predict")
+    _check_budget(classes, config)
     wall0 = time.perf_counter()
     sim = _Sim(classes, config)
     W = sim.plan.W
@@ -216,6 +217,21 @@ def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
         if sim.ops() + per_step * n > config.auto_max_ops:
             return est  # doubling again would run out of budget mid-way: stop inside it
         n *= 2
+
+
+# Operations the engine counts per worker step, at least (measured 0.6-1.0 x the profile's op
+# count on the bundled profiles): a lower bound, so only a run that cannot fit is refused.
+MIN_OPS_PER_PROFILED_OP = 0.4
+
+
+def _check_budget(classes: list[WorkerClass], config: SimConfig) -> None:
+    """A fixed number of steps that cannot fit the op budget is refused before the run (it
+    would otherwise run for minutes and then fail)."""
+    steps = config.warmup_steps + (config.steps_per_worker or 0)
+    need = sum(c.count * c.profile.n_ops for c in classes) * steps * MIN_OPS_PER_PROFILED_OP
+    if need > config.max_ops:
+        W = sum(c.count for c in classes)
+        raise ConfigError(_budget_message(config, W, f"{steps} steps (warm-up included)"))
 
 
 def _budget_message(config: SimConfig, W: int, what: str) -> str:
