@@ -100,6 +100,11 @@ def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Contr
         raise ConfigError(f"this sweep simulates {sum(counts):,} workers in all (limit "
                           f"{MAX_SIM_WORKER_SUM:,}): give a list such as 1,2,4,...,{max(counts)} "
                           "or use --model coarse")
+    runs = sum(counts) * (control.replications or 8)  # auto: at most 2 rounds of 4
+    if runs > 8 * MAX_SIM_WORKER_SUM:
+        raise ConfigError(f"{control.replications} replications of this sweep simulate {runs:,} "
+                          f"workers in all (limit {8 * MAX_SIM_WORKER_SUM:,}): lower "
+                          "--replications or the worker counts")
     tasks = [FineTask(job, strategy, cluster, control, W) for W in counts]
     progress = Progress(len(tasks), f"{progress_label} ({len(tasks)} points)")
     try:

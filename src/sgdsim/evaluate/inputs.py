@@ -25,7 +25,7 @@ from ..sim.config import ARCHS, MODES, ORDERS, STREAMS, SimConfig, check_bandwid
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
-MAX_REPLICATIONS = 1000
+MAX_REPLICATIONS = 100
 AnyProfile = Profile | CoarseProfile
 
 
