@@ -164,7 +164,10 @@ def test_an_unreachable_objective_says_what_is_reachable(capsys):
     (["--target-epoch-time", "0s"], "must be positive"),
     (["--budget-per-epoch", "nan"], "positive number"),
     (["--knee", "150%"], "--knee must be between"),
-    (["--max-ps", "0"], "--max-ps must be at least 1"),
+    (["--max-ps", "0"], "--max-ps must be from 1 to 16"),
+    (["--max-ps", "100000"], "--max-ps must be from 1 to 16"),
+    (["--finalists", "1000"], "--finalists must be from 1 to 100"),
+    (["--workers", "1-100000"], "at most 2,000 worker counts"),
     (["--bandwidth", "10Gbs"], "unknown bandwidth unit"),
 ])
 def test_bad_plan_input_is_one_line(capsys, args, msg):

@@ -78,23 +78,31 @@ def cmd_plan(args) -> int:
     return 0
 
 
+MAX_FINALISTS = 100  # each one is a simulated point with replications
+
+
 def build_request(args):
     from ..evaluate import Control, Strategy
     from ..hardware import load_hardware
     from ..predict import _job, parse_workers
+    from ..sim.config import MAX_POINTS
     from .search import PlanRequest, candidates
 
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None
     strategies = candidates(names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy())
-    if args.finalists < 1:
-        raise ConfigError(f"--finalists must be at least 1, got {args.finalists}")
+    if not 1 <= args.finalists <= MAX_FINALISTS:
+        raise ConfigError(f"--finalists must be from 1 to {MAX_FINALISTS}, got {args.finalists}")
+    workers = parse_workers(args.workers)
+    if len(workers) > MAX_POINTS:
+        raise ConfigError(f"at most {MAX_POINTS:,} worker counts, got {len(workers):,} (give a "
+                          "list such as 1,2,4,8,...)")
     bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \
         [hw.bandwidth_bps if hw else 10e9]
     return PlanRequest(
         job=job, strategies=strategies, clusters=tuple(_cluster(args, hw, b) for b in bandwidths),
-        workers=tuple(parse_workers(args.workers)), dataset_size=parse_count(args.dataset_size),
+        workers=tuple(workers), dataset_size=parse_count(args.dataset_size),
         objective=_objective(args), knee_rel=parse_fraction(args.knee, "--knee"),
         finalists=args.finalists, control=Control(seed=args.seed),
         ring_latency_s=(hw.ring_latency_s or 0.0) if hw else 0.0)

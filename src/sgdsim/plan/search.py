@@ -59,13 +59,16 @@ class PlanResult:
     infeasible: list[str] = field(default_factory=list)
 
 
+MAX_PS = 16  # each server count is one more coarse sweep (and more finalists)
+
+
 def candidates(names: Sequence[str] = STRATEGIES, max_ps: int = 1,
                base: Strategy = Strategy()) -> tuple[Strategy, ...]:
     """Strategies from names; async PS with 1..``max_ps`` servers."""
     if not names:
         raise ConfigError("no candidate strategies given")
-    if max_ps < 1:
-        raise ConfigError(f"--max-ps must be at least 1, got {max_ps}")
+    if not 1 <= max_ps <= MAX_PS:
+        raise ConfigError(f"--max-ps must be from 1 to {MAX_PS}, got {max_ps}")
     out: list[Strategy] = []
     for name in names:
         if name not in STRATEGIES:
