@@ -347,6 +347,11 @@ def measure_kwargs(args) -> dict:
     max_bytes = parse_size_bytes(args.max_bytes)
     if not math.isfinite(max_bytes) or max_bytes <= 0:
         raise ConfigError(f"--max-bytes must be positive, got {args.max_bytes!r}")
+    for option, value, top in (("--repeats", args.repeats, 1000), ("--pings", args.pings, 100_000)):
+        if not 1 <= value <= top:
+            raise ConfigError(f"{option} must be from 1 to {top:,}, got {value}")
+    if not 0 < args.max_seconds <= 3600:  # nan fails too
+        raise ConfigError(f"--max-seconds must be in (0, 3600], got {args.max_seconds}")
     return dict(sizes=args.sizes, repeats=args.repeats, pings=args.pings,
                 max_bytes=max_bytes, max_seconds=args.max_seconds)
 
