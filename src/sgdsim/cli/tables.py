@@ -71,7 +71,7 @@ def _side_by_side(rows) -> str:
             cells.append("-" if r is None else f"{r['throughput']:.1f}" + (
                 f" ±{(r['ci_high'] - r['ci_low']) / 2:.1f}" if m == "fine" else ""))
         ref = per.get("fine") or next(iter(per.values()))
-        cells.append(ref["bottleneck"])
+        cells.append(bottleneck_text(ref))
         body.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
