@@ -9,6 +9,7 @@ import numpy as np
 
 from .analytic.async_ps import async_ps
 from .errors import ProfileError
+from .sim.config import MAX_WORKERS
 from .evaluate.inputs import coarse_profile
 from .predict import _profile
 from .units import parse_bandwidth_bps
@@ -38,9 +39,9 @@ def read_measured(path: str) -> list[tuple[int, float]]:
         except (KeyError, TypeError, ValueError):
             raise ProfileError(f"measured file {path}: line {i}: need integer workers and numeric "
                                f"throughput columns") from None
-        if w < 1 or not 0 < x < math.inf:
-            raise ProfileError(f"measured file {path}: line {i}: workers must be >= 1 and "
-                               "throughput a positive finite number")
+        if not 1 <= w <= MAX_WORKERS or not 0 < x < math.inf:
+            raise ProfileError(f"measured file {path}: line {i}: workers must be from 1 to "
+                               f"{MAX_WORKERS:,} and throughput a positive finite number")
         out.append((w, x))
     if not out:
         raise ProfileError(f"measured file {path}: no rows")
@@ -51,6 +52,7 @@ def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -
     """Error of the coarse async model for each ρ_T in {0.1, ..., 1.0}; the best minimises
     the mean absolute relative error."""
     c = coarse_profile(_profile(profile))
+    c.check_has_work()
     B = parse_bandwidth_bps(bandwidth)
     table = []
     for rho in CANDIDATES:

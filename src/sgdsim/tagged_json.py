@@ -1,7 +1,7 @@
 """Reading the small JSON files users hand us: one line per problem, the file named.
 
 ``json`` raises RecursionError on deeply nested input (``[[[[...``) and UnicodeDecodeError on
-binary files; both are a malformed file, not a bug, so they are reported like a syntax error.
+binary files, ValueError on integers of thousands of digits; all are a malformed file, not a bug, so they are reported like a syntax error.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def parse_json(text: str, what: str, error: type[SgdsimError]) -> Any:
         raise error(f"{what}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
     except RecursionError:
         raise error(f"{what}: not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise error(f"{what}: not valid JSON ({e})") from None
 
 
 def read_json(path, what: str, error: type[SgdsimError]) -> Any:

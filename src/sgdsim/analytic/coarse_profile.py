@@ -15,7 +15,8 @@ import numpy as np
 
 from ..errors import ProfileError
 from ..tagged_json import read_tagged
-from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Job, Op, Profile
+from ..profile.model import (COMM, DOWNLINK, MAX_BATCH_SIZE, MAX_DURATION_S, MAX_SIZE_BYTES, PS,
+                             UPLINK, WORKER, Job, Op, Profile)
 from ..units import parse_duration_s, parse_size_bytes
 
 
@@ -34,6 +35,11 @@ class CoarseProfile:
     def compute_s(self) -> float:
         """S^W = S^F + S^B."""
         return self.forward_s + self.backward_s
+
+    def check_has_work(self) -> None:
+        """The analytical models divide by the step's work: a step of nothing has no throughput."""
+        if self.compute_s + self.update_s <= 0 and self.model_bytes <= 0:
+            raise ProfileError(f"{self.name}: a step takes no time (all durations and sizes are 0)")
 
 
 _KEYS = {"size": "model_bytes", "fwd": "forward_s", "bwd": "backward_s", "update": "update_s",
@@ -78,15 +84,20 @@ def _build(fields: dict[str, str], where: str) -> CoarseProfile:
         batch = int(fields["batch"])
     except ValueError:
         raise ProfileError(f"{where}: batch must be an integer, got {fields['batch']!r}") from None
-    if batch < 1:
-        raise ProfileError(f"{where}: batch must be positive, got {batch}")
+    if not 1 <= batch <= MAX_BATCH_SIZE:
+        raise ProfileError(f"{where}: batch must be from 1 to {MAX_BATCH_SIZE:,}, got {batch}")
     messages = fields.get("messages", "1")
-    if not messages.isdigit() or int(messages) < 1:
+    if not messages.isdigit() or not 1 <= int(messages) <= 10**6:
         raise ProfileError(f"{where}: messages must be a positive integer, got {messages!r}")
     for key in ("fwd", "bwd", "update"):
         if key in fields and _bare_number(fields[key]):
             raise ProfileError(f"{where}: {key}={fields[key]} has no unit (write e.g. "
                                f"{key}={fields[key]}ms or {key}={fields[key]}s)")
+    for key, top in (("fwd", MAX_DURATION_S), ("bwd", MAX_DURATION_S), ("update", MAX_DURATION_S)):
+        if key in fields and parse_duration_s(fields[key]) > top:
+            raise ProfileError(f"{where}: {key}={fields[key]} is above the limit of {top:g} s")
+    if parse_size_bytes(fields["size"]) > MAX_SIZE_BYTES:
+        raise ProfileError(f"{where}: size={fields['size']} is above the limit of 1PB")
     return CoarseProfile(
         model_bytes=parse_size_bytes(fields["size"]), forward_s=parse_duration_s(fields["fwd"]),
         backward_s=parse_duration_s(fields["bwd"]),

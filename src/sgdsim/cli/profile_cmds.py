@@ -16,7 +16,7 @@ def register(sub) -> dict:
     cal = sub.add_parser("calibrate-threshold", help="pick the Eq. 5 threshold from measured throughputs",
                          description="Compare measured async-PS throughputs with the coarse model "
                                      "for every threshold and print the best --rho-threshold. "
-                                     "Example CSV: examples/calibrate-threshold.csv")
+                                     "Example: examples/calibrate/measured-async.csv")
     cal.add_argument("measured", help="CSV with a header line workers,throughput (examples/s), "
                                       "one measured point per line")
     cal.add_argument("profile", help="profile JSON of the measured job")

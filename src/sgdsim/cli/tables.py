@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from ..point import bottleneck_text
 
@@ -10,8 +11,8 @@ TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_
 
 def format_points(points, fmt: str) -> str:
     rows = [p.to_dict() for p in points]
-    if fmt == "json":
-        return json.dumps(rows, indent=2)
+    if fmt == "json":  # strict JSON: an unknown bound is null, never Infinity
+        return json.dumps(_finite(rows), indent=2, allow_nan=False)
     if fmt == "table" and len({r["model"] for r in rows}) > 1:
         return _side_by_side(rows)
     util_keys = sorted({k for r in rows for k in r["utilization"]})
@@ -24,6 +25,16 @@ def format_points(points, fmt: str) -> str:
             lines.append(",".join(_csv(v) for v in vals))
         return "\n".join(lines)
     return _table(rows)
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _csv(v) -> str:

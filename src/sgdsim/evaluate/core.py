@@ -117,6 +117,8 @@ def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
                       counts: Sequence[int] | None) -> list[PredictionPoint]:
     """``counts`` None: the heterogeneous job's one point."""
     classes = [(_coarse_with_overhead(c.profile, strategy), c.count) for c in job.classes]
+    for c, _ in classes:
+        c.check_has_work()
     results = run_analytic(name, classes, None if counts is None else list(counts), strategy,
                            cluster, _fractions(job, strategy))
     return [from_coarse(r) for r in results]

@@ -13,7 +13,6 @@ Units are the internal ones (bits/s, bytes, seconds); human units are parsed by 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from ..analytic.coarse_profile import CoarseProfile, from_profile, to_profile
@@ -26,6 +25,7 @@ from ..sim.config import ARCHS, MODES, ORDERS, STREAMS, SimConfig, check_bandwid
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
 MAX_REPLICATIONS = 100
+MAX_PRICE = 1e9  # per node-hour: beyond, costs per epoch overflow
 AnyProfile = Profile | CoarseProfile
 
 
@@ -152,8 +152,8 @@ class Cluster:
             raise ConfigError(f"run spread must be a fraction in [0, 1), got {self.run_spread_rel}")
         for what, price in (("--price-per-node-hour", self.price_per_node_hour),
                             ("--ps-price-per-node-hour", self.ps_price_per_node_hour)):
-            if price is not None and not (math.isfinite(price) and price >= 0):
-                raise ConfigError(f"{what} must be a non-negative number, got {price}")
+            if price is not None and not 0 <= price <= MAX_PRICE:
+                raise ConfigError(f"{what} must be a number from 0 to {MAX_PRICE:g}, got {price}")
 
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
@@ -190,6 +190,9 @@ class Control:
         if self.replications is not None and not 1 <= self.replications <= MAX_REPLICATIONS:
             raise ConfigError(f"--replications must be from 1 to {MAX_REPLICATIONS}, got "
                               f"{self.replications}")
+        if self.replications == 1 and self.steps_per_worker == 1:
+            raise ConfigError("one run of one step per worker has no interval: give --steps 2 or "
+                              "more, or --replications 2 or more")
 
 
 def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimConfig:

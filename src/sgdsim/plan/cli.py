@@ -85,7 +85,7 @@ def build_request(args):
     from ..evaluate import Control, Strategy
     from ..hardware import load_hardware
     from ..predict import _job, parse_workers
-    from ..sim.config import MAX_POINTS
+    from ..sim.config import MAX_POINTS, MAX_SIM_WORKERS
     from .search import PlanRequest, candidates
 
     job = _job(args.profile, args.coarse, None)
@@ -98,6 +98,10 @@ def build_request(args):
     if len(workers) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts, got {len(workers):,} (give a "
                           "list such as 1,2,4,8,...)")
+    if max(workers) > MAX_SIM_WORKERS:
+        raise ConfigError(f"plan checks its finalists with the simulator, which handles up to "
+                          f"{MAX_SIM_WORKERS} workers; got {max(workers):,} (sgdsim predict "
+                          "--model coarse goes further)")
     bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \
         [hw.bandwidth_bps if hw else 10e9]
     return PlanRequest(

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..tagged_json import parse_json
 from ..errors import ProfileError
-from .model import (COMM, COMM_RESOURCES, COMPUTE_RESOURCES, FORMAT_NAME,
-                    KINDS, RESOURCES, Job, Op, Profile)
+from .model import (COMM, COMM_RESOURCES, COMPUTE_RESOURCES, FORMAT_NAME, KINDS,
+                    MAX_BATCH_SIZE, MAX_DURATION_S, MAX_PS_INDEX, MAX_SIZE_BYTES, RESOURCES, Job,
+                    Op, Profile)
 
 SUPPORTED_VERSIONS = (1,)
 UNITS = {"time": "s", "size": "bytes", "bandwidth": "bit/s"}
@@ -127,8 +128,8 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _number_problem(value: object) -> str | None:
-    """Why ``value`` is not a non-negative finite number, or None when it is one."""
+def _number_problem(value: object, top: float = math.inf) -> str | None:
+    """Why ``value`` is not a finite number in [0, top], or None when it is one."""
     if not _is_number(value):
         return f"is not a number ({value!r})"
     if math.isnan(value):
@@ -137,6 +138,8 @@ def _number_problem(value: object) -> str | None:
         return f"is not finite ({value!r})"
     if value < 0:
         return f"is negative ({value!r})"
+    if value > top:
+        return f"is {value!r}, above the limit of {top:g}"
     return None
 
 
@@ -161,8 +164,8 @@ def _parse_job(job: object, fail: _Failer) -> Job:
     if not isinstance(model, str) or not model:
         fail.top(f"job.model must be a non-empty string (got {model!r})")
     batch = job.get("batch_size")
-    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
-        fail.top(f"job.batch_size must be a positive integer (got {batch!r})")
+    if not isinstance(batch, int) or isinstance(batch, bool) or not 0 < batch <= MAX_BATCH_SIZE:
+        fail.top(f"job.batch_size must be an integer from 1 to {MAX_BATCH_SIZE:,} (got {batch!r})")
     for key in ("framework", "device", "source"):
         if not isinstance(job.get(key, ""), str):
             fail.top(f"job.{key} must be a string (got {job[key]!r})")
@@ -233,8 +236,8 @@ def _parse_op(i: int, raw: object, fail: _Failer) -> Op:
         fail.op(op_id, f"resource {resource!r} does not match kind {kind!r} "
                        f"(a {kind} op runs on {' or '.join(allowed)})")
     ps = raw.get("ps", 0)
-    if not isinstance(ps, int) or isinstance(ps, bool) or ps < 0:
-        fail.op(op_id, f"ps must be a non-negative integer (got {ps!r})")
+    if not isinstance(ps, int) or isinstance(ps, bool) or not 0 <= ps <= MAX_PS_INDEX:
+        fail.op(op_id, f"ps must be an integer from 0 to {MAX_PS_INDEX} (got {ps!r})")
     return Op(id=op_id, name=raw.get("name", op_id), layer=raw.get("layer", ""), kind=kind,
               resource=resource, deps=_parse_deps(op_id, raw.get("deps", []), fail), ps=ps,
               size_bytes=_parse_size(op_id, kind, raw, fail))
@@ -247,7 +250,7 @@ def _parse_size(op_id: str, kind: str, raw: dict, fail: _Failer) -> float:
         return 0.0
     if "size_bytes" not in raw:
         fail.op(op_id, "size_bytes is missing (required on comm ops)")
-    problem = _number_problem(raw["size_bytes"])
+    problem = _number_problem(raw["size_bytes"], MAX_SIZE_BYTES)
     if problem:
         fail.op(op_id, f"size_bytes {problem}")
     return float(raw["size_bytes"])
@@ -338,7 +341,7 @@ def _fill_durations(s, table, ops, index, row, fail: _Failer) -> None:
         if ops[index[op_id]].kind == COMM:
             fail.op(op_id, f"step {s} duration_s given for a comm op (comm time comes from "
                            f"size_bytes and bandwidth; recorded timings go in comm_s)")
-        problem = _number_problem(value)
+        problem = _number_problem(value, MAX_DURATION_S)
         if problem:
             fail.op(op_id, f"step {s} duration_s {problem}")
         row[index[op_id]] = value
@@ -357,7 +360,7 @@ def _fill_comm(s, table, ops, index, row, fail: _Failer) -> None:
             fail.op(op_id, f"step {s} comm_s given for a compute op (use duration_s)")
         if value is None:  # null: not recorded in this step
             continue
-        problem = _number_problem(value)
+        problem = _number_problem(value, MAX_DURATION_S)
         if problem:
             fail.op(op_id, f"step {s} comm_s {problem}")
         row[index[op_id]] = value

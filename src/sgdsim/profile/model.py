@@ -23,6 +23,13 @@ COMM_RESOURCES = (DOWNLINK, UPLINK)
 COMPUTE_RESOURCES = (WORKER, PS)
 
 
+# Beyond these a value is a typo or an overflow waiting to happen (durations summed over
+# thousands of steps, counts multiplied by worker counts); docs/profile-format.md.
+MAX_DURATION_S = 1e6  # 11.6 days for one op
+MAX_SIZE_BYTES = 1e15  # 1 PB in one message
+MAX_BATCH_SIZE = 10**9
+MAX_PS_INDEX = 1023
+
 @dataclass(frozen=True)
 class Op:
     """One operation of the step DAG.

@@ -58,11 +58,13 @@ def bundled_batch_size(model: str) -> int | None:
 def load_layers(model: str, batch_size: int | None = None) -> tuple[list[Layer], int]:
     """A bundled model name (``resnet50``) or a path to a PipeDream ``layers.csv``; returns the
     merged chain and the batch size the activations were measured at."""
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     if os.path.exists(model):
         path, batch = model, batch_size
     elif model in bundled_models():
         path = str(resources.files("sgdsim") / "data" / "pipedream" / f"{model}.layers.csv")
-        batch = batch_size or bundled_batch_size(model)
+        batch = batch_size if batch_size is not None else bundled_batch_size(model)
     else:
         raise ConfigError(f"unknown model {model!r}: neither a file nor one of {', '.join(bundled_models())}")
     if batch is None or batch < 1:
@@ -76,6 +78,8 @@ def read_rows(path: str) -> list[dict]:
             rows = list(csv.DictReader(f))
     except OSError as e:
         raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ConfigError(f"{path}: not a UTF-8 CSV file ({e})") from None
     need = {"op", "activation_bytes", "parameter_bytes"}
     if not rows or not need <= set(rows[0]):
         raise ConfigError(f"{path}: expected a PipeDream layers CSV with columns {', '.join(sorted(need))}")
