@@ -144,6 +144,11 @@ FOUND = {
                                         "--mode", "sync", "--workers", "1,3"],
     "all zero, cynthia": lambda t: ["predict", _zero_profile(t), "--model", "cynthia",
                                     "--workers", "1,3"],
+    # was: ZeroDivisionError in analytic/sync.py _result (one all-reduce rank sends nothing,
+    # and a profile without compute leaves a step of no time); found by tools/fuzz_cli.py
+    "no compute, one all-reduce rank, coarse": lambda t: ["predict", _no_compute_profile(t),
+                                                          "--mode", "sync", "--arch", "allreduce",
+                                                          "--model", "coarse", "--workers", "1,3"],
     # was: OverflowError in analytic/async_ps.py async_ps_sweep (K * batch_size as a C
     # long): job.batch_size 2^63 is accepted by the loader
     "batch_size 2^63, coarse": lambda t: ["predict", _write(
@@ -183,6 +188,12 @@ def _zero_profile(t: Path) -> Path:
         if op["kind"] == "comm":
             op["size_bytes"] = 0
     return _write(t, "zero.json", json.dumps(tree))
+
+
+def _no_compute_profile(t: Path) -> Path:
+    tree = copy.deepcopy(BASE)
+    tree["steps"][0]["duration_s"] = {k: 0.0 for k in tree["steps"][0]["duration_s"]}
+    return _write(t, "no-compute.json", json.dumps(tree))
 
 
 def _slow_profile(t: Path) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ConfigError
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 
@@ -88,6 +89,8 @@ def _result(classes: Classes, step_s: float, phases: dict, nic_busy_s: float, re
             eq: str) -> CoarseResult:
     """``nic_busy_s``: per step, the PS NIC's busy time in each direction (K·M/B), or each
     worker's NIC's for all-reduce."""
+    if not step_s > 0:  # no compute, and nothing to send (one all-reduce rank)
+        raise ConfigError("a step takes no time in this configuration (no compute, nothing sent)")
     util = {"worker": phases["compute"] / step_s}
     for k in ("downlink", "uplink", "allreduce"):
         if k in phases:
