@@ -157,7 +157,7 @@ def test_an_unreachable_objective_says_what_is_reachable(capsys):
 
 
 @pytest.mark.parametrize("args, msg", [
-    (["--price-per-node-hour", "-1"], "--price-per-node-hour must be a non-negative"),
+    (["--price-per-node-hour", "-1"], "--price-per-node-hour must be a number from 0 to"),
     (["--strategies", ""], "no candidate strategies"),
     (["--strategies", "ring"], "unknown strategy 'ring'"),
     (["--target-epoch-time", "2 fortnights"], "unknown time unit"),

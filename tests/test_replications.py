@@ -11,7 +11,7 @@ import pytest
 
 import sgdsim
 from sgdsim.errors import ConfigError
-from sgdsim.replicate import ROUND, SEED_STRIDE
+from sgdsim.replicate import ROUND, SEED_STRIDE, simulate_point
 from sgdsim.sim import SimConfig, WorkerClass, simulate
 from sgdsim.profile.io import load_profile
 
@@ -99,9 +99,18 @@ def test_auto_rounds_stop_before_the_op_budget_is_overrun():
     assert pt.replications % ROUND == 0
 
 
+def _low_level_singles(seed, n, sharing="ps", mode="async", workers=3):
+    """One-step runs below the API (which refuses one run of one step: it has no interval)."""
+    prof = sgdsim.load_profile(PROFILE)
+    return [simulate_point([WorkerClass("w", prof, workers)],
+                           SimConfig(bandwidth_bps=1e9, mode=mode, sharing=sharing, warmup_steps=0,
+                                     steps_per_worker=1, seed=seed + i * SEED_STRIDE), 1)
+            for i in range(n)]
+
+
 def test_runs_too_short_for_their_own_interval_still_get_the_spread_between_them():
     kw = {**KW, "steps": 1, "warmup": 0}
-    reps = _singles(3, 3, steps=1, warmup=0)
+    reps = _low_level_singles(3, 3)
     assert all(math.isinf(r.ci_high) for r in reps)  # one step each: no batch means
     pt = sgdsim.predict(PROFILE, seed=3, replications=3, **kw)[0]
     xs = np.array([r.throughput for r in reps])
@@ -110,6 +119,10 @@ def test_runs_too_short_for_their_own_interval_still_get_the_spread_between_them
 
 
 def test_hybrid_sharing_of_runs_without_an_interval_is_an_open_interval_not_a_crash():
-    pt = sgdsim.predict(PROFILE, workers=2, bandwidth="1Gbps", mode="sync", steps=1, warmup=0,
-                        replications=1)[0]
+    pt = _low_level_singles(0, 1, sharing="hybrid", mode="sync", workers=2)[0]
     assert pt.throughput > 0 and math.isinf(pt.ci_high)
+
+
+def test_the_api_refuses_one_run_of_one_step():
+    with pytest.raises(sgdsim.ConfigError, match="has no interval"):
+        sgdsim.predict(PROFILE, workers=2, steps=1, warmup=0, replications=1)

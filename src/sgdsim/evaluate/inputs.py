@@ -20,7 +20,8 @@ from ..analytic.two_way import check_table
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..profile.model import Profile
-from ..sim.config import ARCHS, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth, check_seed
+from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
+                          check_seed)
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
@@ -105,8 +106,8 @@ class Strategy:
             _choice(what, value, allowed)
         if self.sharing is not None:
             _choice("sharing", self.sharing, SHARINGS)
-        if self.ps_count is not None and self.ps_count < 1:
-            raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
+        if self.ps_count is not None and not 1 <= self.ps_count <= MAX_PS_COUNT:
+            raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         if not 0 < self.rho_threshold <= 1:
             raise ConfigError(f"--rho-threshold must be in (0, 1], got {self.rho_threshold}")
 

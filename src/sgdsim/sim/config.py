@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..analytic.two_way import TwoWay, check_table
 from ..errors import ConfigError
-from ..profile.model import Profile
+from ..profile.model import MAX_PS_INDEX, Profile
 
 MODES = ("async", "sync")
 ARCHS = ("ps", "allreduce")
@@ -25,6 +25,7 @@ MAX_POINTS = 2_000  # worker counts in one call
 MAX_SIM_WORKER_SUM = 20_000  # simulated workers over all points of one call: 1-200, not 1-1024
 MAX_STEPS = 100_000  # measured steps per worker
 MAX_WARMUP = 10_000
+MAX_PS_COUNT = MAX_PS_INDEX + 1
 
 
 def check_bandwidth(bps: float, what: str = "bandwidth") -> None:
@@ -114,8 +115,8 @@ class SimConfig:
             object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
-        if self.ps_count is not None and self.ps_count < 1:
-            raise ConfigError(f"--ps-count must be at least 1, got {self.ps_count}")
+        if self.ps_count is not None and not 1 <= self.ps_count <= MAX_PS_COUNT:
+            raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         if self.arch == "allreduce" and (self.ps_count or 1) > 1:
             raise ConfigError("--ps-count applies to --arch ps, not allreduce")
         if self.arch == "allreduce" and self.mode == "async":
