@@ -85,3 +85,16 @@ def test_every_command_takes_quiet():
     assert len(found) > 10
     for path, p in found:
         assert any("--quiet" in a.option_strings for a in p._actions), path
+
+
+def test_quiet_silences_the_notices_but_not_the_answer(capsys, tmp_path):
+    from sgdsim.cli import main
+
+    argv = ["predict", "examples/profiles/alexnet.json", "--workers", "1", "--model", "coarse",
+            "--report", str(tmp_path / "r.html")]
+    assert main(argv) == 0
+    loud = capsys.readouterr()
+    assert "wrote" in loud.err
+    assert main([*argv[:-1], str(tmp_path / "r2.html"), "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == "" and quiet.out == loud.out and (tmp_path / "r2.html").exists()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from ..analytic.models import MODELS
 from ..errors import ConfigError
@@ -11,6 +10,7 @@ from ..outputs import check_output_path
 from ..sim.config import ARCHS, MODES, ORDERS, STREAMS
 from .common import add_executor_arguments, executor_from
 from .tables import format_points
+from ..progress import say
 
 SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed")
 
@@ -113,11 +113,13 @@ def cmd_predict(args) -> int:
         if pt.timeline is not None and targets:
             target = targets.get(pt.workers) or next(iter(targets.values()))
             n = write_chrome_trace(pt.timeline, target, overwrite=args.force)
-            print(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)", file=sys.stderr)
+            say(f"wrote {n} op slices to {target} (open in https://ui.perfetto.dev)")
     if args.report is not None:
         from .report_cmd import write_report
 
         timeline = next(iter(targets.values()), None) if targets else None
+        if timeline is not None:  # the link works wherever the two files are opened from
+            timeline = os.path.relpath(timeline, os.path.dirname(os.path.abspath(args.report)))
         write_report(args, [(args.profile or "coarse", points)], args.report, timeline)
     return 0
 
@@ -144,7 +146,7 @@ def run_prediction(args, profile=None, report: str | None = None):
         worker_profiles=classes or None, timeline=timeline is not None,
         model=args.model, coarse=args.coarse, **{k: v for k, v in given.items() if v is not None},
         **network(args), executor=executor_from(args),
-        on_skip=lambda why: print(f"note: {why}; skipped", file=sys.stderr))
+        on_skip=lambda why: say(f"note: {why}; skipped"))
     return points, targets
 
 

@@ -2,11 +2,11 @@
 ``calibrate-threshold``."""
 from __future__ import annotations
 
-import sys
 
 from ..outputs import check_output_path
 from ..units import format_bps
 from .common import positive_floats
+from ..progress import say
 
 
 def register(sub) -> dict:
@@ -109,8 +109,8 @@ def cmd_import(args) -> int:
     prof = import_pipedream(args.graph, args.batch_size, overlap=args.overlap,
                             update_s_per_mb=args.update_s_per_mb, model_name=args.model_name)
     save_profile(prof, args.output, overwrite=args.force)
-    print(f"wrote {args.output}: {prof.job.model}, {prof.n_ops} ops, "
-          f"{prof.model_bytes() / 1e6:.1f} MB of parameters, batch {prof.job.batch_size}", file=sys.stderr)
+    say(f"wrote {args.output}: {prof.job.model}, {prof.n_ops} ops, "
+          f"{prof.model_bytes() / 1e6:.1f} MB of parameters, batch {prof.job.batch_size}")
     return 0
 
 

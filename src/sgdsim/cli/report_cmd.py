@@ -1,11 +1,11 @@
 """``sgdsim report``: predictions for one or more profiles as one self-contained HTML page."""
 from __future__ import annotations
 
-import sys
 
 from ..errors import ConfigError
 from ..outputs import check_output_path
 from .predict_cmd import add_model_arguments, run_prediction
+from ..progress import say
 
 
 def register(sub) -> dict:
@@ -52,7 +52,7 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
                          options=_options(args), hardware=_hardware(args.hardware),
                          timeline=timeline, generated_by=f"sgdsim {__version__}")
     write_html(report, path, args.force)
-    print(f"wrote {path}", file=sys.stderr)
+    say(f"wrote {path}")
 
 
 def _profile_summary(source, coarse: str | None) -> dict:

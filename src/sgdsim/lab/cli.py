@@ -19,6 +19,7 @@ from ..analytic.two_way import check_table
 from ..errors import ConfigError
 from ..outputs import check_output_path
 from ..units import format_bps, parse_size_bytes
+from ..progress import say
 
 
 def register(subparsers) -> dict:
@@ -154,7 +155,7 @@ def cmd_netbench(args) -> int:
         _print_table(m, hw)
     if args.output:
         save_hardware(hw, args.output, force=args.force)
-        print(f"wrote {args.output}", file=sys.stderr)
+        say(f"wrote {args.output}")
     return 0
 
 
@@ -177,8 +178,8 @@ def _point_to_point(args, kw):
 def _with_fairness(hw, args, size: int):
     from .fairness import run_lab as fairness_lab
 
-    print(f"fanout: {args.fanout} concurrent transfers of {args.fanout_size}, "
-          f"{args.fanout_rounds} rounds each way ...", file=sys.stderr)
+    say(f"fanout: {args.fanout} concurrent transfers of {args.fanout_size}, "
+          f"{args.fanout_rounds} rounds each way ...")
     fair = fairness_lab(args.fanout, size, rounds=args.fanout_rounds)
     measured = dict(hw.measured, fanout=args.fanout, fanout_size_bytes=size,
                     fcfs_weight_down=fair["fcfs_weight_down"], fcfs_weight_up=fair["fcfs_weight_up"],
@@ -190,7 +191,7 @@ def _with_fairness(hw, args, size: int):
 def _with_two_way(hw, rounds: int):
     from .twoway import run_lab as two_way_lab
 
-    tw = two_way_lab(progress=lambda msg: print(msg, file=sys.stderr, flush=True), rounds=rounds)
+    tw = two_way_lab(progress=say, rounds=rounds)
     return dataclasses.replace(hw, two_way_penalty=tw["two_way_penalty"],
                                two_way_table=check_table(tw["two_way_table"]),
                                measured={**hw.measured, "two_way_cases": tw["two_way_cases"]})
@@ -199,10 +200,10 @@ def _with_two_way(hw, rounds: int):
 def _with_gloo(hw, ranks: int):
     from .gloo_bench import ring_latency_lab, run_lab as gloo_lab
 
-    print(f"gloo: send/recv and all-reduce over {ranks} ranks ...", file=sys.stderr)
+    say(f"gloo: send/recv and all-reduce over {ranks} ranks ...")
     g = gloo_lab(ranks)
     ring = ring_latency_lab(ranks, g["allreduce_bandwidth_bps"],
-                            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                            progress=say)
     measured = {**hw.measured, **{k: v for k, v in g.items() if k != "allreduce_bandwidth_bps"},
                 "ring_latency_points": ring["ring_latency_points"]}
     return dataclasses.replace(hw, allreduce_bandwidth_bps=g["allreduce_bandwidth_bps"],

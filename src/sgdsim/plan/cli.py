@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import sys
 
 from ..errors import ConfigError
 from ..units import parse_bandwidth_bps, parse_duration_s
@@ -74,7 +73,7 @@ def cmd_plan(args) -> int:
         bw = plot_bandwidth(result)
         curves = fine_curves(req, executor, workers_for_plot(req.workers), bw)
         plot(result, curves, args.plot, bw)
-        print(f"wrote {args.plot}", file=sys.stderr)
+        say(f"wrote {args.plot}")
     return 0
 
 

@@ -4,7 +4,6 @@ Registered in ``sgdsim.cli.COMMANDS``; ConfigError/ProfileError print one line a
 """
 from __future__ import annotations
 
-import sys
 
 from ..errors import ProfileError
 from ..outputs import check_output_path
@@ -48,10 +47,10 @@ def cmd_profile(args) -> int:
     save_profile(run.profile, args.output, overwrite=args.force)
     prof = run.profile
     layers = len({op.layer for op in prof.ops})
-    print(f"wrote {args.output}: {prof.job.model}, {layers} layers, {prof.n_ops} ops, "
+    say(f"wrote {args.output}: {prof.job.model}, {layers} layers, {prof.n_ops} ops, "
           f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
-          f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms", file=sys.stderr)
-    print(run.overhead_line(), file=sys.stderr)
+          f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms")
+    say(run.overhead_line())
     return 0
 
 

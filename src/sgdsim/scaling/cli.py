@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from importlib import resources
 
 from ..errors import ConfigError
 from ..units import format_bps, format_duration_s, parse_bandwidth_bps, parse_duration_s
+from ..progress import say
 
 IMAGENET = 1_281_167
 
@@ -80,7 +80,7 @@ def _constants(args):
 
         from .microbench import measure_constants
 
-        print("measuring C_muladd, C_act, C_err and C_interf (KDD'15 Fig. 5) ...", file=sys.stderr)
+        say("measuring C_muladd, C_act, C_err and C_interf (KDD'15 Fig. 5) ...")
         return measure_constants(np.random.default_rng(args.seed), max_threads=args.cores)
     return load_constants(args.constants or resources.files("sgdsim") / "data" / "kdd_constants.json")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ConfigError
+from ..progress import say
 
 
 def register(subparsers) -> dict:
@@ -52,7 +53,7 @@ def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
                             force=args.force, profile_fn=profile_fn, measure_fn=measure_fn,
                             lab_fn=lab_fn)
     print(summary_markdown(result, with_details=result.dry_run), end="")
-    print(f"wrote {len(result.files)} files to {args.output}", file=sys.stderr)
+    say(f"wrote {len(result.files)} files to {args.output}")
     return 0
 
 
