@@ -36,6 +36,7 @@ def _assert_clean(state_file) -> None:
     assert list_namespaces() == []
     assert _root_links() == []
     assert not os.path.exists(state_file)
+    assert not os.path.exists(f"{state_file}.lock")  # nothing of the lab left in /run
 
 
 @pytest.fixture

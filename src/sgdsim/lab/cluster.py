@@ -166,6 +166,7 @@ class LabCluster:
                     self._save_state(complete=True)
                 except BaseException:  # also Ctrl-C, SIGTERM, SIGHUP: never leave half a lab
                     self._teardown()
+                    _remove_lock(self.state_file)
                     raise
         finally:
             if trapped:
@@ -177,7 +178,9 @@ class LabCluster:
         if not self.owned or not self._created:
             return []  # never up, or down already: the state file may be another lab's now
         with _locked(self.state_file):
-            return self._teardown()
+            removed = self._teardown()
+        _remove_lock(self.state_file)
+        return removed
 
     def _teardown(self) -> list[str]:
         removed = teardown(self._created, self.state_file, self._procs)
@@ -305,6 +308,12 @@ def _locked(state_file: str):
         os.close(fd)
 
 
+def _remove_lock(state_file: str) -> None:
+    """Nothing of a lab stays behind in /run once it is down."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(f"{state_file}.lock")
+
+
 def teardown(namespaces: list[str], state_file: str, procs=()) -> list[str]:
     """Stop what runs in ``namespaces``, delete them, then the state file.
 
@@ -381,8 +390,7 @@ def lab_down(state_file: str | None = None) -> list[str]:
     with _locked(path):
         st = read_state(path)
         removed = teardown(list(st.get("namespaces", [])), path) if st else []
-    with contextlib.suppress(FileNotFoundError):  # nothing of the lab stays behind in /run
-        os.unlink(f"{path}.lock")
+    _remove_lock(path)
     return removed
 
 
