@@ -1,0 +1,92 @@
+"""Measurement campaigns: a sampled grid of operator shapes (to train the estimator) or every
+distinct call of a model's step (exact hits). Both time on this machine and yield OpRecords."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..errors import ConfigError
+from .optypes import OTHER_NAME, classify, optype
+from .records import Device, OpRecord, params_key
+from .template import Call
+
+DEFAULT_DTYPE = "float32"
+
+
+def this_device(threads: int, device: str = "cpu") -> Device:
+    """The device name ``sgdsim profile`` writes, so that a profile and a database agree."""
+    import torch
+
+    from ..profiler.api import _device, _device_name
+
+    dev = _device(torch, device)
+    name = _device_name(torch, dev, threads)
+    driver = torch.version.cuda or "" if dev.type == "cuda" else ""
+    return Device(name=name, kind=dev.type, framework=f"pytorch {torch.__version__}",
+                  driver=f"cuda {driver}" if driver else "")
+
+
+def call_dtype(call: Call) -> str:
+    floats = [t.dtype for t in call.tensors() if t.dtype.startswith(("float", "bfloat"))]
+    return floats[0] if floats else DEFAULT_DTYPE
+
+
+def grid_calls(types: list[str], samples: int, rng: np.random.Generator,
+               dtype: str = DEFAULT_DTYPE) -> list[tuple[str, dict, Call]]:
+    """``samples`` distinct parameter points per type (fewer if the type's space is small)."""
+    out = []
+    for name in types:
+        t = optype(name)
+        if name == OTHER_NAME:
+            raise ConfigError("'other' has no sampled grid: measure it from models "
+                              "(sgdsim ops measure --model ...)")
+        seen: set[str] = set()
+        for _ in range(samples * 20):
+            if len(seen) >= samples:
+                break
+            p = t.sample(rng)
+            if params_key(p) not in seen:
+                seen.add(params_key(p))
+                out.append((name, p, t.build(p, dtype)))
+    return out
+
+
+def model_calls(spec: str, batch_size: int) -> list[tuple[str, dict, Call]]:
+    """One call per distinct (type, parameters) of the model's step, optimizer included."""
+    from .graph import trace_model
+
+    step = trace_model(spec, batch_size)
+    calls = list(step.calls) + [c for cs in step.update_calls().values() for c in cs]
+    out, seen = [], set()
+    for call in calls:
+        name, params = classify(call)
+        key = (name, params_key(params), call_dtype(call))
+        if key not in seen:
+            seen.add(key)
+            out.append((name, params, call))
+    return out
+
+
+def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int = 5,
+                  skip: set | None = None) -> Iterator[OpRecord]:
+    """Time each call (differential), skipping keys in ``skip``; yields records as it goes."""
+    from .measure import time_call
+
+    for name, params, call in todo:
+        dtype = call_dtype(call)
+        if skip and (name, params_key(params), dtype) in skip:
+            continue
+        t = time_call(call, rng, device.kind, repeats, _sync(device))
+        yield OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=t.fwd_s,
+                       bwd_s=t.bwd_s, samples=t.samples, fwd_spread=t.fwd_spread,
+                       bwd_spread=t.bwd_spread, measured_at=time.time())
+
+
+def _sync(device: Device):
+    if device.kind != "cuda":
+        return None
+    import torch
+
+    return torch.cuda.synchronize

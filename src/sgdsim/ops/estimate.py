@@ -1,0 +1,130 @@
+"""A profile for hardware you do not have: the traced step (``graph``) timed from the operator
+database (exact hits) and the estimator (misses), with provenance.
+
+The database is read once: one lookup of every distinct call, one load of the estimators.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from .collect import call_dtype
+from .optypes import OTHER_NAME, classify
+from .records import params_key
+
+
+@dataclass
+class Timed:
+    """Per call: forward and backward seconds, and where they came from."""
+
+    fwd: np.ndarray
+    bwd: np.ndarray
+    source: list[str]  # "measured" (exact hit), "estimated" or "fallback"
+    missing_types: dict[str, int] = field(default_factory=dict)
+
+    def fraction(self, source: str) -> float:
+        total = float((self.fwd + self.bwd).sum())
+        mask = np.array([s == source for s in self.source])
+        return float((self.fwd + self.bwd)[mask].sum() / total) if total > 0 else 0.0
+
+
+def time_calls(calls, db, device: str, estimators: dict) -> Timed:
+    """``calls``: traced Calls. ``estimators``: {(op, dtype): OpEstimator} for ``device``."""
+    keyed = [(*classify(c), call_dtype(c)) for c in calls]
+    keys = {(op, params_key(p), dt) for op, p, dt in keyed}
+    hits = db.lookup(device, keys)
+    fwd, bwd = np.zeros(len(keyed)), np.zeros(len(keyed))
+    source = ["measured"] * len(keyed)
+    misses: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, (op, p, dt) in enumerate(keyed):
+        rec = hits.get((op, params_key(p), dt))
+        if rec is not None:
+            fwd[i], bwd[i] = rec.fwd_s, rec.bwd_s
+        else:
+            misses[(op, dt)].append(i)
+    missing: dict[str, int] = {}
+    for (op, dt), idx in misses.items():
+        est = estimators.get((op, dt))
+        if est is not None:
+            f, b = est.predict([keyed[i][1] for i in idx])
+            fwd[idx], bwd[idx] = f, b
+            for i in idx:
+                source[i] = "estimated"
+        elif op == OTHER_NAME:
+            _fallback(idx, keyed, db, device, (fwd, bwd, source))
+        else:
+            missing[op] = len(idx)
+    if missing:
+        what = ", ".join(f"{n} {op}" for op, n in sorted(missing.items()))
+        raise ConfigError(f"no measurement and no trained estimator on {device!r} for {what} "
+                          f"call(s): run 'sgdsim ops measure' and 'sgdsim ops train' first")
+    return Timed(fwd, bwd, source)
+
+
+def _fallback(idx, keyed, db, device, out) -> None:
+    """Untyped calls without an estimator (views, small copies): the median measured untyped
+    call of the same function on this device, else of any function; 0 if none was measured."""
+    fwd, bwd, source = out
+    rows = db.load(device=device, op=OTHER_NAME)
+    by_fn: dict[str, list] = defaultdict(list)
+    for r in rows:
+        by_fn[str(r.params.get("fn"))].append((r.fwd_s, r.bwd_s))
+    everything = [v for vs in by_fn.values() for v in vs]
+    for i in idx:
+        pool = by_fn.get(str(keyed[i][1].get("fn"))) or everything
+        if pool:
+            fwd[i], bwd[i] = np.median(np.array(pool), axis=0)
+        source[i] = "fallback"
+
+
+def load_estimators(db, device: str) -> dict:
+    texts = db.load_estimators(device)
+    if not texts:
+        return {}
+    from .estimator.model import OpEstimator
+
+    return {key: OpEstimator.from_json(text) for key, text in texts.items()}
+
+
+def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True):
+    """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there."""
+    from ..profile.model import Job
+    from ..profiler.build import build_profile
+    from ..profiler.runner import _summarise
+    from .graph import layer_times, trace_model
+
+    step = trace_model(spec, batch_size)
+    estimators = load_estimators(db, device)
+    timed = time_calls(step.calls, db, device, estimators)
+    fwd = layer_times(step, list(timed.fwd))
+    bwd = layer_times(step, list(timed.bwd))
+    updates = step.update_calls()
+    upd = [0.0] * len(fwd)
+    if updates:
+        flat = [(idx, c) for idx, cs in updates.items() for c in cs]
+        timed_upd = time_calls([c for _, c in flat], db, device, estimators)
+        for (idx, _), f in zip(flat, timed_upd.fwd):
+            upd[idx] += float(f)
+    total = sum(fwd) + sum(bwd)
+    measured = _summarise(step.work, step.rec, step.discovered, ([fwd], [bwd], [upd]),
+                          [total], [total])
+    job = Job(model=step.work.name, batch_size=batch_size, framework="estimated", device=device,
+              overlap=overlap, source=f"sgdsim profile {spec} --estimate")
+    extra = {"estimated": _provenance(spec, device, step, timed, estimators)}
+    return build_profile(measured, job, overlap, extra)
+
+
+def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
+    counts: dict[str, int] = defaultdict(int)
+    for s in timed.source:
+        counts[s] += 1
+    return {"spec": spec, "device": device, "calls": len(timed.source),
+            "calls_by_source": dict(counts),
+            "time_fraction_measured": timed.fraction("measured"),
+            "time_fraction_estimated": timed.fraction("estimated"),
+            "time_fraction_fallback": timed.fraction("fallback"),
+            "estimators": sorted(f"{op}/{dt}" for op, dt in estimators),
+            "forward_s": float(timed.fwd.sum()), "backward_s": float(timed.bwd.sum())}

@@ -1,0 +1,67 @@
+"""What an operator type is: how to read its parameters from a call, and how to build a call
+from parameters (for the sampled grid that trains the estimator)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..template import Call, TSpec
+
+Params = dict[str, int | float | str]
+
+
+@dataclass(frozen=True)
+class OpType:
+    name: str
+    funcs: tuple[str, ...]  # the calls it reads ("aten.convolution.default", ...)
+    shape_dims: frozenset[str]  # parameters that are tensor dimensions (linear or null, §3.2.2)
+    params_of: Callable[[Call], Params | None]  # None: another type's call after all
+    build: Callable[[Params, str], Call]  # parameters, dtype -> a call to time
+    sample: Callable[[np.random.Generator], Params]  # one point of the measurement grid
+    doc: str = ""
+
+
+def log_int(rng: np.random.Generator, low: int, high: int) -> int:
+    """Log-uniform integer in [low, high]: shapes spread over orders of magnitude."""
+    return int(round(float(np.exp(rng.uniform(np.log(low), np.log(high))))))
+
+
+def grad(flag) -> bool:
+    return bool(int(flag))
+
+
+def dense(shape, requires_grad=False, dtype="float32") -> TSpec:
+    return TSpec.dense(tuple(int(d) for d in shape), dtype, requires_grad)
+
+
+def transposed(shape, requires_grad=False, dtype="float32") -> TSpec:
+    """A 2-D transposed view (``w.t()``), as ``F.linear`` passes its weight to addmm."""
+    rows, cols = (int(d) for d in shape)
+    return TSpec((rows, cols), (1, rows), dtype, requires_grad)
+
+
+def is_transposed(t: TSpec) -> int:
+    return int(len(t.shape) == 2 and t.stride == (1, t.shape[0]) and t.shape[1] > 1)
+
+
+def numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def rows_cols(t: TSpec) -> tuple[int, int]:
+    """(product of all but the last dimension, last dimension)."""
+    return numel(t.shape[:-1]), int(t.shape[-1]) if t.shape else 1
+
+
+def capped(rng, draw, cost, limit, tries=50):
+    """Draw parameters until ``cost(params) <= limit``: keeps every grid point quick to time."""
+    for _ in range(tries):
+        p = draw(rng)
+        if cost(p) <= limit:
+            return p
+    return p

@@ -1,0 +1,81 @@
+"""Matrix products: ``addmm`` (``F.linear`` with a bias), ``mm`` and ``bmm``.
+
+``tb`` says whether the second matrix is a transposed view (a linear layer's weight is): BLAS
+reads it in a different order, and its backward makes different copies.
+"""
+from __future__ import annotations
+
+from ..template import Call
+from .base import OpType, capped, dense, grad, is_transposed, log_int, transposed
+
+
+def _mat(shape, flag_t, g, dtype):
+    return (transposed if int(flag_t) else dense)(shape, g, dtype)
+
+
+def addmm_params(call: Call):
+    bias, a, b = call.args[:3]
+    if len(a.shape) != 2 or len(bias.shape) != 1:
+        return None
+    return {"m": a.shape[0], "k": a.shape[1], "n": b.shape[1], "tb": is_transposed(b),
+            "ga": int(a.requires_grad)}
+
+
+def addmm_build(p, dtype) -> Call:
+    a = dense((p["m"], p["k"]), grad(p["ga"]), dtype)
+    b = _mat((p["k"], p["n"]), p["tb"], True, dtype)
+    return Call("aten.addmm.default", (dense((p["n"],), True, dtype), a, b))
+
+
+def mm_params(call: Call):
+    a, b = call.args[:2]
+    return {"m": a.shape[0], "k": a.shape[1], "n": b.shape[1], "tb": is_transposed(b),
+            "ga": int(a.requires_grad), "gb": int(b.requires_grad)}
+
+
+def mm_build(p, dtype) -> Call:
+    return Call("aten.mm.default", (dense((p["m"], p["k"]), grad(p["ga"]), dtype),
+                                    _mat((p["k"], p["n"]), p["tb"], grad(p["gb"]), dtype)))
+
+
+def bmm_params(call: Call):
+    a, b = call.args[:2]
+    return {"b": a.shape[0], "m": a.shape[1], "k": a.shape[2], "n": b.shape[2],
+            "ga": int(a.requires_grad), "gb": int(b.requires_grad)}
+
+
+def bmm_build(p, dtype) -> Call:
+    return Call("aten.bmm.default", (dense((p["b"], p["m"], p["k"]), grad(p["ga"]), dtype),
+                                     dense((p["b"], p["k"], p["n"]), grad(p["gb"]), dtype)))
+
+
+def _mkn(rng):
+    return {"m": log_int(rng, 1, 4096), "k": log_int(rng, 8, 4096), "n": log_int(rng, 8, 4096)}
+
+
+def _flops(p):
+    return p["m"] * p["k"] * p["n"] * p.get("b", 1)
+
+
+def addmm_sample(rng):
+    return {**capped(rng, _mkn, _flops, 3e8), "tb": 1, "ga": int(rng.random() < 0.8)}
+
+
+def mm_sample(rng):
+    return {**capped(rng, _mkn, _flops, 3e8), "tb": int(rng.random() < 0.5),
+            "ga": int(rng.random() < 0.8), "gb": int(rng.random() < 0.8)}
+
+
+def bmm_sample(rng):
+    def draw(r):
+        return {"b": log_int(r, 1, 256), "m": log_int(r, 1, 1024), "k": log_int(r, 8, 1024),
+                "n": log_int(r, 8, 1024)}
+    return {**capped(rng, draw, _flops, 3e8), "ga": 1, "gb": 1}
+
+
+MNK = frozenset({"m", "k", "n"})
+ADDMM = OpType("addmm", ("aten.addmm.default",), MNK, addmm_params, addmm_build, addmm_sample,
+               "bias + A @ B (a linear layer)")
+MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B")
+BMM = OpType("bmm", ("aten.bmm.default",), MNK | {"b"}, bmm_params, bmm_build, bmm_sample,
+             "batched A @ B (attention scores)")

@@ -1,0 +1,100 @@
+"""Element-wise operators: ReLU, GELU, and the arithmetic family (add, mul, tanh, dropout...).
+
+In-place variants (``relu_``, ``add_``) read as the same operator: the work is the same, and
+the timer replays them on a non-leaf copy so that autograd accepts them.
+"""
+from __future__ import annotations
+
+from ..template import Call, TSpec
+from .base import OpType, dense, grad, log_int, numel
+
+# short name -> (aten call, tensor inputs, extra arguments) for the sampled grid
+ARITH = {"add": ("aten.add.Tensor", 2, ()), "mul": ("aten.mul.Tensor", 2, ()),
+         "sub": ("aten.sub.Tensor", 2, ()), "div": ("aten.div.Tensor", 2, ()),
+         "mul_scalar": ("aten.mul.Scalar", 1, (0.5,)), "tanh": ("aten.tanh.default", 1, ()),
+         "pow": ("aten.pow.Tensor_Scalar", 1, (3.0,)), "clone": ("aten.clone.default", 1, ())}
+_ALIASES = {"add_": "add", "mul_": "mul", "sub_": "sub", "div_": "div"}
+
+
+def short_name(func: str) -> str:
+    """"aten.add_.Tensor" -> "add"; "aten.mul.Scalar" -> "mul_scalar"; "aten.tanh.default" ->
+    "tanh": what an element-wise call does, in-place or not."""
+    _, name, overload = func.split(".")
+    name = _ALIASES.get(name, name)
+    return f"{name}_scalar" if overload == "Scalar" else name
+
+
+def _shape_params(call: Call):
+    tensors = [t for t in call.tensors() if t.dtype.startswith(("float", "bfloat"))]
+    if not tensors:
+        return None
+    sizes = [t.numel for t in tensors]
+    return {"numel": max(sizes), "bcast": int(len(set(sizes)) > 1),
+            "gi": int(any(t.requires_grad for t in tensors))}
+
+
+def arith_params(call: Call):
+    p = _shape_params(call)
+    return None if p is None else {"fn": short_name(call.func), **p}
+
+
+def arith_build(p, dtype) -> Call:
+    func, arity, extra = ARITH.get(p["fn"], ARITH["clone"])
+    n = int(p["numel"])
+    small = max(n // 64, 1) if int(p.get("bcast", 0)) else n
+    tensors = [dense((n,), grad(p["gi"]), dtype)] + \
+        [dense((small,) if small != n else (n,), grad(p["gi"]), dtype)] * (arity - 1)
+    if small != n and arity == 2:  # broadcast: (64, n/64) against (n/64,)
+        tensors = [dense((n // small, small), grad(p["gi"]), dtype),
+                   dense((small,), grad(p["gi"]), dtype)]
+    return Call(func, (*tensors, *extra))
+
+
+def arith_sample(rng):
+    fn = str(rng.choice(sorted(ARITH)))
+    bcast = int(ARITH[fn][1] == 2 and rng.random() < 0.3)  # only a pair of tensors broadcasts
+    n = log_int(rng, 64, 2 ** 23)
+    return {"fn": fn, "numel": n // 64 * 64 if bcast else n,
+            "bcast": bcast, "gi": int(rng.random() < 0.8)}
+
+
+def act_params(call: Call):
+    x = call.args[0]
+    out = {"numel": numel(x.shape), "gi": int(x.requires_grad)}
+    if call.func.startswith("aten.gelu"):
+        approx = dict(call.kwargs).get("approximate", call.args[1] if len(call.args) > 1
+                                       else "none")
+        out["approx"] = str(approx)
+    return out
+
+
+def relu_build(p, dtype) -> Call:
+    return Call("aten.relu.default", (dense((p["numel"],), grad(p["gi"]), dtype),))
+
+
+def gelu_build(p, dtype) -> Call:
+    return Call("aten.gelu.default", (dense((p["numel"],), grad(p["gi"]), dtype),),
+                (("approximate", p.get("approx", "none")),))
+
+
+def act_sample(rng):
+    return {"numel": log_int(rng, 64, 2 ** 24), "gi": int(rng.random() < 0.9)}
+
+
+def gelu_sample(rng):
+    return {**act_sample(rng), "approx": str(rng.choice(["none", "tanh"]))}
+
+
+ARITH_FUNCS = tuple(f"aten.{n}.{o}" for n in ("add", "add_", "mul", "mul_", "sub", "sub_",
+                                               "div", "div_") for o in ("Tensor", "Scalar")) + \
+    ("aten.tanh.default", "aten.pow.Tensor_Scalar", "aten.clone.default",
+     "aten.bernoulli_.float", "aten.where.self", "aten.rsqrt.default", "aten.exp.default")
+
+RELU = OpType("relu", ("aten.relu.default", "aten.relu_.default"), frozenset({"numel"}),
+              act_params, relu_build, act_sample, "ReLU")
+GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, gelu_build,
+              gelu_sample, "GELU (exact or tanh)")
+ELTWISE = OpType("eltwise", ARITH_FUNCS, frozenset({"numel"}), arith_params, arith_build,
+                 arith_sample, "element-wise arithmetic, dropout, copies")
+
+__all__ = ["RELU", "GELU", "ELTWISE", "TSpec"]

@@ -1,0 +1,80 @@
+"""Max pooling, average pooling and the global average (``mean`` over the spatial dims)."""
+from __future__ import annotations
+
+from ..template import Call
+from .base import OpType, capped, dense, grad, log_int, numel
+
+
+def maxpool_params(call: Call):
+    x, kernel = call.args[:2]
+    stride = call.args[2] if len(call.args) > 2 and call.args[2] else kernel
+    padding = call.args[3] if len(call.args) > 3 else (0, 0)
+    if len(x.shape) != 4:
+        return None
+    kernel, stride, padding = (_pair(v) for v in (kernel, stride, padding))
+    n, c, h, w = x.shape
+    return {"n": n, "c": c, "h": h, "w": w, "k": kernel[0], "s": stride[0], "p": padding[0],
+            "gi": int(x.requires_grad)}
+
+
+def _pair(v):
+    return tuple(v) * (2 if len(v) == 1 else 1) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def maxpool_build(p, dtype) -> Call:
+    x = dense((p["n"], p["c"], p["h"], p["w"]), grad(p["gi"]), dtype)
+    return Call("aten.max_pool2d_with_indices.default",
+                (x, (p["k"], p["k"]), (p["s"], p["s"]), (p["p"], p["p"])))
+
+
+def _spatial(rng):
+    size = log_int(rng, 4, 112)
+    return {"n": log_int(rng, 1, 32), "c": log_int(rng, 3, 512), "h": size, "w": size}
+
+
+def _volume(p):
+    return p["n"] * p["c"] * p["h"] * p["w"]
+
+
+def maxpool_sample(rng):
+    k = int(rng.choice([2, 3]))
+    return {**capped(rng, _spatial, _volume, 2e7), "k": k, "s": 2, "p": k // 2 if k == 3 else 0,
+            "gi": int(rng.random() < 0.9)}
+
+
+def mean_params(call: Call):
+    x = call.args[0]
+    dims = call.args[1] if len(call.args) > 1 else None
+    if not dims:
+        return None
+    kept = numel(d for i, d in enumerate(x.shape) if i not in {k % len(x.shape) for k in dims})
+    return {"numel": numel(x.shape), "out": kept, "gi": int(x.requires_grad)}
+
+
+def mean_build(p, dtype) -> Call:
+    out = int(p["out"])
+    x = dense((out, max(int(p["numel"]) // out, 1)), grad(p["gi"]), dtype)
+    return Call("aten.mean.dim", (x, [-1], True))
+
+
+def mean_sample(rng):
+    out = log_int(rng, 1, 65536)
+    return {"numel": out * log_int(rng, 1, max(2, int(2e7 // out))), "out": out,
+            "gi": int(rng.random() < 0.9)}
+
+
+MAX_POOL = OpType("max_pool2d", ("aten.max_pool2d_with_indices.default",),
+                  frozenset({"n", "c", "h", "w"}), maxpool_params, maxpool_build, maxpool_sample,
+                  "2-D max pooling")
+MEAN = OpType("mean", ("aten.mean.dim",), frozenset({"numel", "out"}), mean_params, mean_build,
+              mean_sample, "mean over some dimensions (global average pooling)")
+
+
+def avgpool_build(p, dtype) -> Call:
+    x = dense((p["n"], p["c"], p["h"], p["w"]), grad(p["gi"]), dtype)
+    return Call("aten.avg_pool2d.default",
+                (x, (p["k"], p["k"]), (p["s"], p["s"]), (p["p"], p["p"])))
+
+
+AVG_POOL = OpType("avg_pool2d", ("aten.avg_pool2d.default",), frozenset({"n", "c", "h", "w"}),
+                  maxpool_params, avgpool_build, maxpool_sample, "2-D average pooling")

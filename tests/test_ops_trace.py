@@ -1,0 +1,94 @@
+"""The operator types, the meta-device trace and the differential timer (sgdsim.ops)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sgdsim.ops.estimate import estimate_profile  # noqa: E402
+from sgdsim.ops.graph import layer_times, trace_model  # noqa: E402
+from sgdsim.ops.measure import _differential, time_call  # noqa: E402
+from sgdsim.ops.optypes import REGISTRY, SAMPLED, classify  # noqa: E402
+from sgdsim.ops.records import Device, OpRecord  # noqa: E402
+from sgdsim.profiler.api import profile_model  # noqa: E402
+
+
+class ConstantDB:
+    """Every call is an exact hit taking ``fwd_s`` forward, twice that backward."""
+
+    def __init__(self, fwd_s=1e-3):
+        self.fwd_s = fwd_s
+
+    def lookup(self, device, keys):
+        return {k: OpRecord(Device(device, "cpu"), k[0], json.loads(k[1]), k[2], self.fwd_s,
+                            2 * self.fwd_s) for k in keys}
+
+    def load(self, **_):
+        return []
+
+    def load_estimators(self, device):
+        return {}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_building_a_call_from_parameters_reads_back_the_same_parameters(seed):
+    rng = np.random.default_rng(seed)
+    for name in SAMPLED:
+        params = REGISTRY[name].sample(rng)
+        assert classify(REGISTRY[name].build(params, "float32")) == (name, params), name
+
+
+@pytest.mark.parametrize("spec", ["zoo:mlp", "zoo:small-cnn", "zoo:small-resnet"])
+def test_the_meta_trace_builds_the_structure_sgdsim_profile_measures(spec):
+    real = profile_model(spec, 4, steps=1, warmup=0).profile
+    est = estimate_profile(spec, 4, ConstantDB(), "test-device")
+    assert [o.id for o in est.ops] == [o.id for o in real.ops]
+    assert [o.deps for o in est.ops] == [o.deps for o in real.ops]
+    assert [o.size_bytes for o in est.ops] == [o.size_bytes for o in real.ops]
+    calls = est.extra["estimated"]["calls"]
+    assert est.mean_compute_s() == pytest.approx(calls * 3e-3)  # fwd 1 ms + bwd 2 ms per call
+
+
+def test_mlp_calls_carry_the_layer_shapes():
+    step = trace_model("zoo:mlp?width=64&depth=3&inputs=20&classes=5", 8)
+    mats = [p for name, p in step.keyed() if name == "addmm"]
+    assert [(p["m"], p["k"], p["n"]) for p in mats] == [(8, 20, 64), (8, 64, 64), (8, 64, 5)]
+    assert [p["ga"] for p in mats] == [0, 1, 1]  # the input needs no gradient, activations do
+    assert [name for name, _ in step.keyed()].count("relu") == 2
+
+
+def test_each_call_is_charged_to_exactly_one_layer_and_nothing_is_lost():
+    step = trace_model("zoo:small-resnet", 2)
+    n = len(step.calls)
+    rng = np.random.default_rng(0)
+    durations = rng.uniform(0, 1, n)
+    assert sum(layer_times(step, list(durations))) == pytest.approx(durations.sum())
+    modules = [step.rec.modules[m][1] for m, _ in step.rec.keys]
+    for i in rng.choice(n, 10, replace=False):
+        one_hot = [0.0] * n
+        one_hot[i] = 1.0
+        charged = layer_times(step, one_hot)
+        assert sorted(charged)[-1] == 1.0 and sum(charged) == 1.0
+        if classify(step.calls[i])[0] == "conv2d":  # a convolution is its conv layer's work
+            assert isinstance(modules[int(np.argmax(charged))], torch.nn.Conv2d)
+
+
+def test_the_differential_cancels_what_a_run_costs_once():
+    per_copy, fixed = 3e-6, 5e-3
+    samples = _differential(lambda k: fixed + k * per_copy, 40, 3)
+    assert samples == pytest.approx([per_copy] * 3, rel=1e-9)
+
+
+def test_a_bigger_operator_times_longer_and_inplace_calls_replay():
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    small = time_call(REGISTRY["relu"].build({"numel": 2 ** 12, "gi": 1}, "float32"), rng)
+    large = time_call(REGISTRY["relu"].build({"numel": 2 ** 21, "gi": 1}, "float32"), rng)
+    assert 0 < small.fwd_s < large.fwd_s and 0 < small.bwd_s < large.bwd_s
+    step = trace_model("zoo:small-resnet", 2)
+    inplace = next(c for c in step.calls if c.func == "aten.relu_.default")
+    timing = time_call(inplace, rng, repeats=2)
+    assert timing.fwd_s > 0 and timing.bwd_s > 0
