@@ -17,7 +17,7 @@ install: $(BIN)/python
 
 install-dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(WHEELS) torch==2.13.0
-	$(BIN)/python -m pip install --quiet $(WHEELS) -e ".[fast,dev,torch,plot,dask]"
+	$(BIN)/python -m pip install --quiet $(WHEELS) -e ".[fast,dev,torch,plot,dask,ops,postgres]"
 
 demo: install
 	$(BIN)/sgdsim info examples/profiles/resnet50.json

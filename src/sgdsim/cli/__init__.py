@@ -21,6 +21,7 @@ COMMANDS = (  # modules with register(subparsers) -> {command: handler}
     "sgdsim.scaling.cli",
     "sgdsim.lab.cli",
     "sgdsim.validate.cli",
+    "sgdsim.ops.cli",
 )
 
 

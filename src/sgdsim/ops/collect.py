@@ -70,15 +70,23 @@ def model_calls(spec: str, batch_size: int) -> list[tuple[str, dict, Call]]:
 
 
 def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int = 5,
-                  skip: set | None = None) -> Iterator[OpRecord]:
-    """Time each call (differential), skipping keys in ``skip``; yields records as it goes."""
-    from .measure import time_call
+                  skip: set | None = None, failures: list | None = None) -> Iterator[OpRecord]:
+    """Time each call (differential), skipping keys in ``skip``; yields records as it goes.
+    With a ``failures`` list, a call that cannot be replayed is noted there and skipped."""
+    from .measure import steady_allocator, time_call
 
+    steady_allocator()
     for name, params, call in todo:
         dtype = call_dtype(call)
         if skip and (name, params_key(params), dtype) in skip:
             continue
-        t = time_call(call, rng, device.kind, repeats, _sync(device))
+        try:
+            t = time_call(call, rng, device.kind, repeats, _sync(device))
+        except Exception as exc:  # an untyped call we cannot replay: say so, time the rest
+            if failures is None:
+                raise
+            failures.append(f"{call.func}: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
+            continue
         yield OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=t.fwd_s,
                        bwd_s=t.bwd_s, samples=t.samples, fwd_spread=t.fwd_spread,
                        bwd_spread=t.bwd_spread, measured_at=time.time())

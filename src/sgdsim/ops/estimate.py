@@ -22,7 +22,7 @@ class Timed:
 
     fwd: np.ndarray
     bwd: np.ndarray
-    source: list[str]  # "measured" (exact hit), "estimated" or "fallback"
+    source: list[str]  # "measured" (exact hit), "estimated", "fallback" or "unknown" (0 s)
     missing_types: dict[str, int] = field(default_factory=dict)
 
     def fraction(self, source: str) -> float:
@@ -77,7 +77,9 @@ def _fallback(idx, keyed, db, device, out) -> None:
         pool = by_fn.get(str(keyed[i][1].get("fn"))) or everything
         if pool:
             fwd[i], bwd[i] = np.median(np.array(pool), axis=0)
-        source[i] = "fallback"
+            source[i] = "fallback"
+        else:
+            source[i] = "unknown"  # nothing measured to go by: counted as 0 s, and reported
 
 
 def load_estimators(db, device: str) -> dict:
@@ -128,3 +130,21 @@ def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
             "time_fraction_fallback": timed.fraction("fallback"),
             "estimators": sorted(f"{op}/{dt}" for op, dt in estimators),
             "forward_s": float(timed.fwd.sum()), "backward_s": float(timed.bwd.sum())}
+
+
+def pick_target(db, target: str | None, threads: int | None) -> str:
+    """The device to estimate for: a name in the database, 'this-cpu', or its only device."""
+    names = [d.name for d in db.devices()]
+    if target == "this-cpu":
+        from .collect import this_device
+
+        target = this_device(threads or 1).name
+    elif target is None:
+        if len(names) != 1:
+            raise ConfigError(f"the database has {len(names)} devices: name one with --target "
+                              f"({'; '.join(names) or 'none measured yet'})")
+        return names[0]
+    if target not in names:
+        raise ConfigError(f"no device {target!r} in the database (has: "
+                          f"{'; '.join(names) or 'none'}); measure it with sgdsim ops measure")
+    return target

@@ -3,10 +3,10 @@
 What a run costs once (the timer, the first launch, synchronising a GPU, starting the autograd
 engine) is in both T_N and T_M and cancels; what every copy costs (the kernel, the framework's
 dispatch, autograd's bookkeeping) stays, as it does in a training step. Each copy gets its own
-input tensors, so a small operator is not timed on a hot cache it would not have in a model.
+autograd leaf over shared data (see ``Runner``).
 
 Forward copies run with autograd recording (as in a training step); backward copies are one
-``torch.autograd.backward`` over N outputs, after an untimed forward.
+``torch.autograd.grad`` over N outputs, after an untimed forward.
 """
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import numpy as np
 
 from .template import Call, TSpec, _Named
 
-TARGET_RUN_S = 0.02  # the N-copy run should last about this long, so the difference is not noise
+TARGET_RUN_S = 0.01  # the N-copy run should last about this long, so the difference is not noise
 MAX_COPIES = 400
+MAX_LIVE_BYTES = 512 * 2 ** 20  # inputs and outputs of the copies alive at once
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,28 @@ class Timing:
     samples: int
     fwd_spread: float
     bwd_spread: float
-    copies: int  # N (M = N // 2)
+    copies: int  # N of the forward (M = N // 2)
+
+
+def steady_allocator() -> bool:
+    """Fix glibc's malloc thresholds where a training process settles after its first steps.
+
+    glibc starts by serving blocks over 128 KiB with mmap, so every large tensor costs page
+    faults, and raises that threshold (up to 32 MiB) as such blocks are freed. A training step
+    runs in the raised state; a timer that allocates N copies' outputs at once would otherwise
+    measure page faults a model's step does not have. Returns False where there is no glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(mallopt(m_mmap_threshold, 32 * 2 ** 20)) and \
+        bool(mallopt(m_trim_threshold, 2 ** 31 - 1))
 
 
 def resolve(func: str):
@@ -45,8 +67,8 @@ def materialize(obj, rng, device):
 
     if isinstance(obj, tuple):
         return tuple(materialize(o, rng, device) for o in obj)
-    if isinstance(obj, _Named):
-        return eval(obj.text, {"torch": torch})  # noqa: S307 - only "torch.<dtype>" texts
+    if isinstance(obj, _Named):  # dtypes and layouts ("torch.float32"); devices: ours
+        return getattr(torch, obj.text[6:]) if obj.text.startswith("torch.") else device
     if isinstance(obj, TSpec):
         return _tensor(obj, rng, device)
     return obj
@@ -73,43 +95,54 @@ def _is_inplace(func: str) -> bool:
 
 
 class Runner:
-    """Input sets for up to N copies of one call; ``fresh(k)`` hands out k of them, ready to run
-    (untimed: in-place calls get a non-leaf copy of their target, as autograd requires)."""
+    """One set of input data for a call; ``fresh(k)`` hands out k copies of it, ready to run.
+
+    The copies share the data (an operator in a model reads what the previous one just wrote:
+    a warm cache) but are distinct autograd leaves, so that the backward of k copies does not
+    add k gradients into one tensor, work a model's step does not do. An in-place call gets a
+    clone of its target, as autograd requires (made here, untimed).
+    """
 
     def __init__(self, call: Call, rng, device):
         self.fn = resolve(call.func)
-        self.call, self.rng, self.device = call, rng, device
         self.inplace = _is_inplace(call.func)
-        self.inputs: list = []
-
-    def prepare(self, copies: int) -> None:
-        while len(self.inputs) < copies:
-            args = materialize(self.call.args, self.rng, self.device)
-            kwargs = {k: materialize(v, self.rng, self.device) for k, v in self.call.kwargs}
-            self.inputs.append((args, kwargs))
+        self.args = materialize(call.args, rng, device)
+        self.kwargs = {k: materialize(v, rng, device) for k, v in call.kwargs}
+        # a copy's output and its gradient are about the size of its largest tensor, twice
+        self.bytes_per_copy = 2 * max((t.numel * 4 for t in call.tensors()), default=4)
 
     def fresh(self, k: int) -> list:
         sets = []
-        for args, kwargs in self.inputs[:k]:
-            for t in _leaves(args, kwargs):
-                t.grad = None
+        for _ in range(k):
+            leaves: list = []
+            args = tuple(_leaf(a, leaves) for a in self.args)
+            kwargs = {name: _leaf(v, leaves) for name, v in self.kwargs.items()}
             if self.inplace and getattr(args[0], "requires_grad", False):
                 args = (args[0].clone(), *args[1:])
-            sets.append((args, kwargs))
+            sets.append((args, kwargs, leaves))
         return sets
 
-    def run(self, sets: list) -> list:
-        fn, outs = self.fn, []
-        for args, kwargs in sets:
-            out = fn(*args, **kwargs)
+    def forward(self, sets: list) -> None:
+        fn = self.fn
+        for args, kwargs, _ in sets:
+            fn(*args, **kwargs)  # dropped at once: the allocator reuses the block, as in a model
+
+    def outputs(self, sets: list) -> list:
+        outs = []
+        for args, kwargs, _ in sets:
+            out = self.fn(*args, **kwargs)
             outs.append(out[0] if isinstance(out, (tuple, list)) else out)
         return outs
 
 
-def _leaves(args, kwargs):
-    for t in (*args, *kwargs.values()):
-        if getattr(t, "requires_grad", False) and getattr(t, "is_leaf", False):
-            yield t
+def _leaf(obj, leaves: list):
+    if isinstance(obj, (tuple, list)):  # Tensor[] arguments (cat, stack...)
+        return type(obj)(_leaf(o, leaves) for o in obj)
+    if not getattr(obj, "requires_grad", False):
+        return obj
+    t = obj.detach().requires_grad_(True)
+    leaves.append(t)
+    return t
 
 
 def time_call(call: Call, rng: np.random.Generator, device: str = "cpu", repeats: int = 5,
@@ -118,24 +151,31 @@ def time_call(call: Call, rng: np.random.Generator, device: str = "cpu", repeats
     pairs of N and M = N/2 copies)."""
     sync = sync or (lambda: None)
     runner = Runner(call, rng, device)
-    runner.prepare(1)
-    pilot = min(_timed(runner, runner.fresh(1), sync) for _ in range(3))  # the first is cold
-    n = int(min(MAX_COPIES, max(4, np.ceil(TARGET_RUN_S / max(pilot, 1e-7)))))
-    n += n % 2
-    runner.prepare(n)
-    fwd = _differential(lambda k: _timed(runner, runner.fresh(k), sync), n, repeats)
-    probe = runner.run(runner.fresh(1))[0]
+    timed_fwd = lambda k: _timed(runner, k, sync)  # noqa: E731
+    n_fwd = _copies(timed_fwd, runner)
+    fwd = _differential(timed_fwd, n_fwd, repeats)
     bwd = [0.0]
-    if getattr(probe, "requires_grad", False):
-        bwd = _differential(lambda k: _timed_backward(runner, k, sync), n, repeats)
+    if getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
+        timed_bwd = lambda k: _timed_backward(runner, k, sync)  # noqa: E731
+        bwd = _differential(timed_bwd, _copies(timed_bwd, runner), repeats)
     return Timing(fwd_s=_median(fwd), bwd_s=_median(bwd), samples=repeats,
-                  fwd_spread=_spread(fwd), bwd_spread=_spread(bwd), copies=n)
+                  fwd_spread=_spread(fwd), bwd_spread=_spread(bwd), copies=n_fwd)
 
 
-def _timed(runner: Runner, sets: list, sync) -> float:
+def _copies(timed, runner: Runner) -> int:
+    """N for one direction: its own pilot (a backward can cost 100x its forward), so that N
+    copies last about TARGET_RUN_S, and N live outputs stay under MAX_LIVE_BYTES."""
+    pilot = min(timed(1) for _ in range(3))  # the first is cold
+    n = int(np.ceil(TARGET_RUN_S / max(pilot, 1e-7)))
+    n = min(n, MAX_COPIES, max(2, MAX_LIVE_BYTES // max(runner.bytes_per_copy, 1)))
+    return max(4, n + n % 2)
+
+
+def _timed(runner: Runner, k: int, sync) -> float:
+    sets = runner.fresh(k)
     sync()
     t0 = time.perf_counter()
-    runner.run(sets)
+    runner.forward(sets)
     sync()
     return time.perf_counter() - t0
 
@@ -143,17 +183,25 @@ def _timed(runner: Runner, sets: list, sync) -> float:
 def _timed_backward(runner: Runner, k: int, sync) -> float:
     import torch
 
-    outs = runner.run(runner.fresh(k))
+    sets = runner.fresh(k)
+    outs = runner.outputs(sets)
     grads = [torch.ones_like(o) for o in outs]
+    leaves = [t for _, _, ls in sets for t in ls]
+    if not leaves:  # the output needs a gradient only through tensors we do not own
+        return 0.0
     sync()
     t0 = time.perf_counter()
-    torch.autograd.backward(outs, grads)
+    # Gradients are returned, not accumulated: in a model only the weights are leaves, and
+    # their first accumulation just keeps the tensor; an accumulation per input here would
+    # be work a model's step does not do.
+    torch.autograd.grad(outs, leaves, grads, allow_unused=True)
     sync()
     return time.perf_counter() - t0
 
 
 def _differential(timed, n: int, repeats: int) -> list[float]:
     m = n // 2
+    timed(n), timed(m)  # the allocator settles on what N copies need before the clock runs
     out = []
     for rep in range(repeats):
         if rep % 2 == 0:  # alternate the order, so that neither always runs on a warmer cache
@@ -175,3 +223,18 @@ def _spread(values) -> float:
         return 0.0
     q1, q3 = np.percentile(values, [25, 75])
     return float((q3 - q1) / 2 / med)
+
+
+def time_naive(call: Call, rng: np.random.Generator, device: str = "cpu", repeats: int = 5,
+               sync=None) -> Timing:
+    """The usual way, for comparison (docs/ops.md): a timer around one call, and around one
+    backward of one output; the median of ``repeats``. What a run costs once is not cancelled."""
+    sync = sync or (lambda: None)
+    runner = Runner(call, rng, device)
+    _timed(runner, 1, sync)  # warm, as the differential's pilot is
+    fwd = [_timed(runner, 1, sync) for _ in range(repeats)]
+    bwd = [0.0]
+    if getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
+        bwd = [_timed_backward(runner, 1, sync) for _ in range(repeats)]
+    return Timing(fwd_s=_median(fwd), bwd_s=_median(bwd), samples=repeats,
+                  fwd_spread=_spread(fwd), bwd_spread=_spread(bwd), copies=1)

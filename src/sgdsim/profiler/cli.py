@@ -19,10 +19,21 @@ def register(subparsers):
                                  "resnet50, bert-base, gpt2, vit-base), FILE.py:FUNCTION or "
                                  "MODULE:FUNCTION returning (model, (inputs, target), loss_fn)")
     p.add_argument("--batch-size", type=int, required=True, help="per-worker mini-batch")
-    p.add_argument("--steps", type=int, default=30, help="measured steps (default 30)")
-    p.add_argument("--warmup", type=int, default=5, help="warm-up steps (default 5)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    p.add_argument("--steps", type=int, default=None, help="measured steps (default 30)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 5)")
+    p.add_argument("--device", default=None, help="cpu or cuda[:N] (default cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's own choice)")
+    est = p.add_argument_group("without the hardware (docs/ops.md)")
+    est.add_argument("--estimate", action="store_true",
+                     help="trace the step on the meta device and time its operators from the "
+                          "operator database and the estimator, instead of running it")
+    est.add_argument("--db", default=None, metavar="PATH|URL",
+                     help="--estimate: the operator database (default: the per-user one, "
+                          "see sgdsim ops --help)")
+    est.add_argument("--target", default=None, metavar="DEVICE",
+                     help="--estimate: a device name in the database (sgdsim ops stats); "
+                          "'this-cpu' is this machine with --threads (default 1); "
+                          "default: the database's only device")
     ov = p.add_mutually_exclusive_group()
     ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
                     help="communication overlaps computation layer by layer (default)")
@@ -39,6 +50,11 @@ def cmd_profile(args) -> int:
     from .api import profile_model
 
     _check_output(args.output, args.force)  # before minutes of profiling, not after
+    if args.estimate or args.db or args.target:
+        return _cmd_estimate(args)
+    args.steps = 30 if args.steps is None else args.steps
+    args.warmup = 5 if args.warmup is None else args.warmup
+    args.device = args.device or "cpu"
     say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
         f"{args.steps} measured steps, each with and without hooks")
     with status(f"profiling {args.model}"):
@@ -56,3 +72,35 @@ def cmd_profile(args) -> int:
 
 def _check_output(path: str, force: bool) -> None:
     check_output_path(path, force, exists_error=ProfileError)
+
+
+def _cmd_estimate(args) -> int:
+    from ..errors import ConfigError
+    from ..ops.estimate import estimate_profile, pick_target
+    from ..ops.db import open_db
+    from ..profile.io import save_profile
+    from ..progress import say, status
+
+    if not args.estimate:
+        raise ConfigError("--db and --target apply to --estimate; without it the model runs here")
+    for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
+                        ("--device", args.device)):
+        if value is not None:
+            raise ConfigError(f"{flag} applies to a measured profile; --estimate runs nothing")
+    with open_db(args.db, create=False) as db:
+        target = pick_target(db, args.target, args.threads)
+        with status(f"estimating {args.model} on {target}"):
+            prof = estimate_profile(args.model, args.batch_size, db, target, args.overlap)
+    save_profile(prof, args.output, overwrite=args.force)
+    info = prof.extra["estimated"]
+    say(f"wrote {args.output}: {prof.job.model} on {target}, batch {prof.job.batch_size}, "
+        f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms; "
+        f"{info['time_fraction_measured']:.0%} of it from measurements, "
+        f"{info['time_fraction_estimated']:.0%} estimated, "
+        f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback")
+    unknown = info["calls_by_source"].get("unknown", 0)
+    if unknown:
+        say(f"{unknown} untyped call(s) (views, copies...) had no measurement to go by and "
+            f"count as 0 s: sgdsim ops measure --model {args.model} --batch-size "
+            f"{args.batch_size} measures them")
+    return 0

@@ -1,0 +1,154 @@
+"""``sgdsim ops``: measure operators, keep them in a database, train and evaluate the estimator.
+
+``measure`` is here; the database commands are in ``db_cmds``, the estimator's in
+``estimator_cmds``. Each sub-command module has ``register(ops_subparsers) -> {name: handler}``.
+"""
+from __future__ import annotations
+
+from ..cli.common import Parser
+from ..errors import ConfigError
+
+BATCH = 20  # records per transaction: a kill loses at most this many measurements
+
+
+def register(subparsers):
+    from . import db_cmds, estimator_cmds
+
+    p = subparsers.add_parser(
+        "ops", help="operator database: measure, list, share, train the estimator",
+        description="Measure operators ahead of time into a database (SQLite file or "
+                    "PostgreSQL URL), share it, and train the estimator that times operator "
+                    "shapes nobody measured (docs/ops.md).")
+    sub = p.add_subparsers(dest="ops_command", required=True, parser_class=Parser)
+    handlers = {"measure": cmd_measure}
+    _measure_parser(sub)
+    handlers.update(db_cmds.register(sub))
+    handlers.update(estimator_cmds.register(sub))
+
+    def dispatch(args) -> int:
+        return handlers[args.ops_command](args)
+    return {"ops": dispatch}
+
+
+def _measure_parser(sub) -> None:
+    from .db_cmds import add_db_argument
+    from .optypes import SAMPLED
+
+    q = sub.add_parser("measure", help="time operators on this machine into the database",
+                       description="Differential timing (N and M copies, Tianshu §3.1) of a "
+                                   "sampled grid of shapes, or of every distinct call of a "
+                                   "model's training step.")
+    what = q.add_mutually_exclusive_group(required=True)
+    what.add_argument("--grid", metavar="TYPES",
+                      help=f"comma list of operator types, or 'all' ({', '.join(SAMPLED)})")
+    what.add_argument("--model", metavar="MODEL",
+                      help="zoo:NAME[?k=v], FILE.py:FN or MODULE:FN: its step's calls")
+    q.add_argument("--batch-size", type=int, default=None, help="with --model (required)")
+    q.add_argument("--samples", type=int, default=100, help="grid points per operator type")
+    q.add_argument("--seed", type=int, default=0, help="seed of the grid and the input data")
+    q.add_argument("--repeats", type=int, default=5,
+                   help="differential measurements per call (median and spread)")
+    q.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    q.add_argument("--remeasure", action="store_true",
+                   help="time calls the database already has again (default: skip them)")
+    add_db_argument(q)
+
+
+def cmd_measure(args) -> int:
+    from ..progress import Progress, say, status
+    from .db import open_db
+
+    _check_measure(args)
+    torch = _torch()
+    rng = _rng(args.seed)
+    with open_db(args.db) as db:  # opened first: a bad --db fails before minutes of timing
+        old_threads = torch.get_num_threads()
+        torch.set_num_threads(args.threads)
+        try:
+            device, todo = _plan(args, rng, status)
+            skip = set() if args.remeasure else _known(db, device.name)
+            todo = [t for t in todo if _key(t) not in skip]
+            say(f"measuring {len(todo)} call(s) on {device.name}"
+                f"{f' ({len(skip)} already in the database)' if skip else ''}")
+            failures: list[str] = []
+            written = _run(db, todo, (device, rng, args.repeats, failures),
+                           Progress(len(todo), "measuring"))
+        finally:
+            torch.set_num_threads(old_threads)
+    say(f"wrote {written} record(s) to {args.db or 'the default database'}")
+    if failures:
+        say(f"{len(failures)} call(s) could not be replayed and are not in the database "
+            f"(their time will come from the fallback): {'; '.join(failures[:3])}"
+            f"{' ...' if len(failures) > 3 else ''}")
+    return 0
+
+
+def _plan(args, rng, status):
+    from .collect import grid_calls, model_calls, this_device
+    from .optypes import SAMPLED
+
+    device = this_device(args.threads, args.device)
+    if args.model:
+        with status(f"tracing {args.model} on the meta device"):
+            return device, model_calls(args.model, args.batch_size)
+    types = list(SAMPLED) if args.grid == "all" else [t.strip() for t in args.grid.split(",")]
+    return device, grid_calls(types, args.samples, rng)
+
+
+def _run(db, todo, how, bar) -> int:
+    from .collect import measure_calls
+
+    device, rng, repeats, failures = how
+    written, batch = 0, []
+    with bar:
+        for rec in measure_calls(todo, device, rng, repeats, failures=failures):
+            batch.append(rec)
+            bar.advance()
+            if len(batch) >= BATCH:
+                written += db.upsert(batch)
+                batch = []
+        if batch:
+            written += db.upsert(batch)
+    return written
+
+
+def _key(item) -> tuple:
+    from .collect import call_dtype
+    from .records import params_key
+
+    name, params, call = item
+    return (name, params_key(params), call_dtype(call))
+
+
+def _known(db, device: str) -> set:
+    return {r.key[1:] for r in db.load(device=device)}
+
+
+def _check_measure(args) -> None:
+    if args.model and args.batch_size is None:
+        raise ConfigError("--model needs --batch-size")
+    if args.grid and args.batch_size is not None:
+        raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
+    for name, value, low, high in (("--samples", args.samples, 1, 100000),
+                                   ("--repeats", args.repeats, 2, 1000),
+                                   ("--threads", args.threads, 1, 1024),
+                                   ("--batch-size", args.batch_size or 1, 1, 10 ** 9),
+                                   ("--seed", args.seed, 0, 2 ** 63 - 1)):
+        if not low <= value <= high:
+            raise ConfigError(f"{name} must be in {low}..{high}, got {value}")
+
+
+def _rng(seed: int):
+    import numpy as np
+
+    return np.random.default_rng(seed)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError("sgdsim ops measure needs PyTorch: pip install torch==2.13.0") from None
+    torch.set_flush_denormal(True)  # repeated in-place calls must not slow down on denormals
+    return torch

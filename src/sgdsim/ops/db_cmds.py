@@ -1,0 +1,138 @@
+"""``sgdsim ops list | stats | export | import``: look into and share an operator database."""
+from __future__ import annotations
+
+import datetime
+
+from ..errors import ConfigError
+
+
+def add_db_argument(parser) -> None:
+    from .db import default_db_path
+
+    shown = default_db_path().replace("%", "%%")  # argparse %-formats help texts
+    parser.add_argument("--db", default=None, metavar="PATH|URL",
+                        help=f"SQLite file or postgresql+psycopg://USER@HOST/DB "
+                             f"(default: $SGDSIM_OPS_DB or {shown})")
+
+
+def _filters(q, what: str) -> None:
+    q.add_argument("--device", default=None, help=f"{what} this device name only")
+    q.add_argument("--op", default=None, help=f"{what} this operator type only (conv2d, mm, ...)")
+    q.add_argument("--dtype", default=None, help=f"{what} this dtype only (float32, ...)")
+
+
+def register(sub) -> dict:
+    q = sub.add_parser("list", help="the measured operators, one per line",
+                       description="List measured operators (the filters combine).")
+    _filters(q, "list")
+    q.add_argument("--limit", type=int, default=50, help="at most this many rows (0: all)")
+    add_db_argument(q)
+    q = sub.add_parser("stats", help="rows per device, operator type and dtype",
+                       description="Per device, operator type and dtype: how many shapes are "
+                                   "measured, their median forward time, whether an estimator "
+                                   "is trained, and when they were last measured.")
+    add_db_argument(q)
+    q = sub.add_parser("export", help="write the measurements to CSV or Parquet",
+                       description="Write measurements to FILE (.csv, or .parquet with pyarrow) "
+                                   "for someone else's 'sgdsim ops import'.")
+    q.add_argument("file", help="FILE.csv or FILE.parquet")
+    _filters(q, "export")
+    q.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    add_db_argument(q)
+    q = sub.add_parser("import", help="add measurements from a CSV or Parquet file",
+                       description="Add or update measurements from FILE: a row already in the "
+                                   "database (same device, operator, parameters, dtype) is "
+                                   "updated, never duplicated. Every row is checked first; "
+                                   "a bad file writes nothing.")
+    q.add_argument("file", help="FILE.csv or FILE.parquet (from sgdsim ops export)")
+    add_db_argument(q)
+    return {"list": cmd_list, "stats": cmd_stats, "export": cmd_export, "import": cmd_import}
+
+
+def cmd_list(args) -> int:
+    from .db import open_db
+
+    if args.limit < 0:
+        raise ConfigError(f"--limit must be >= 0 (0: all), got {args.limit}")
+    with open_db(args.db, create=False) as db:
+        rows = db.load(args.device, args.op, args.dtype)
+    if not rows:
+        print("no measurements match" if (args.device or args.op or args.dtype)
+              else "no measurements yet (sgdsim ops measure)")
+        return 0
+    shown = rows if args.limit == 0 else rows[:args.limit]
+    print(f"{'device':<24} {'op':<12} {'dtype':<9} {'fwd µs':>10} {'bwd µs':>10} {'±fwd':>6}  "
+          f"params")
+    for r in shown:
+        print(f"{_cut(r.device.name, 24):<24} {r.op:<12} {r.dtype:<9} {r.fwd_s * 1e6:>10.1f} "
+              f"{r.bwd_s * 1e6:>10.1f} {r.fwd_spread:>6.1%}  {_cut(_params(r.params), 80)}")
+    if len(shown) < len(rows):
+        print(f"... {len(rows) - len(shown)} more (--limit 0 shows all)")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from .db import open_db
+
+    with open_db(args.db, create=False) as db:
+        stats = db.stats()
+        trained = {(d.name, op, dt) for d in db.devices() for op, dt in db.load_estimators(d.name)}
+    if not stats:
+        print("no measurements yet (sgdsim ops measure)")
+        return 0
+    print(f"{'device':<40} {'op':<12} {'dtype':<9} {'rows':>6} {'median fwd µs':>14} "
+          f"{'estimator':>9}  last measured")
+    for s in stats:
+        est = "yes" if (s["device"], s["op"], s["dtype"]) in trained else "-"
+        print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "
+              f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9}  {_when(s['last_measured_at'])}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from ..outputs import check_output_path
+    from ..progress import say
+    from .db import open_db
+    from .exchange import export_records, pyarrow_modules
+
+    check_output_path(args.file, args.force)
+    if args.file.endswith(".parquet"):
+        pyarrow_modules()  # refused before reading the database, not after
+    with open_db(args.db, create=False) as db:
+        records = db.load(args.device, args.op, args.dtype)
+    if not records:
+        raise ConfigError("no measurements match; nothing to export" if
+                          (args.device or args.op or args.dtype) else "the database is empty")
+    n = export_records(records, args.file)
+    say(f"wrote {n} row(s) to {args.file}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from .db import open_db
+    from .exchange import import_records
+
+    records = import_records(args.file)  # every row checked before anything is written
+    keys = {r.key for r in records}
+    with open_db(args.db) as db:
+        before = set()
+        for device in {k[0] for k in keys}:
+            found = db.lookup(device, [k[1:] for k in keys if k[0] == device])
+            before |= {(device, *k) for k in found}
+        written = db.upsert(records)
+    print(f"imported {written} rows ({len(keys - before)} new, {len(keys & before)} updated)")
+    return 0
+
+
+def _params(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _when(unix_s: float) -> str:
+    if unix_s <= 0:
+        return "-"  # recorded without a time
+    return datetime.datetime.fromtimestamp(unix_s).strftime("%Y-%m-%d %H:%M")

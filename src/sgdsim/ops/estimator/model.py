@@ -1,0 +1,263 @@
+"""``OpEstimator``: the trained estimator of one operator type and dtype; ``train``,
+``evaluate`` and ``holdout_split``.
+
+Prediction is plain numpy (the stored weights of the MLP), so a shared model needs neither
+scikit-learn nor pickle: it travels as JSON text, in the operator database next to the
+measurements, and loading it runs no code. One MLP predicts log forward and log backward time
+(two outputs). A backward of 0 s (no input needs a gradient) is not learned as a time: if every
+row has one, the model has no backward output; if a mode value always has one (``gi=0``), the
+model predicts 0 there; any other zero backward is learned as the smallest backward seen.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import ConfigError
+from .features import Layout, layout_of, log_inputs, one_hot, pc_text
+from .search import Fitter, choose_pc, fine_tune, screen, search_arch
+
+FORMAT = "sgdsim-op-estimator/1"
+VALIDATION = 0.2  # share of the training rows that scores the searches
+MIN_ROWS = 10
+VOLATILE = ("train_s",)  # stats of one run on one machine: not part of the model's JSON
+
+
+@dataclass
+class OpEstimator:
+    op: str
+    dtype: str
+    layout: Layout
+    pc: tuple[int, ...] | None  # exponents of the principal component; None: no PC
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    y_mean: np.ndarray
+    y_std: np.ndarray
+    weights: list[np.ndarray]
+    biases: list[np.ndarray]
+    has_bwd: bool
+    zero_bwd: tuple[tuple[str, str], ...] = ()  # mode values whose backward is always 0
+    stats: dict = field(default_factory=dict)
+
+    def predict(self, params: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+        """Forward and backward seconds, one each per parameter dict."""
+        if not params:
+            return np.zeros(0), np.zeros(0)
+        self._check_names(params)
+        x = (encode(params, self.layout, self.pc) - self.x_mean) / self.x_std
+        y = np.exp(forward(x, self.weights, self.biases) * self.y_std + self.y_mean)
+        bwd = y[:, 1] if self.has_bwd else np.zeros(len(params))
+        zero = [any(str(p[m]) == v for m, v in self.zero_bwd) for p in params]
+        return y[:, 0], np.where(zero, 0.0, bwd)
+
+    def _check_names(self, params: list[dict]) -> None:
+        names = self.layout.names
+        for p in params:
+            if set(p) != names:
+                missing, extra = sorted(names - set(p)), sorted(set(p) - names)
+                raise ConfigError(f"{self.op} estimator: parameters do not match its training "
+                                  f"(missing {missing or 'none'}, unknown {extra or 'none'})")
+            bad = [k for k in self.layout.numeric if not _is_number(p[k.name])]
+            if bad:
+                raise ConfigError(f"{self.op} estimator: parameter {bad[0].name} must be a "
+                                  f"number, got {p[bad[0].name]!r}")
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "format": FORMAT, "op": self.op, "dtype": self.dtype,
+            "layout": self.layout.to_json(), "pc": list(self.pc) if self.pc else None,
+            "x_mean": self.x_mean.tolist(), "x_std": self.x_std.tolist(),
+            "y_mean": self.y_mean.tolist(), "y_std": self.y_std.tolist(),
+            "weights": [w.tolist() for w in self.weights],
+            "biases": [b.tolist() for b in self.biases], "has_bwd": self.has_bwd,
+            "zero_bwd": [list(z) for z in self.zero_bwd],
+            "stats": {k: v for k, v in self.stats.items() if k not in VOLATILE}},
+            sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "OpEstimator":
+        try:
+            d = json.loads(text)
+            if not isinstance(d, dict) or d.get("format") != FORMAT:
+                raise ValueError(f"format is {d.get('format') if isinstance(d, dict) else d!r}, "
+                                 f"expected {FORMAT}")
+            est = cls(str(d["op"]), str(d["dtype"]), Layout.from_json(d["layout"]),
+                      tuple(int(e) for e in d["pc"]) if d["pc"] else None,
+                      *(_array(d[k], 1) for k in ("x_mean", "x_std", "y_mean", "y_std")),
+                      [_array(w, 2) for w in d["weights"]], [_array(b, 1) for b in d["biases"]],
+                      bool(d["has_bwd"]), tuple((str(m), str(v)) for m, v in d["zero_bwd"]),
+                      dict(d["stats"]))
+            _check(est)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"not a valid sgdsim operator estimator: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                              ) from None
+        return est
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _array(value, ndim: int) -> np.ndarray:
+    a = np.array(value, dtype=float)
+    if a.ndim != ndim or not np.all(np.isfinite(a)):
+        raise ValueError(f"expected a finite {ndim}-D array, got shape {a.shape}")
+    return a
+
+
+def _check(est: OpEstimator) -> None:
+    """Shapes chain from the layout's inputs to the outputs; PC matches the layout."""
+    if est.pc is not None and (len(est.pc) != len(est.layout.numeric) or
+                               any(e not in n.allowed for e, n in zip(est.pc, est.layout.numeric))):
+        raise ValueError("principal component does not match the parameters")
+    width = est.layout.width + (1 if est.pc else 0)
+    if est.x_mean.shape != (width,) or est.x_std.shape != (width,) or np.any(est.x_std <= 0):
+        raise ValueError(f"input scaler is not {width} positive columns")
+    if len(est.weights) != len(est.biases) or not est.weights:
+        raise ValueError("weights and biases differ in number of layers")
+    for w, b in zip(est.weights, est.biases):
+        if w.shape[0] != width or b.shape != (w.shape[1],):
+            raise ValueError(f"layer of shape {w.shape} does not follow width {width}")
+        width = w.shape[1]
+    outputs = 2 if est.has_bwd else 1
+    if width != outputs or est.y_mean.shape != (outputs,) or est.y_std.shape != (outputs,):
+        raise ValueError(f"expected {outputs} output(s) (has_bwd={est.has_bwd})")
+
+
+def forward(x: np.ndarray, weights, biases) -> np.ndarray:
+    """The MLP: ReLU hidden layers, identity output (sklearn's MLPRegressor, in numpy)."""
+    h = x
+    for w, b in zip(weights[:-1], biases[:-1]):
+        h = np.maximum(h @ w + b, 0.0)
+    return (h @ weights[-1] + biases[-1]).reshape(len(x), -1)
+
+
+def encode(params: list[dict], layout: Layout, pc) -> np.ndarray:
+    """Input rows: log numeric parameters, mode one-hots, then log PC (if any)."""
+    logx = log_inputs(params, layout)
+    cols = [logx, one_hot(params, layout)]
+    if pc:
+        cols.append((logx @ np.array(pc, dtype=float))[:, None])
+    return np.hstack(cols)
+
+
+# ---------------------------------------------------------------------------------- training
+
+def _zero_bwd_modes(records, layout: Layout) -> tuple[tuple[str, str], ...]:
+    """Mode values under which every backward is 0 (and at least one row has that value)."""
+    out = []
+    for name, values in layout.modes:
+        for v in values:
+            rows = [r for r in records if str(r.params[name]) == v]
+            if rows and len(rows) < len(records) and all(r.bwd_s == 0 for r in rows):
+                out.append((name, v))
+    return tuple(out)
+
+
+def _targets(records, has_bwd: bool, zero_bwd):
+    """(log targets, true times, mask of the entries that count for the error)."""
+    fwd = np.array([r.fwd_s for r in records])
+    if not has_bwd:
+        return np.log(fwd)[:, None], fwd[:, None], np.ones((len(fwd), 1), bool)
+    bwd = np.array([r.bwd_s for r in records])
+    explained = np.array([any(str(r.params[m]) == v for m, v in zero_bwd) for r in records])
+    # zero backward: a mode's (predicted 0 anyway) learns the forward, a smooth stand-in;
+    # an unexplained one (a too small measurement) the smallest backward seen
+    filled = np.where(bwd > 0, bwd, np.where(explained, fwd, bwd[bwd > 0].min()))
+    y = np.log(np.stack([fwd, filled], axis=1))
+    return y, np.stack([fwd, bwd], axis=1), np.stack([fwd > 0, bwd > 0], axis=1)
+
+
+def _check_records(records) -> None:
+    if len(records) < MIN_ROWS:
+        raise ConfigError(f"{records[0].op if records else 'an operator'}: {len(records)} "
+                          f"measurement(s) is too few to train on (need >= {MIN_ROWS})")
+    kinds = {(r.op, r.dtype) for r in records}
+    if len(kinds) > 1:
+        raise ConfigError(f"train one estimator per operator type and dtype, got "
+                          f"{sorted(kinds)[:3]}{' ...' if len(kinds) > 3 else ''}")
+    if any(r.fwd_s <= 0 for r in records):
+        raise ConfigError(f"{records[0].op}: a forward time of 0 s cannot be learned "
+                          f"(every measured operator takes some time)")
+
+
+def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
+          use_pc: bool = True, arch: tuple[int, int] | None = None) -> OpEstimator:
+    """The estimator of ``records`` (one op type and dtype): PC search (``use_pc``), then
+    architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds.
+    Deterministic for a given generator state, data and budget."""
+    _check_records(records)
+    start = time.perf_counter()
+    state = rng.bit_generator.state
+    params = [r.params for r in records]
+    layout = layout_of(params, set(shape_dims))
+    has_bwd = any(r.bwd_s > 0 for r in records)
+    zero_bwd = _zero_bwd_modes(records, layout) if has_bwd else ()
+    y, times, mask = _targets(records, has_bwd, zero_bwd)
+    order = rng.permutation(len(records))
+    n_val = max(2, int(round(VALIDATION * len(records))))
+    fitter = Fitter(y, times, mask, order[n_val:], order[:n_val], budget_s)
+
+    pc, judged = None, []
+    if use_pc and layout.numeric:
+        logx, modes = log_inputs(params, layout), one_hot(params, layout)
+        ranked = screen(logx[fitter.tr], modes[fitter.tr], y[fitter.tr], layout)
+        pc, judged = choose_pc(fitter, logx, modes, ranked, rng)
+    x = encode(params, layout, pc)
+    if arch is None:
+        tried = search_arch(fitter, x, rng, [])
+    else:
+        first = fitter.fit(x, arch, int(rng.integers(2 ** 31 - 1)))
+        tried = fine_tune(fitter, x, rng, [first] if first else [])
+    best = tried[0]
+    xm, xs, ym, ys = best.scaler
+    return OpEstimator(
+        records[0].op, records[0].dtype, layout, pc, xm, xs, ym, ys,
+        [np.array(w) for w in best.model.coefs_], [np.array(b) for b in best.model.intercepts_],
+        has_bwd, zero_bwd, stats={
+            "samples": len(records), "validation_rows": n_val,
+            "validation_error": best.err, "arch": f"L{best.arch[0]}N{best.arch[1]}",
+            "alpha": best.alpha, "pc": pc_text(layout, pc),
+            "pc_judged": [[pc_text(layout, e), err] for e, err in judged],
+            "trainings": fitter.trainings,
+            "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
+            "budget_hit": fitter.budget_hit, "rng_state": state,
+            "train_s": time.perf_counter() - start})
+
+
+# -------------------------------------------------------------------------------- evaluation
+
+def evaluate(est: OpEstimator, records) -> dict:
+    """Mean and max relative |error| of forward, backward (rows where it is > 0) and their
+    sum, over ``records`` (held-out measurements)."""
+    if not records:
+        raise ConfigError("nothing to evaluate: no measurements")
+    fwd, bwd = est.predict([r.params for r in records])
+    tf = np.array([r.fwd_s for r in records])
+    tb = np.array([r.bwd_s for r in records])
+
+    def errors(pred, true):
+        keep = true > 0
+        e = np.abs(pred[keep] - true[keep]) / true[keep]
+        return (float(e.mean()), float(e.max())) if e.size else (0.0, 0.0)
+
+    out = {"n": len(records)}
+    for name, pred, true in (("fwd", fwd, tf), ("bwd", bwd, tb), ("sum", fwd + bwd, tf + tb)):
+        out[f"{name}_mean"], out[f"{name}_max"] = errors(pred, true)
+    return out
+
+
+def holdout_split(records, frac: float = 0.1, rng: np.random.Generator | None = None):
+    """(training, held-out) lists: a random ``frac`` of the records held out (at least one)."""
+    if rng is None:
+        raise ConfigError("holdout_split needs an explicit numpy Generator (rng=...)")
+    if not 0 < frac < 1 or len(records) < 2:
+        raise ConfigError(f"cannot hold out {frac} of {len(records)} records")
+    order = rng.permutation(len(records))
+    n_test = min(max(1, int(round(frac * len(records)))), len(records) - 1)
+    return [records[i] for i in order[n_test:]], [records[i] for i in order[:n_test]]

@@ -1,0 +1,56 @@
+"""Tianshu's Table 3 on measured data: per operator type, held-out error with and without the
+principal component. The same split trains both (the other ``holdout`` share judges them) and,
+as in the paper, the no-PC model has the *same architecture* as the best PC model (it is only
+fine-tuned: initial weights and L2 penalty), so the PC is the one difference."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .model import evaluate, holdout_split, train
+
+
+def table3_row(records, shape_dims, seed: int, budget_s: float, holdout: float = 0.1) -> dict:
+    """One row: ``records`` are one operator type and dtype; ``budget_s`` is per training."""
+    start = time.perf_counter()
+    fit, test = holdout_split(records, holdout, np.random.default_rng(seed))
+    with_pc = train(fit, shape_dims, np.random.default_rng([seed, 1]), budget_s, use_pc=True)
+    layers, neurons = (int(v) for v in with_pc.stats["arch"][1:].split("N"))
+    no_pc = train(fit, shape_dims, np.random.default_rng([seed, 2]), budget_s, use_pc=False,
+                  arch=(layers, neurons))
+    a, b = evaluate(with_pc, test), evaluate(no_pc, test)
+    return {"op": records[0].op, "dtype": records[0].dtype, "samples": len(records),
+            "held_out": len(test), "arch": with_pc.stats["arch"], "pc": with_pc.stats["pc"],
+            "error": a["fwd_mean"], "error_max": a["fwd_max"], "bwd_error": a["bwd_mean"],
+            "sum_error": a["sum_mean"], "no_pc_error": b["fwd_mean"],
+            "no_pc_bwd_error": b["bwd_mean"], "no_pc_sum_error": b["sum_mean"],
+            "train_s": with_pc.stats["train_s"], "total_s": time.perf_counter() - start,
+            "budget_hit": with_pc.stats["budget_hit"] or no_pc.stats["budget_hit"]}
+
+
+def table3(groups: dict, shape_dims_of, seed: int = 0, budget_s: float = 60.0,
+           holdout: float = 0.1) -> list[dict]:
+    """Rows for ``groups`` ({(op, dtype): records}); ``shape_dims_of(op)`` names the op's
+    tensor dimensions (``optypes.REGISTRY[op].shape_dims``)."""
+    return [table3_row(recs, shape_dims_of(op), seed, budget_s, holdout)
+            for (op, _), recs in sorted(groups.items())]
+
+
+def render(rows: list[dict]) -> str:
+    """Markdown table, the paper's columns (best model, error, no-PC error) and more."""
+    lines = ["| operator | dtype | samples (held out) | best model | principal component | "
+             "error fwd (max) | error bwd | no-PC error fwd | no-PC error bwd | train s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['op']} | {r['dtype']} | {r['samples']} ({r['held_out']}) | "
+                     f"{r['arch']} | `{r['pc']}` | {r['error']:.2%} ({r['error_max']:.0%}) | "
+                     f"{r['bwd_error']:.2%} | {r['no_pc_error']:.2%} | "
+                     f"{r['no_pc_bwd_error']:.2%} | {r['train_s']:.0f} |")
+    if rows:
+        mean = {k: float(np.mean([r[k] for r in rows]))
+                for k in ("error", "bwd_error", "no_pc_error", "no_pc_bwd_error")}
+        lines.append(f"| **average** | | | | | **{mean['error']:.2%}** | "
+                     f"{mean['bwd_error']:.2%} | {mean['no_pc_error']:.2%} | "
+                     f"{mean['no_pc_bwd_error']:.2%} | |")
+    return "\n".join(lines) + "\n"

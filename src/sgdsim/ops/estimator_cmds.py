@@ -1,0 +1,110 @@
+"""``sgdsim ops train`` and ``sgdsim ops eval``: the estimator per operator type (Tianshu §3.2)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..errors import ConfigError
+
+MIN_ROWS = 10
+
+
+def register(sub) -> dict:
+    from .db_cmds import add_db_argument
+
+    for name, text in (("train", "train the estimator of each operator type and store it"),
+                       ("eval", "held-out error with and without the principal component "
+                                "(Tianshu Table 3)")):
+        q = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        q.add_argument("--device", default=None,
+                       help="device name in the database (default: its only device)")
+        q.add_argument("--op", default="all", help="comma list of operator types, or all")
+        q.add_argument("--budget", type=float, default=30.0,
+                       help="seconds of search and training per operator type")
+        q.add_argument("--seed", type=int, default=0, help="seed of splits and initial weights")
+        if name == "train":
+            q.add_argument("--no-pc", action="store_true",
+                           help="train without the principal component (for comparison)")
+        else:
+            q.add_argument("--holdout", type=float, default=0.1,
+                           help="fraction of each type's rows held out for the error")
+            q.add_argument("--markdown", default=None, metavar="FILE",
+                           help="also write the table as markdown (refuses an existing FILE)")
+        add_db_argument(q)
+    return {"train": cmd_train, "eval": cmd_eval}
+
+
+def _groups(db, args):
+    from .estimate import pick_target
+    from .optypes import REGISTRY
+
+    if not 1 <= args.budget <= 3600:
+        raise ConfigError(f"--budget must be in 1..3600 seconds, got {args.budget}")
+    if not 0 <= args.seed < 2 ** 63:
+        raise ConfigError(f"--seed must be in 0..2^63-1, got {args.seed}")
+    device = pick_target(db, args.device, None)
+    wanted = None if args.op == "all" else {o.strip() for o in args.op.split(",")}
+    for op in wanted or ():
+        if op not in REGISTRY:
+            raise ConfigError(f"unknown operator type {op!r} (known: {', '.join(REGISTRY)})")
+    groups = defaultdict(list)
+    for r in db.load(device=device):
+        if wanted is None or r.op in wanted:
+            groups[(r.op, r.dtype)].append(r)
+    small = sorted(f"{op} ({len(rs)})" for (op, _), rs in groups.items() if len(rs) < MIN_ROWS)
+    groups = {k: v for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
+    if not groups:
+        raise ConfigError(f"nothing to train on {device!r}: every operator type needs "
+                          f">= {MIN_ROWS} measurements (sgdsim ops measure --grid ...)")
+    return device, groups, REGISTRY, small
+
+
+def cmd_train(args) -> int:
+    import numpy as np
+
+    from ..progress import Progress, say
+    from .db import open_db
+    from .estimator.model import train
+
+    with open_db(args.db, create=False) as db:
+        device, groups, registry, small = _groups(db, args)
+        if small:
+            say(f"skipped (fewer than {MIN_ROWS} rows): {', '.join(small)}")
+        print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
+              f"principal component")
+        with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
+            for i, ((op, dtype), rows) in enumerate(groups.items()):
+                est = train(rows, registry[op].shape_dims, np.random.default_rng(args.seed + i),
+                            args.budget, use_pc=not args.no_pc)
+                db.save_estimator(device, op, dtype, est.to_json())
+                s = est.stats
+                print(f"{op:<12} {dtype:<9} {len(rows):>5} {s['arch']:>7} "
+                      f"{s['validation_error']:>9.2%} {s['train_s']:>5.0f}  {s['pc']}", flush=True)
+                bar.advance()
+    say(f"stored {len(groups)} estimator(s) for {device}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from ..outputs import check_output_path
+    from ..progress import Progress
+    from .db import open_db
+    from .estimator.report import render, table3_row
+
+    if not 0.01 <= args.holdout <= 0.5:
+        raise ConfigError(f"--holdout must be in 0.01..0.5, got {args.holdout}")
+    if args.markdown:
+        check_output_path(args.markdown, False)
+    with open_db(args.db, create=False) as db:
+        device, groups, registry, _ = _groups(db, args)
+    rows = []
+    with Progress(len(groups), f"evaluating {len(groups)} operator type(s)") as bar:
+        for (op, _), recs in groups.items():
+            rows.append(table3_row(recs, registry[op].shape_dims, args.seed, args.budget,
+                                   args.holdout))
+            bar.advance()
+    text = f"Device: {device}\n\n" + render(rows)
+    print(text, end="")
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return 0

@@ -1,0 +1,153 @@
+"""Sharing databases: records to and from CSV (Parquet where pyarrow is installed).
+
+CSV floats are written with ``repr`` and Parquet keeps float64, so a round trip is exact. Every
+row is checked on import and a bad one is refused with its file, line and field, before anything
+is written to a database.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+
+from ..errors import ConfigError
+from .records import Device, OpRecord, params_key
+
+FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "op", "params",
+          "dtype", "fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at")
+FLOATS = ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread", "measured_at")
+
+
+def _row(r: OpRecord) -> dict:
+    return {"device_name": r.device.name, "device_kind": r.device.kind,
+            "device_framework": r.device.framework, "device_driver": r.device.driver,
+            "op": r.op, "params": params_key(r.params), "dtype": r.dtype,
+            **{f: float(getattr(r, f)) for f in FLOATS}, "samples": int(r.samples)}
+
+
+def export_records(records, path: str) -> int:
+    """Write ``records`` to ``path`` (.parquet: Parquet, else CSV); returns the row count.
+    Written beside and renamed, so an interrupted export never leaves half a file."""
+    rows = [_row(r) for r in records]
+    parquet = path.endswith(".parquet")
+    pa, pq = pyarrow_modules() if parquet else (None, None)
+    partial = f"{path}.partial"
+    try:
+        if parquet:
+            pq.write_table(pa.Table.from_pylist(rows, schema=_schema(pa)), partial)
+        else:
+            with open(partial, "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=FIELDS)
+                w.writeheader()
+                w.writerows({**r, **{f: repr(r[f]) for f in FLOATS}} for r in rows)
+        os.replace(partial, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return len(rows)
+
+
+def import_records(path: str) -> list[OpRecord]:
+    """Every row of ``path`` as a record; the first bad row refused in one line."""
+    if path.endswith(".parquet"):
+        _, pq = pyarrow_modules()
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+            raise ConfigError(f"{path}: not a readable Parquet file ({_first(exc)})") from None
+        _check_header(path, table.column_names)
+        return [_record(f"{path}, row {i + 1}", r) for i, r in enumerate(table.to_pylist())]
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            _check_header(path, reader.fieldnames)
+            return [_record(f"{path}, line {reader.line_num}", r) for r in reader]
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"{path}: not a CSV text file ({_first(exc)})") from None
+
+
+def _check_header(path: str, names) -> None:
+    if not names:
+        raise ConfigError(f"{path} is empty (expected a header line: {','.join(FIELDS)})")
+    names = list(names)
+    missing = [f for f in FIELDS if f not in names]
+    unknown = [f for f in names if f not in FIELDS]
+    twice = sorted({f for f in names if names.count(f) > 1})
+    problems = [f"missing column(s) {', '.join(missing)}" if missing else "",
+                f"unknown column(s) {', '.join(map(str, unknown))}" if unknown else "",
+                f"column(s) {', '.join(twice)} given twice" if twice else ""]
+    if any(problems):
+        raise ConfigError(f"{path}: {'; '.join(p for p in problems if p)} "
+                          f"(expected {','.join(FIELDS)})")
+
+
+def _record(where: str, row: dict) -> OpRecord:
+    if None in row:  # csv.DictReader's key for fields beyond the header
+        raise ConfigError(f"{where}: {len(FIELDS) + len(row[None])} fields, "
+                          f"the header has {len(FIELDS)}")
+    absent = [f for f in FIELDS if row[f] is None]
+    if absent:
+        raise ConfigError(f"{where}: field {absent[0]} is missing")
+    for f in ("device_name", "device_kind", "op", "dtype"):
+        if not str(row[f]).strip():
+            raise ConfigError(f"{where}: {f} is empty")
+    numbers = {f: _number(where, f, row[f]) for f in FLOATS}
+    samples = row["samples"]
+    if not ((type(samples) is int and samples >= 0)
+            or (isinstance(samples, str) and samples.isascii() and samples.strip().isdigit())):
+        raise ConfigError(f"{where}: samples must be an integer >= 0, got {samples!r}")
+    device = Device(*(str(row[f]) for f in FIELDS[:4]))
+    return OpRecord(device=device, op=str(row["op"]), params=_params(where, row["params"]),
+                    dtype=str(row["dtype"]), samples=int(samples), **numbers)
+
+
+def _params(where: str, text) -> dict:
+    try:
+        params = json.loads(text, parse_constant=_no_constant)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: params is not JSON: {str(text)[:60]!r}") from None
+    if not isinstance(params, dict) or not all(
+            isinstance(v, (int, float, str)) and not isinstance(v, bool)
+            for v in params.values()):
+        raise ConfigError(f"{where}: params must be a JSON object of numbers and strings, "
+                          f"got {str(text)[:60]!r}")
+    return params
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a parameter value")
+
+
+def _number(where: str, field: str, text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {field} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where}: {field} must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _schema(pa):
+    kinds = {f: pa.float64() for f in FLOATS} | {"samples": pa.int64()}
+    return pa.schema([(f, kinds.get(f, pa.string())) for f in FIELDS])
+
+
+def _first(exc) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:200] if lines else type(exc).__name__
+
+
+def pyarrow_modules():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError("Parquet needs pyarrow: pip install pyarrow (or use a .csv file)") \
+            from None
+    return pa, pq
