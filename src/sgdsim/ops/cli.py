@@ -43,7 +43,7 @@ def _measure_parser(sub) -> None:
                       help=f"comma list of operator types, or 'all' ({', '.join(SAMPLED)})")
     what.add_argument("--model", metavar="MODEL",
                       help="zoo:NAME[?k=v], FILE.py:FN or MODULE:FN: its step's calls")
-    q.add_argument("--batch-size", type=int, default=None, help="with --model (required)")
+    q.add_argument("--batch-size", type=int, default=None, help="batch size of the traced step; required with --model (default: none)")
     q.add_argument("--samples", type=int, default=100, help="grid points per operator type")
     q.add_argument("--seed", type=int, default=0, help="seed of the grid and the input data")
     q.add_argument("--repeats", type=int, default=5,
@@ -65,6 +65,9 @@ def cmd_measure(args) -> int:
     with open_db(args.db) as db:  # opened first: a bad --db fails before minutes of timing
         old_threads = torch.get_num_threads()
         torch.set_num_threads(args.threads)
+        # repeated in-place calls must not slow down on denormals; the flag is per process
+        # (it also changes numpy's arithmetic), so it is put back when the timing ends
+        torch.set_flush_denormal(True)
         try:
             device, todo = _plan(args, rng, status)
             skip = set() if args.remeasure else _known(db, device.name)
@@ -75,6 +78,7 @@ def cmd_measure(args) -> int:
             written = _run(db, todo, (device, rng, args.repeats, failures),
                            Progress(len(todo), "measuring"))
         finally:
+            torch.set_flush_denormal(False)
             torch.set_num_threads(old_threads)
     say(f"wrote {written} record(s) to {args.db or 'the default database'}")
     if failures:
@@ -126,6 +130,12 @@ def _known(db, device: str) -> set:
 
 
 def _check_measure(args) -> None:
+    from .optypes import OTHER_NAME, optype
+
+    for name in ([] if not args.grid or args.grid == "all" else args.grid.split(",")):
+        if optype(name.strip()).name == OTHER_NAME:
+            raise ConfigError("'other' has no sampled grid: measure it from models "
+                              "(sgdsim ops measure --model ...)")
     if args.model and args.batch_size is None:
         raise ConfigError("--model needs --batch-size")
     if args.grid and args.batch_size is not None:
@@ -150,5 +160,4 @@ def _torch():
         import torch
     except ImportError:
         raise ConfigError("sgdsim ops measure needs PyTorch: pip install torch==2.13.0") from None
-    torch.set_flush_denormal(True)  # repeated in-place calls must not slow down on denormals
     return torch

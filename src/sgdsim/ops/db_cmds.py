@@ -16,9 +16,9 @@ def add_db_argument(parser) -> None:
 
 
 def _filters(q, what: str) -> None:
-    q.add_argument("--device", default=None, help=f"{what} this device name only")
-    q.add_argument("--op", default=None, help=f"{what} this operator type only (conv2d, mm, ...)")
-    q.add_argument("--dtype", default=None, help=f"{what} this dtype only (float32, ...)")
+    q.add_argument("--device", default=None, help=f"{what} this device name only (default: every device)")
+    q.add_argument("--op", default=None, help=f"{what} this operator type only, e.g. conv2d or mm (default: every type)")
+    q.add_argument("--dtype", default=None, help=f"{what} this dtype only, e.g. float32 (default: every dtype)")
 
 
 def register(sub) -> dict:

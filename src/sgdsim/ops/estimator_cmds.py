@@ -28,7 +28,7 @@ def register(sub) -> dict:
             q.add_argument("--holdout", type=float, default=0.1,
                            help="fraction of each type's rows held out for the error")
             q.add_argument("--markdown", default=None, metavar="FILE",
-                           help="also write the table as markdown (refuses an existing FILE)")
+                           help="also write the table as markdown; refuses an existing FILE (default: terminal only)")
         add_db_argument(q)
     return {"train": cmd_train, "eval": cmd_eval}
 

@@ -181,6 +181,10 @@ def _check_records(records) -> None:
     if len(kinds) > 1:
         raise ConfigError(f"train one estimator per operator type and dtype, got "
                           f"{sorted(kinds)[:3]}{' ...' if len(kinds) > 3 else ''}")
+    keys = {tuple(sorted(r.params)) for r in records}
+    if len(keys) > 1:
+        raise ConfigError(f"{records[0].op}: the measurements name different parameters "
+                          f"({' vs '.join(', '.join(k) for k in sorted(keys)[:2])})")
     if any(r.fwd_s <= 0 for r in records):
         raise ConfigError(f"{records[0].op}: a forward time of 0 s cannot be learned "
                           f"(every measured operator takes some time)")
@@ -192,6 +196,9 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds.
     Deterministic for a given generator state, data and budget."""
     _check_records(records)
+    if not 0 < budget_s < float("inf"):
+        raise ConfigError(f"the training budget must be a positive number of seconds, "
+                          f"got {budget_s}")
     start = time.perf_counter()
     state = rng.bit_generator.state
     params = [r.params for r in records]
@@ -212,8 +219,8 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     if arch is None:
         tried = search_arch(fitter, x, rng, [])
     else:
-        first = fitter.fit(x, arch, int(rng.integers(2 ** 31 - 1)))
-        tried = fine_tune(fitter, x, rng, [first] if first else [])
+        first = fitter.fit(x, arch, int(rng.integers(2 ** 31 - 1)), force=True)
+        tried = fine_tune(fitter, x, rng, [first])
     best = tried[0]
     xm, xs, ym, ys = best.scaler
     return OpEstimator(

@@ -1,0 +1,101 @@
+"""The whole path of issue 11 through the CLI on a tiny model: measure its calls into a
+database, estimate its profile from the database alone, predict from that profile."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sqlalchemy")
+
+from sgdsim.cli import main  # noqa: E402
+from sgdsim.ops.db import open_db  # noqa: E402
+from sgdsim.profile.io import load_profile  # noqa: E402
+
+MODEL = "zoo:mlp?width=32&depth=2&inputs=16&classes=4"
+
+
+def _run(argv, capsys):
+    rc = main([str(a) for a in argv])
+    return rc, capsys.readouterr()
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    db = tmp_path_factory.mktemp("ops") / "ops.sqlite"
+    assert main(["ops", "measure", "--model", MODEL, "--batch-size", "8", "--repeats", "2",
+                 "--db", str(db), "--quiet"]) == 0
+    return db
+
+
+def test_exact_hits_rebuild_the_step_from_the_database(measured, tmp_path, capsys):
+    out = tmp_path / "est.json"
+    rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--db", measured,
+                   "--target", "this-cpu", "-o", out], capsys)
+    assert rc == 0, io.err
+    prof = load_profile(str(out))
+    info = prof.extra["estimated"]
+    assert info["time_fraction_measured"] == 1.0 and info["calls_by_source"] == {
+        "measured": info["calls"]}
+    with open_db(str(measured), create=False) as db:
+        rows = {r.key[1:]: r for r in db.load()}
+    from sgdsim.ops.collect import call_dtype
+    from sgdsim.ops.graph import trace_model
+    from sgdsim.ops.optypes import classify
+    from sgdsim.ops.records import params_key
+
+    step = trace_model(MODEL, 8)
+    expected = 0.0
+    for call in step.calls:  # the oracle: every forward call's row, forward plus backward
+        op, params = classify(call)
+        r = rows[(op, params_key(params), call_dtype(call))]
+        expected += r.fwd_s + r.bwd_s
+    assert prof.mean_compute_s() == pytest.approx(expected, rel=1e-9)
+    rc, io = _run(["predict", out, "--workers", "1,2", "--format", "json", "--quiet"], capsys)
+    assert rc == 0 and [p["workers"] for p in json.loads(io.out)] == [1, 2]
+
+
+def test_estimating_needs_the_device_and_the_calls(measured, tmp_path, capsys):
+    out = tmp_path / "est.json"
+    rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--db", measured,
+                   "--target", "a100", "-o", out], capsys)
+    assert rc == 2 and "no device 'a100'" in io.err and io.err.count("\n") == 1
+    rc, io = _run(["profile", MODEL, "--batch-size", 64, "--estimate", "--db", measured,
+                   "-o", out], capsys)  # other shapes, no estimator trained
+    assert rc == 2 and "no trained estimator" in io.err
+    rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--steps", 3,
+                   "--db", measured, "-o", out], capsys)
+    assert rc == 2 and "--steps applies to a measured profile" in io.err
+    assert not out.exists()
+
+
+def test_remeasuring_skips_known_calls_unless_asked(measured, capsys):
+    with open_db(str(measured), create=False) as db:
+        before = len(db.load())
+    rc, io = _run(["ops", "measure", "--model", MODEL, "--batch-size", 8, "--repeats", 2,
+                   "--db", measured], capsys)
+    assert rc == 0 and "measuring 0 call(s)" in io.err
+    with open_db(str(measured), create=False) as db:
+        assert len(db.load()) == before
+
+
+def test_measuring_leaves_the_process_floating_point_state_alone(tmp_path, capsys):
+    import numpy as np
+
+    tiny = np.nextafter(0.0, 1.0)  # a subnormal: flushed to 0 under flush-to-zero
+    rc, _ = _run(["ops", "measure", "--grid", "relu", "--samples", 2, "--repeats", 2,
+                  "--db", tmp_path / "r.sqlite", "--quiet"], capsys)
+    assert rc == 0 and tiny * 1.0 > 0.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--grid", "conv2d", "--batch-size", 4], "--batch-size applies to --model"),
+    (["--model", MODEL], "--model needs --batch-size"),
+    (["--grid", "other"], "'other' has no sampled grid"),
+    (["--grid", "conv3d"], "unknown operator type 'conv3d'"),
+    (["--grid", "relu", "--repeats", 1], "--repeats must be in 2..1000"),
+])
+def test_measure_refuses_bad_requests_in_one_line(argv, message, tmp_path, capsys):
+    rc, io = _run(["ops", "measure", *argv, "--db", tmp_path / "x.sqlite"], capsys)
+    assert rc == 2 and message in io.err and io.err.count("\n") == 1
