@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # (any other torch spec pulls several GB of CUDA packages).
 WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: install install-dev demo test bench fuzz clean
+.PHONY: install install-dev demo test bench bench-ops fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: install
 	$(BIN)/python benchmarks/bench_mva.py --write
 	$(BIN)/python benchmarks/bench_plan.py --write
 	$(BIN)/python benchmarks/bench_optimize.py --write
+
+bench-ops: install-dev
+	$(BIN)/python benchmarks/bench_opsdb.py --write
+	$(BIN)/python benchmarks/bench_ops_estimate.py --write
 
 # The 775-input black-box run of issue 10 (~14 min on 2 cores): every invocation exits 0 or 2
 # with one line, never a traceback, a hang, a nan row or an overwritten file.

@@ -128,7 +128,23 @@ def test_evaluate_measures_relative_error_exactly(small):
     err = evaluate(est, shifted)
     for key in ("fwd_mean", "fwd_max", "bwd_mean", "bwd_max", "sum_mean", "sum_max"):
         assert err[key] == pytest.approx(0.2, rel=1e-9)
+    assert err["sum_weighted"] == pytest.approx(0.2, rel=1e-9)
     assert err["n"] == 80
+
+
+def test_the_time_weighted_error_is_dominated_by_the_long_calls(small):
+    est, records = small
+    fwd, bwd = est.predict([r.params for r in records])
+    total = fwd + bwd
+    big = int(np.argmax(total))
+    # every call but the longest measured at twice the prediction (relative error 0.5 each),
+    # the longest exactly: the weighted error is the others' share of the measured time, / 2
+    doubled = [replace(r, fwd_s=f * (1 if i == big else 2), bwd_s=b * (1 if i == big else 2))
+               for i, (r, f, b) in enumerate(zip(records, fwd, bwd))]
+    err = evaluate(est, doubled)
+    others = 2 * (total.sum() - total[big])
+    assert err["sum_weighted"] == pytest.approx(0.5 * others / (others + total[big]), rel=1e-9)
+    assert err["sum_mean"] == pytest.approx(0.5 * (len(records) - 1) / len(records), rel=1e-9)
 
 
 def test_holdout_split_is_a_seeded_partition():

@@ -92,3 +92,18 @@ def test_a_bigger_operator_times_longer_and_inplace_calls_replay():
     inplace = next(c for c in step.calls if c.func == "aten.relu_.default")
     timing = time_call(inplace, rng, repeats=2)
     assert timing.fwd_s > 0 and timing.bwd_s > 0
+
+
+def test_the_conv_grid_samples_what_models_use():
+    from sgdsim.ops.optypes.conv import macs
+
+    rng = np.random.default_rng(3)
+    draws = [REGISTRY["conv2d"].sample(rng) for _ in range(400)]
+    inner = [d["cout"] for d in draws] + [d["cin"] for d in draws if d["cin"] != 3]
+    aligned = sum(c % 16 == 0 for c in inner) / len(inner)
+    assert 0.7 < aligned < 0.95  # mostly models' multiples of 16, some odd counts on purpose
+    patches = [d for d in draws if d["kh"] == d["sh"] > 1]
+    assert 20 <= len(patches) <= 60 and all(d["h"] % d["kh"] == 0 and d["ph"] == 0
+                                            for d in patches)
+    assert all(macs(d) <= 4e8 for d in draws)  # every point stays quick to time
+    assert all((d["h"] + 2 * d["ph"] - d["kh"]) // d["sh"] + 1 >= 1 for d in draws)

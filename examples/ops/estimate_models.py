@@ -1,7 +1,9 @@
 """Issue 11 item 5: estimated step time against the measured step, zoo models, two batches each.
 
 For every (model, batch):
-* measured: the median plain training step of ``sgdsim profile`` (one torch thread);
+* measured: the median plain training step of ``sgdsim profile`` (one torch thread), in
+  ``--runs`` separate runs, the rounds interleaved over the cases (this machine's speed drifts
+  by tens of percent over minutes: the range is reported, errors are against the median);
 * "exact": ``sgdsim profile --estimate`` against a database holding the model's own calls
   (``sgdsim ops measure --model``): the ahead-of-time database case;
 * "estimator": the same, with every typed call timed by estimators trained on the sampled grid
@@ -20,6 +22,7 @@ import csv
 import os
 import time
 
+import numpy as np
 import torch
 
 from sgdsim.ops.collect import this_device
@@ -56,29 +59,45 @@ def step_of(profile) -> float:
     return profile.mean_compute_s() + upd
 
 
-def run_case(spec, batch, models_db, grid_db, device, steps) -> dict:
-    real = profile_model(spec, batch, steps=steps, warmup=2, threads=1).plain_step_s
+def measure_steps(steps: int, runs: int) -> dict:
+    """{(spec, batch): [plain step seconds, one per run]}; every case once per round."""
+    out: dict = {}
+    for _ in range(runs):
+        for spec, batches in CASES:
+            for b in batches:
+                real = profile_model(spec, b, steps=steps, warmup=2, threads=1).plain_step_s
+                out.setdefault((spec, b), []).append(real)
+                print(spec, b, f"{real * 1e3:.2f} ms", flush=True)
+    return out
+
+
+def run_case(spec, batch, models_db, grid_db, device, measured: list) -> dict:
+    real = float(np.median(measured))
     exact = estimate_profile(spec, batch, models_db, device)
     est = estimate_profile(spec, batch, GridOnly(models_db, grid_db), device)
     info = est.extra["estimated"]
     return {"model": spec, "batch": batch, "measured_ms": real * 1e3,
+            "measured_min_ms": min(measured) * 1e3, "measured_max_ms": max(measured) * 1e3,
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,
             "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"]}
 
 
 def render(rows, seconds) -> str:
-    lines = ["| model | batch | measured step ms | exact (database) ms | error | "
+    lines = ["| model | batch | measured step ms, median (range) | exact (database) ms | error | "
              "estimator ms | error | untyped share |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         e1 = r["exact_ms"] / r["measured_ms"] - 1
         e2 = r["estimator_ms"] / r["measured_ms"] - 1
-        lines.append(f"| {r['model']} | {r['batch']} | {r['measured_ms']:.2f} | "
+        lines.append(f"| {r['model']} | {r['batch']} | {r['measured_ms']:.2f} "
+                     f"({r['measured_min_ms']:.2f}-{r['measured_max_ms']:.2f}) | "
                      f"{r['exact_ms']:.2f} | {e1:+.1%} | {r['estimator_ms']:.2f} | {e2:+.1%} | "
                      f"{r['untyped_share']:.1%} |")
+    spread = max(r["measured_max_ms"] / r["measured_min_ms"] for r in rows)
     mean1 = sum(abs(r["exact_ms"] / r["measured_ms"] - 1) for r in rows) / len(rows)
     mean2 = sum(abs(r["estimator_ms"] / r["measured_ms"] - 1) for r in rows) / len(rows)
     lines += ["", f"Mean |error|: exact {mean1:.1%}, estimator {mean2:.1%} "
-                  f"({len(rows)} cases, {seconds:.0f} s)."]
+                  f"({len(rows)} cases, {seconds:.0f} s); the measured step itself varied up to "
+                  f"{spread:.2f}x between runs."]
     return "\n".join(lines) + "\n"
 
 
@@ -108,16 +127,18 @@ def main() -> None:
     ap.add_argument("--models-db", required=True)
     ap.add_argument("--grid-db", required=True)
     ap.add_argument("--out", required=True, help="folder for models.csv/.md/.png")
-    ap.add_argument("--steps", type=int, default=6, help="measured steps per case")
+    ap.add_argument("--steps", type=int, default=6, help="measured steps per case and run")
+    ap.add_argument("--runs", type=int, default=3, help="separate measurements of each case")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
     device = this_device(1).name
     t0, rows = time.perf_counter(), []
+    measured = measure_steps(args.steps, args.runs)
     with open_db(args.models_db, create=False) as mdb, open_db(args.grid_db, create=False) as gdb:
         for spec, batches in CASES:
             for b in batches:
-                rows.append(run_case(spec, b, mdb, gdb, device, args.steps))
+                rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)]))
                 print(rows[-1], flush=True)
     with open(os.path.join(args.out, "models.csv"), "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -241,7 +241,8 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
 
 def evaluate(est: OpEstimator, records) -> dict:
     """Mean and max relative |error| of forward, backward (rows where it is > 0) and their
-    sum, over ``records`` (held-out measurements)."""
+    sum, over ``records`` (held-out measurements); and the time-weighted error of the sum,
+    sum |pred - true| / sum true: what a step made of these calls would be off by."""
     if not records:
         raise ConfigError("nothing to evaluate: no measurements")
     fwd, bwd = est.predict([r.params for r in records])
@@ -256,6 +257,8 @@ def evaluate(est: OpEstimator, records) -> dict:
     out = {"n": len(records)}
     for name, pred, true in (("fwd", fwd, tf), ("bwd", bwd, tb), ("sum", fwd + bwd, tf + tb)):
         out[f"{name}_mean"], out[f"{name}_max"] = errors(pred, true)
+    total = float((tf + tb).sum())
+    out["sum_weighted"] = float(np.abs(fwd + bwd - tf - tb).sum() / total) if total > 0 else 0.0
     return out
 
 

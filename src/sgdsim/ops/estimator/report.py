@@ -23,7 +23,8 @@ def table3_row(records, shape_dims, seed: int, budget_s: float, holdout: float =
     return {"op": records[0].op, "dtype": records[0].dtype, "samples": len(records),
             "held_out": len(test), "arch": with_pc.stats["arch"], "pc": with_pc.stats["pc"],
             "error": a["fwd_mean"], "error_max": a["fwd_max"], "bwd_error": a["bwd_mean"],
-            "sum_error": a["sum_mean"], "no_pc_error": b["fwd_mean"],
+            "sum_error": a["sum_mean"], "weighted_error": a["sum_weighted"],
+            "no_pc_error": b["fwd_mean"], "no_pc_weighted_error": b["sum_weighted"],
             "no_pc_bwd_error": b["bwd_mean"], "no_pc_sum_error": b["sum_mean"],
             "train_s": with_pc.stats["train_s"], "total_s": time.perf_counter() - start,
             "budget_hit": with_pc.stats["budget_hit"] or no_pc.stats["budget_hit"]}
@@ -40,17 +41,21 @@ def table3(groups: dict, shape_dims_of, seed: int = 0, budget_s: float = 60.0,
 def render(rows: list[dict]) -> str:
     """Markdown table, the paper's columns (best model, error, no-PC error) and more."""
     lines = ["| operator | dtype | samples (held out) | best model | principal component | "
-             "error fwd (max) | error bwd | no-PC error fwd | no-PC error bwd | train s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "error fwd (max) | error bwd | time-weighted | no-PC error fwd | no-PC error bwd | "
+             "no-PC time-weighted | train s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['op']} | {r['dtype']} | {r['samples']} ({r['held_out']}) | "
                      f"{r['arch']} | `{r['pc']}` | {r['error']:.2%} ({r['error_max']:.0%}) | "
-                     f"{r['bwd_error']:.2%} | {r['no_pc_error']:.2%} | "
-                     f"{r['no_pc_bwd_error']:.2%} | {r['train_s']:.0f} |")
+                     f"{r['bwd_error']:.2%} | {r['weighted_error']:.2%} | {r['no_pc_error']:.2%} | "
+                     f"{r['no_pc_bwd_error']:.2%} | {r['no_pc_weighted_error']:.2%} | "
+                     f"{r['train_s']:.0f} |")
     if rows:
         mean = {k: float(np.mean([r[k] for r in rows]))
-                for k in ("error", "bwd_error", "no_pc_error", "no_pc_bwd_error")}
+                for k in ("error", "bwd_error", "weighted_error", "no_pc_error", "no_pc_bwd_error",
+                          "no_pc_weighted_error")}
         lines.append(f"| **average** | | | | | **{mean['error']:.2%}** | "
-                     f"{mean['bwd_error']:.2%} | {mean['no_pc_error']:.2%} | "
-                     f"{mean['no_pc_bwd_error']:.2%} | |")
+                     f"{mean['bwd_error']:.2%} | {mean['weighted_error']:.2%} | "
+                     f"{mean['no_pc_error']:.2%} | {mean['no_pc_bwd_error']:.2%} | "
+                     f"{mean['no_pc_weighted_error']:.2%} | |")
     return "\n".join(lines) + "\n"
