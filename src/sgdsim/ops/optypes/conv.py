@@ -34,9 +34,9 @@ def macs(p) -> float:
 
 def _channels(rng, low: int) -> int:
     """Models' channel counts are multiples of 16 (every torchvision and transformer net, but
-    the image's 3 at the input) and oneDNN is fastest on them: a grid of log-uniform counts,
-    mostly odd, timed convs 2-3x slower than those of the models it was to predict. So most
-    draws are rounded to 16; a fifth stay arbitrary, for the odd layers that exist."""
+    the image's 3 at the input), which oneDNN's blocked layouts favour. Trained on log-uniform
+    counts, mostly odd, the estimator put ResNet-50's convs at 1.96x their time; drawn like
+    this, 0.87x (docs/ops.md §3). A fifth stay arbitrary, for the odd layers that exist."""
     c = log_int(rng, low, 512)
     return c if rng.random() < 0.2 else max(16, 16 * round(c / 16))
 
