@@ -107,3 +107,33 @@ def test_the_conv_grid_samples_what_models_use():
                                             for d in patches)
     assert all(macs(d) <= 4e8 for d in draws)  # every point stays quick to time
     assert all((d["h"] + 2 * d["ph"] - d["kh"]) // d["sh"] + 1 >= 1 for d in draws)
+
+
+class EmptyDB:
+    def lookup(self, device, keys):
+        return {}
+
+    def load(self, **_):
+        return []
+
+
+def test_estimates_for_values_the_estimator_never_saw_are_flagged():
+    from sgdsim.ops.estimate import time_calls
+    from sgdsim.ops.estimator.model import train
+
+    rng, mm = np.random.default_rng(0), REGISTRY["mm"]
+    records = []
+    while len(records) < 40:  # the training sees only mm calls whose A needs a gradient
+        p = mm.sample(rng)
+        if p["ga"] == 1:
+            t = 1e-9 * p["m"] * p["k"] * p["n"] + 5e-6
+            records.append(OpRecord(Device("dev", "cpu"), "mm", p, "float32", t, 2 * t))
+    est = {("mm", "float32"): train(records, mm.shape_dims, np.random.default_rng(1), 2.0)}
+    seen = dict(records[0].params)
+    calls = [mm.build(seen, "float32"), mm.build(dict(seen, ga=0), "float32")]
+    timed = time_calls(calls, EmptyDB(), "dev", est)
+    assert timed.source == ["estimated", "estimated"] and timed.unseen == {"mm": ["ga=0"]}
+    assert time_calls(calls[:1], EmptyDB(), "dev", est).unseen == {}
+    top = max(r.params["m"] for r in records)  # and a size beyond the largest trained
+    big = time_calls([mm.build(dict(seen, m=4 * top), "float32")], EmptyDB(), "dev", est)
+    assert big.unseen == {"mm": [f"m={4 * top} (trained up to {top})"]}

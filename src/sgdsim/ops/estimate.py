@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .collect import call_dtype
+from .estimator.features import unseen_modes
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 
@@ -24,6 +25,9 @@ class Timed:
     bwd: np.ndarray
     source: list[str]  # "measured" (exact hit), "estimated", "fallback" or "unknown" (0 s)
     missing_types: dict[str, int] = field(default_factory=dict)
+    # per operator type, values outside its estimator's training (a mode never seen,
+    # "groups=32", or a size above the largest): those estimates are guesses; the user is told
+    unseen: dict[str, list[str]] = field(default_factory=dict)
 
     def fraction(self, source: str) -> float:
         total = float((self.fwd + self.bwd).sum())
@@ -46,10 +50,14 @@ def time_calls(calls, db, device: str, estimators: dict) -> Timed:
         else:
             misses[(op, dt)].append(i)
     missing: dict[str, int] = {}
+    unseen: dict[str, list[str]] = {}
     for (op, dt), idx in misses.items():
         est = estimators.get((op, dt))
         if est is not None:
-            f, b = est.predict([keyed[i][1] for i in idx])
+            params = [keyed[i][1] for i in idx]
+            if guesses := unseen_modes(params, est.layout):
+                unseen[op] = guesses
+            f, b = est.predict(params)
             fwd[idx], bwd[idx] = f, b
             for i in idx:
                 source[i] = "estimated"
@@ -61,7 +69,7 @@ def time_calls(calls, db, device: str, estimators: dict) -> Timed:
         what = ", ".join(f"{n} {op}" for op, n in sorted(missing.items()))
         raise ConfigError(f"no measurement and no trained estimator on {device!r} for {what} "
                           f"call(s): run 'sgdsim ops measure' and 'sgdsim ops train' first")
-    return Timed(fwd, bwd, source)
+    return Timed(fwd, bwd, source, unseen=unseen)
 
 
 def _fallback(idx, keyed, db, device, out) -> None:
@@ -129,6 +137,7 @@ def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
             "time_fraction_estimated": timed.fraction("estimated"),
             "time_fraction_fallback": timed.fraction("fallback"),
             "estimators": sorted(f"{op}/{dt}" for op, dt in estimators),
+            "outside_training": timed.unseen,
             "forward_s": float(timed.fwd.sum()), "backward_s": float(timed.bwd.sum())}
 
 

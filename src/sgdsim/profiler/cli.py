@@ -103,4 +103,10 @@ def _cmd_estimate(args) -> int:
         say(f"{unknown} untyped call(s) (views, copies...) had no measurement to go by and "
             f"count as 0 s: sgdsim ops measure --model {args.model} --batch-size "
             f"{args.batch_size} measures them")
+    if info["outside_training"]:
+        what = "; ".join(f"{op}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''}"
+                         for op, v in sorted(info["outside_training"].items()))
+        say(f"estimated outside what the estimators were trained on (guesses): "
+            f"{what}; sgdsim ops measure --model {args.model} --batch-size {args.batch_size} "
+            f"measures these calls")
     return 0

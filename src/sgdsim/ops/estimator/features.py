@@ -41,6 +41,7 @@ class Numeric:
     allowed: tuple[int, ...]  # exponents it may take in the complexity function
     offset: int
     low: float  # smallest encoded value seen in training
+    high: float = float("inf")  # largest (models stored before it was kept: unknown)
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,17 @@ class Layout:
         return len(self.numeric) + sum(len(v) for _, v in self.modes)
 
     def to_json(self) -> dict:
-        return {"numeric": [[n.name, list(n.allowed), n.offset, n.low] for n in self.numeric],
+        return {"numeric": [[n.name, list(n.allowed), n.offset, n.low,
+                             n.high if np.isfinite(n.high) else None]
+                            for n in self.numeric],
                 "modes": [[m, list(v)] for m, v in self.modes],
                 "constant": [list(c) for c in self.constant]}
 
     @classmethod
     def from_json(cls, d: dict) -> "Layout":
-        numeric = tuple(Numeric(str(n), tuple(int(e) for e in a), int(o), float(lo))
-                        for n, a, o, lo in d["numeric"])
+        numeric = tuple(Numeric(str(n[0]), tuple(int(e) for e in n[1]), int(n[2]), float(n[3]),
+                                float("inf") if len(n) < 5 or n[4] is None else float(n[4]))
+                        for n in d["numeric"])
         modes = tuple((str(m), tuple(str(v) for v in vs)) for m, vs in d["modes"])
         return cls(numeric, modes, tuple((str(c), str(v)) for c, v in d["constant"]))
 
@@ -97,7 +101,8 @@ def _numeric(name: str, values, allowed) -> Numeric:
     offset = 0 if x.min() > 0 else 1 if x.min() == 0 else -1
     if offset < 0:
         allowed = (NULL,)  # log of a negative number: no power law to find
-    return Numeric(name, allowed, offset, float(_encode(x, offset).min()))
+    encoded = _encode(x, offset)
+    return Numeric(name, allowed, offset, float(encoded.min()), float(encoded.max()))
 
 
 def _encode(x: np.ndarray, offset: int) -> np.ndarray:
@@ -132,12 +137,21 @@ def one_hot(params: list[dict], layout: Layout) -> np.ndarray:
 
 
 def unseen_modes(params: list[dict], layout: Layout) -> list[str]:
-    """``name=value`` of mode and constant values the training never saw (predictions there
-    are guesses): for callers that want to warn."""
+    """``name=value`` of mode and constant values the training never saw, and of numbers above
+    the largest it saw (predictions there are guesses): for callers that want to warn."""
     seen = {m: set(v) for m, v in layout.modes} | {c: {v} for c, v in layout.constant}
     out = set()
     for p in params:
         out |= {f"{m}={p[m]}" for m, vs in seen.items() if str(p[m]) not in vs}
+    for n in layout.numeric:
+        if n.offset < 0 or not np.isfinite(n.high):
+            continue
+        values = np.array([float(p[n.name]) for p in params])
+        over = values[_encode(values, n.offset) > n.high + 1e-9]
+        if over.size:
+            top = round(float(np.exp(n.high)) - n.offset)
+            out.add(f"{n.name}={int(over.max()) if over.max().is_integer() else over.max()}"
+                    f" (trained up to {top})")
     return sorted(out)
 
 
