@@ -49,6 +49,20 @@ def test_json_round_trip_predicts_identically(small):
     assert 0 < stats["validation_error"] < 1 and stats["arch"].startswith("L")
 
 
+def test_a_model_stored_before_the_largest_values_were_kept_still_loads(small):
+    from sgdsim.ops.estimator.features import unseen_modes
+
+    est, records = small
+    old = json.loads(est.to_json())
+    old["layout"]["numeric"] = [n[:4] for n in old["layout"]["numeric"]]
+    again = OpEstimator.from_json(json.dumps(old))
+    params = [r.params for r in records]
+    for ours, theirs in zip(est.predict(params), again.predict(params)):
+        assert np.allclose(ours, theirs, rtol=1e-12, atol=0)
+    huge = [{**params[0], **{n.name: 1e9 for n in est.layout.numeric}}]
+    assert unseen_modes(huge, est.layout) and not unseen_modes(huge, again.layout)
+
+
 def test_the_same_seed_gives_the_same_model_and_another_seed_another(small):
     est, records = small
     same = train(records, MM_DIMS, np.random.default_rng(7), budget_s=2.0)
