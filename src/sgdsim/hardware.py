@@ -58,6 +58,7 @@ class Hardware:
     run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
     ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
+    allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -75,7 +76,9 @@ class Hardware:
                 **({"two_way_table": self.two_way_table} if self.two_way_table is not None
                    else {"two_way_penalty": self.two_way_penalty or 0.0}),
                 "run_spread": self.run_spread_rel or 0.0,
-                **({"ring_latency": self.ring_latency_s or 0.0} if arch == "allreduce" else {})}
+                **({"ring_latency": self.ring_latency_s or 0.0,
+                    "allreduce_compute_share": self.allreduce_compute_share or 0.0}
+                   if arch == "allreduce" else {})}
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
@@ -166,7 +169,7 @@ _FIELDS = (  # key, required, rule
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
-    ("ring_latency_s", False, "non-negative"))
+    ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

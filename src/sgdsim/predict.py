@@ -78,7 +78,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
             sharing: str | None = None, fcfs_weight: float = 0.5, share_cv: float = 0.0,
             two_way_penalty: float = 0.0, two_way_table=None, run_spread: float = 0.0,
-            ring_latency: str | float = 0.0,
+            ring_latency: str | float = 0.0, allreduce_compute_share: float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
@@ -104,6 +104,9 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     --two-way`` measures both; ``analytic/two_way.py``). ``ring_latency``
     (all-reduce): the fixed cost of every ring step of every call, e.g. ``"2ms"`` (``netbench
     --lab --gloo`` measures it); a call of M bytes on N ranks takes 2(N−1)·(M/(N·B) + latency).
+    ``allreduce_compute_share`` (all-reduce, Tianshu §3.3): the fraction of a worker's compute
+    an all-reduce call occupies while it runs (NCCL: 16 of a V100's 80 SMs, 0.2), so that
+    compute overlapping it slows down; ``sgdsim netbench --interference`` measures it.
     ``run_spread``: the relative run-to-run noise of the real job (``sgdsim calibrate`` with
     several runs); every fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
@@ -125,7 +128,9 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
-        ring_latency_s=parse_duration_s(ring_latency), run_spread_rel=float(run_spread))
+        ring_latency_s=parse_duration_s(ring_latency),
+        allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
+        run_spread_rel=float(run_spread))
     control = Control(
         seed=int(seed), warmup_steps=Control.warmup_steps if warmup is None else int(warmup),
         steps_per_worker=_steps(steps), replications=_replications(replications),

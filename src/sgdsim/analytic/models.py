@@ -75,7 +75,8 @@ def _one(model, classes, strategy: Strategy, cluster: Cluster, fractions) -> Coa
     if model == "lin":
         return lin(classes, B, sharing or "threshold", strategy.rho_threshold)
     if strategy.arch == "allreduce":
-        return ring_allreduce(classes, B, step_latency_s=cluster.ring_latency_s)
+        return ring_allreduce(classes, B, step_latency_s=cluster.ring_latency_s,
+                              compute_share=cluster.allreduce_compute_share)
     if strategy.mode == "sync":
         return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=cluster.fcfs_weight,
                        fractions=fractions)

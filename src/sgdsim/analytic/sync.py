@@ -70,17 +70,19 @@ def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: fl
 
 
 def ring_allreduce(classes: Classes, bandwidth_bps: float, overlap: bool | None = None,
-                   step_latency_s: float = 0.0) -> CoarseResult:
+                   step_latency_s: float = 0.0, compute_share: float = 0.0) -> CoarseResult:
     """Ring all-reduce step time, Eq. 11: T_F + T_B + 2(K−1)M/(KB), plus the update T_S when
     the profile has one; with overlap the all-reduce hides behind the backward pass:
     T_F + max(T_B, 2(K−1)M/(KB)) + T_S. With a ring-step latency α the profile's ``messages``
-    calls (one per layer) add messages·2(K−1)·α."""
+    calls (one per layer) add messages·2(K−1)·α. With overlap, a call that occupies
+    ``compute_share`` s of the device while it runs (Tianshu §3.3) stretches the backward it
+    overlaps by s·T_A: T_F + max(T_B + s·T_A, T_A) + T_S."""
     K, _, TF, TB, TS = _phases(classes, bandwidth_bps)
     overlap = _overlap(classes, overlap)
     calls = max(c.messages for c, _ in classes)
     M = max(c.model_bytes for c, _ in classes)
     TA = calls * ring_call_s(M / calls, K, bandwidth_bps / 8.0, step_latency_s)
-    T = TF + (max(TB, TA) if overlap else TB + TA) + TS
+    T = TF + (max(TB + compute_share * TA, TA) if overlap else TB + TA) + TS
     return _result(classes, T, {"compute": TF + TB, "allreduce": TA, "update": TS},
                    TA, "ring", "TPDS Eq. 11" + (" with overlap" if overlap else ""))
 

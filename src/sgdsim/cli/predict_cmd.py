@@ -66,6 +66,11 @@ def add_model_arguments(q) -> None:
     q.add_argument("--ring-latency", default=None, metavar="DURATION",
                    help="--arch allreduce: fixed cost of each ring step of each all-reduce call, "
                         "e.g. 2ms (default: the --hardware file's measured value, else 0)")
+    q.add_argument("--allreduce-compute-share", type=float, default=None, metavar="FRACTION",
+                   help="--arch allreduce: fraction of a worker's compute an all-reduce call "
+                        "occupies while it runs, slowing compute that overlaps it (Tianshu §3.3; "
+                        "NCCL on a V100: 0.2; default: the --hardware file's measured value, "
+                        "else 0)")
     q.add_argument("--rho-threshold", type=float, default=None, metavar="RHO",
                    help=f"coarse async PS: Eq. 5 threshold on the FCFS network utilization "
                         f"(default {DEFAULT_RHO_THRESHOLD})")
@@ -183,7 +188,8 @@ def network(args) -> dict:
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty,
-             "ring_latency": args.ring_latency}
+             "ring_latency": args.ring_latency,
+             "allreduce_compute_share": args.allreduce_compute_share}
     if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
         net.pop("two_way_table", None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}

@@ -139,6 +139,7 @@ class Cluster:
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     ring_latency_s: float = 0.0
+    allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
     run_spread_rel: float = 0.0
     price_per_node_hour: float = 0.0
     ps_price_per_node_hour: float | None = None
@@ -166,7 +167,8 @@ class Cluster:
         base = dict(bandwidth_bps=kw["bandwidth"], fcfs_weight=kw["fcfs_weight"],
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
                     two_way_table=table, run_spread_rel=kw["run_spread"],
-                    ring_latency_s=kw.get("ring_latency", 0.0))
+                    ring_latency_s=kw.get("ring_latency", 0.0),
+                    allreduce_compute_share=kw.get("allreduce_compute_share", 0.0))
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
     def node_price(self, ps: bool) -> float:
@@ -202,7 +204,8 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         bandwidth_bps=cluster.bandwidth_bps, mode=strategy.mode, arch=strategy.arch,
         sharing=strategy.fine_sharing, fcfs_weight=cluster.fcfs_weight, share_cv=cluster.share_cv,
         two_way_penalty=cluster.two_way_penalty, two_way_table=cluster.two_way_table,
-        ring_latency_s=cluster.ring_latency_s, flow_cap_bps=cluster.flow_cap_bps,
+        ring_latency_s=cluster.ring_latency_s,
+        allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,
         streams=strategy.streams, window_bytes=strategy.window_bytes, order=strategy.order,
         overhead_alpha_s_per_byte=strategy.overhead_alpha_s_per_byte,
         overhead_beta_s=strategy.overhead_beta_s, ps_count=strategy.ps_count,

@@ -54,10 +54,16 @@ def _netbench_parser(sub) -> None:
     p.add_argument("--gloo", type=int, default=0, metavar="N",
                    help="with --lab: also time torch.distributed (gloo) send/recv and an "
                         "all-reduce over N ranks on hosts 1..N (needs torch)")
+    p.add_argument("--interference", default=None, metavar="SIZE",
+                   help="with --local or --lab: also measure the share of a worker's compute an "
+                        "all-reduce of SIZE bytes (e.g. 4MB) occupies while it runs, on two gloo "
+                        "ranks pinned to one core each (the hardware file's "
+                        "allreduce_compute_share; needs torch; default: not measured)")
     p.add_argument("--add-to", default=None, metavar="HARDWARE.json",
-                   help="with --lab: skip the point-to-point measurement, start from this file (default: none) "
-                        "and add what --fanout, --two-way and --gloo measure (its other fields "
-                        "are kept); -o names the result (this file again with --force)")
+                   help="skip the point-to-point measurement, start from this file (default: none) "
+                        "and add what --fanout, --two-way, --gloo (these three with --lab) and "
+                        "--interference measure (its other fields are kept); -o names the result "
+                        "(this file again with --force)")
     p.add_argument("-o", "--output", default=None, metavar="HARDWARE.json",
                    help="write the sgdsim-hardware file (default: print only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --output file")
@@ -131,12 +137,16 @@ def cmd_netbench(args) -> int:
     fanout_size = int(parse_size_bytes(args.fanout_size))  # bad options fail before measuring
     if fanout_size < 1:
         raise ConfigError(f"--fanout-size must be positive, got {args.fanout_size!r}")
-    if args.gloo and importlib.util.find_spec("torch") is None:
-        raise ConfigError("--gloo needs torch: pip install torch (see the README)")
+    if (args.gloo or args.interference) and importlib.util.find_spec("torch") is None:
+        raise ConfigError("--gloo and --interference need torch: pip install torch (see the README)")
+    interference_bytes = _interference_size(args.interference)
     if args.two_way_rounds < 1:
         raise ConfigError(f"--two-way-rounds must be at least 1, got {args.two_way_rounds}")
-    if args.add_to and not (args.lab and (args.fanout or args.two_way or args.gloo)):
-        raise ConfigError("--add-to needs --lab and something to add: --fanout, --two-way or --gloo")
+    if args.interference is not None and args.host:
+        raise ConfigError("--interference runs its ranks on loopback (--local) or the lab (--lab)")
+    if args.add_to and not (args.interference or (args.lab and (args.fanout or args.two_way or args.gloo))):
+        raise ConfigError("--add-to needs something to add: --interference, or --lab with --fanout, "
+                          "--two-way or --gloo")
     if args.add_to:
         m, hw = None, load_hardware(args.add_to)  # a bad file fails before measuring
     else:
@@ -149,6 +159,8 @@ def cmd_netbench(args) -> int:
         hw = _with_two_way(hw, args.two_way_rounds)
     if args.gloo:
         hw = _with_gloo(hw, args.gloo)
+    if interference_bytes:
+        hw = _with_interference(hw, interference_bytes, args.lab)
     if args.format == "json":
         print(json.dumps(hw.to_dict(), indent=1))
     else:
@@ -210,6 +222,27 @@ def _with_gloo(hw, ranks: int):
                                ring_latency_s=ring["ring_latency_s"], measured=measured)
 
 
+def _interference_size(text: str | None) -> int:
+    if text is None:
+        return 0
+    size = int(parse_size_bytes(text))
+    if not 4 <= size <= 1 << 30:
+        raise ConfigError(f"--interference must be a size from 4B to 1GiB, got {text!r}")
+    return size
+
+
+def _with_interference(hw, size: int, on_lab: bool):
+    from .cluster import LabCluster
+    from .interference import run
+    from ..progress import status
+
+    with status(f"interference: a compute loop alone and beside all-reduces of {_size(size)} "
+                f"({'lab hosts 1, 2' if on_lab else 'loopback'})"):
+        r = run(size, lab=LabCluster.attach() if on_lab else None)
+    share = r.pop("allreduce_compute_share")
+    return dataclasses.replace(hw, allreduce_compute_share=share, measured={**hw.measured, **r})
+
+
 def _print_table(m, hw) -> None:
     if m is not None:
         _print_point_to_point(m, hw)
@@ -237,18 +270,26 @@ def _print_point_to_point(m, hw) -> None:
 
 
 def _print_extras(hw) -> None:
+    """The fields, and the raw figures behind them where ``measured`` has them (it is
+    free-form: a file written by hand, or an older sgdsim, may lack any of them)."""
+    g = hw.measured
     if hw.allreduce_bandwidth_bps is not None:
-        g = hw.measured
-        print(f"gloo: send/recv {format_bps(g['gloo_p2p_bandwidth_bps'])}; ring all-reduce over "
-              f"{g['gloo_ranks']} ranks behaves like Eq. 11 at "
-              f"{format_bps(hw.allreduce_bandwidth_bps)} ({_beta_text(g['allreduce_beta_s'])})"
+        raw = (f"send/recv {format_bps(g['gloo_p2p_bandwidth_bps'])}; " if "gloo_p2p_bandwidth_bps" in g
+               else "")
+        ranks = f" over {g['gloo_ranks']} ranks" if "gloo_ranks" in g else ""
+        print(f"gloo: {raw}ring all-reduce{ranks} behaves like "
+              f"Eq. 11 at {format_bps(hw.allreduce_bandwidth_bps)}"
+              + (f" ({_beta_text(g['allreduce_beta_s'])})" if "allreduce_beta_s" in g else "")
               + (f"; {hw.ring_latency_s * 1e3:.2f} ms per ring step"
                  if hw.ring_latency_s is not None else ""))
     if hw.fcfs_weight is not None:
-        print(f"sharing: {hw.measured['fanout']} concurrent transfers finish like "
+        rounds = (f"; downlink rounds {g['fcfs_weight_down']:.3f}, uplink rounds "
+                  f"{g['fcfs_weight_up']:.3f}" if {"fcfs_weight_down", "fcfs_weight_up"} <= g.keys()
+                  else "")
+        n = f"{g['fanout']} " if "fanout" in g else ""
+        print(f"sharing: {n}concurrent transfers finish like "
               f"{1 - hw.fcfs_weight:.0%} PS + {hw.fcfs_weight:.0%} FCFS (fcfs_weight "
-              f"{hw.fcfs_weight:.3f}; downlink rounds {hw.measured['fcfs_weight_down']:.3f}, "
-              f"uplink rounds {hw.measured['fcfs_weight_up']:.3f})")
+              f"{hw.fcfs_weight:.3f}{rounds})")
     if hw.two_way_penalty is not None:
         print(f"two-way traffic: a NIC direction loses {hw.two_way_penalty:.0%} of its capacity "
               f"per surplus flow the other way (--two-way-penalty {hw.two_way_penalty:.3f})")
@@ -257,6 +298,12 @@ def _print_extras(hw) -> None:
         print(f"two-way table ({len(t[0]) - 1} flows): 1 against 3 keeps {t[0][1][3]:.2f} out, "
               f"{t[1][1][3]:.2f} in; 4 against 4 keeps {t[0][4][4]:.2f} out, {t[1][4][4]:.2f} in"
               if len(t[0]) > 4 else f"two-way table ({len(t[0]) - 1} flows) measured")
+    if hw.allreduce_compute_share is not None:
+        size = g.get("interference_size_bytes")
+        rounds = ", ".join(f"{s:.0%}" for s in g.get("interference_shares", []))
+        print(f"interference: an all-reduce{f' of {_size(size)}' if size else ''} occupies "
+              f"{hw.allreduce_compute_share:.0%} of a worker's compute while it runs "
+              f"({f'rounds: {rounds}; ' if rounds else ''}--allreduce-compute-share)")
     if hw.share_cv is not None:
         print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
               f"{hw.share_cv:.2f} (--share-cv)")

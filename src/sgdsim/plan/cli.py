@@ -108,7 +108,8 @@ def build_request(args):
         workers=tuple(workers), dataset_size=parse_count(args.dataset_size),
         objective=_objective(args), knee_rel=parse_fraction(args.knee, "--knee"),
         finalists=args.finalists, control=Control(seed=args.seed),
-        ring_latency_s=(hw.ring_latency_s or 0.0) if hw else 0.0)
+        ring_latency_s=(hw.ring_latency_s or 0.0) if hw else 0.0,
+        allreduce_compute_share=(hw.allreduce_compute_share or 0.0) if hw else 0.0)
 
 
 def _cluster(args, hw, bandwidth_bps: float):

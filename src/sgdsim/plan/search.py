@@ -39,11 +39,14 @@ class PlanRequest:
     finalists: int = 5
     control: Control = Control()
     ring_latency_s: float = 0.0  # all-reduce only: the measured cost of a ring step
+    allreduce_compute_share: float = 0.0  # all-reduce only: compute a call occupies
 
     def cluster_for(self, strategy: Strategy, cluster: Cluster) -> Cluster:
-        if strategy.arch == "allreduce" and self.ring_latency_s > 0:
-            return replace(cluster, ring_latency_s=self.ring_latency_s)
-        return cluster
+        if strategy.arch != "allreduce":
+            return cluster
+        measured = {"ring_latency_s": self.ring_latency_s,
+                    "allreduce_compute_share": self.allreduce_compute_share}
+        return replace(cluster, **{k: v for k, v in measured.items() if v > 0})
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConfigError
-from .model import COMM, DOWNLINK, Profile
+from .model import COMM, COMPUTE, DOWNLINK, UPLINK, WORKER, Profile
 
 
 def overhead_targets(profile: Profile) -> list[tuple[int, int]]:
@@ -48,3 +48,49 @@ def with_overhead(profile: Profile, alpha_s_per_byte: float, beta_s: float,
               "arch": arch, "source": source}
     return replace(profile, durations_s=profile.durations_s + extra[None, :],
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
+
+
+ALLREDUCE_COMPUTE_SUFFIX = "~compute"  # id of the virtual op that shadows an all-reduce call
+
+
+def with_allreduce_compute(profile: Profile) -> Profile:
+    """One virtual compute op per all-reduce call (Tianshu §3.3): NCCL occupies some of the
+    GPU's SMs (16 of a V100's 80) while it runs, so compute that overlaps an all-reduce slows
+    down. The virtual op takes the call's dependencies and runs on the worker's compute; its
+    duration, ``share`` times the call's, is set by the simulator's plan, which alone knows the
+    call's time (``sim/plan.py``). Inserted right after its call; the plan serves it before any
+    other ready compute, so it lands while the call runs."""
+    if any(op.id.endswith(ALLREDUCE_COMPUTE_SUFFIX) for op in profile.ops):
+        return profile  # already shadowed
+    ops, cols = [], []
+    for i, op in enumerate(profile.ops):
+        ops.append(op)
+        cols.append(i)
+        if op.resource == UPLINK and op.kind == COMM:
+            ops.append(replace(op, id=op.id + ALLREDUCE_COMPUTE_SUFFIX, name=f"{op.name} (compute share)",
+                               kind=COMPUTE, resource=WORKER, size_bytes=0.0, ps=0))
+            cols.append(-1)
+    if len(ops) == profile.n_ops:
+        return profile
+    take = np.array(cols)
+
+    def widen(a: np.ndarray | None, fill: float) -> np.ndarray | None:
+        if a is None:
+            return None
+        out = a[:, np.maximum(take, 0)].copy()
+        out[:, take < 0] = fill
+        return out
+
+    record = {"transform": "allreduce_compute", "virtual_ops": len(ops) - profile.n_ops}
+    return replace(profile, ops=tuple(ops), durations_s=widen(profile.durations_s, 0.0),
+                   comm_s=widen(profile.comm_s, np.nan),
+                   extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
+
+
+def allreduce_compute_pairs(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(virtual op, its all-reduce call) index pairs of ``with_allreduce_compute``."""
+    idx = profile.index()
+    pairs = [(i, idx[op.id.removesuffix(ALLREDUCE_COMPUTE_SUFFIX)]) for i, op in enumerate(profile.ops)
+             if op.id.endswith(ALLREDUCE_COMPUTE_SUFFIX) and op.kind == COMPUTE]
+    arr = np.array(pairs, np.int64).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]

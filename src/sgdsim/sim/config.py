@@ -38,6 +38,13 @@ def check_seed(seed: int) -> None:
         raise ConfigError(f"--seed must be an integer from 0 to 2^63-1, got {seed}")
 
 
+def check_allreduce_compute_share(share: float, arch: str) -> None:
+    if not 0 <= share < 1:
+        raise ConfigError(f"--allreduce-compute-share must be a fraction in [0, 1), got {share}")
+    if share > 0 and arch != "allreduce":
+        raise ConfigError("--allreduce-compute-share applies to --arch allreduce")
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Strategy and hardware of one simulated configuration (the worker count comes apart).
@@ -58,6 +65,7 @@ class SimConfig:
     two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (analytic/two_way.py)
     two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
+    allreduce_compute_share: float = 0.0  # all-reduce: compute an overlapping call occupies (Tianshu §3.3)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -107,6 +115,7 @@ class SimConfig:
             raise ConfigError(f"--ring-latency must be a duration from 0 to 1h, got {self.ring_latency_s} s")
         if self.ring_latency_s > 0 and self.arch != "allreduce":
             raise ConfigError("--ring-latency applies to --arch allreduce")
+        check_allreduce_compute_share(self.allreduce_compute_share, self.arch)
         if not 0 <= self.two_way_penalty < 1:
             raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
         if self.two_way_table is not None:

@@ -10,7 +10,7 @@ from ..errors import ConfigError
 from ..analytic.sync import ring_allreduce_s
 from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
-from ..profile.transforms import with_overhead
+from ..profile.transforms import allreduce_compute_pairs, with_overhead
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations
 from .dag import topological
@@ -138,7 +138,19 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
         rows[:, is_up] = ring_allreduce_s(sizes[is_up], W, link_Bps, config.ring_latency_s)
         rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0
+        virtual, call = allreduce_compute_pairs(ref)
+        rows[:, virtual] = config.allreduce_compute_share * rows[:, call]
     return rows
+
+
+def _comp_key(ref: Profile, keep: np.ndarray) -> np.ndarray:
+    """Compute serves ready ops in profile order, except an all-reduce's share of the
+    compute (``with_allreduce_compute``), which goes first: it occupies the device while the
+    call runs, not when the backward pass has nothing else to do."""
+    key = keep.astype(np.float64)
+    virtual, _ = allreduce_compute_pairs(ref)
+    key[np.isin(keep, virtual)] = -1.0
+    return key
 
 
 def _instant(dur: np.ndarray, op_res, res_link, npred, succ_ptr) -> np.ndarray:
@@ -227,7 +239,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         op_res=t.op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
         op_npred=t.npred, succ_ptr=t.ptr, succ_idx=t.flat,
         roots=np.flatnonzero(t.npred == 0).astype(np.int64),
-        rank=t.ranks.ravel().copy(), comp_key=keep.astype(np.float64),
+        rank=t.ranks.ravel().copy(), comp_key=_comp_key(ref, keep),
         res_link=t.res_link, link_res=t.link_res,
         dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),

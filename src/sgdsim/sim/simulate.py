@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..errors import ConfigError, SgdsimError
+from ..profile.model import Profile
+from ..profile.transforms import with_allreduce_compute
 from . import engine
 from .config import SimConfig, WorkerClass
 from .flows import remaining
@@ -179,10 +181,26 @@ def _concat(ref, extra):
     return ref + extra if isinstance(ref, list) else np.concatenate([ref, np.asarray(extra, ref.dtype)])
 
 
+_SHADOWED: dict[int, tuple[Profile, Profile]] = {}
+
+
+def _shadowed(profile: Profile) -> Profile:
+    """``with_allreduce_compute``, memoised by identity: the replications of a point share one
+    transformed profile, and so one topology."""
+    hit = _SHADOWED.get(id(profile))
+    if hit is None or hit[0] is not profile:
+        if len(_SHADOWED) > 64:
+            _SHADOWED.clear()
+        hit = _SHADOWED[id(profile)] = (profile, with_allreduce_compute(profile))
+    return hit[1]
+
+
 def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     """Simulate ``classes`` of workers under ``config``; see ``SimConfig`` for the options."""
     if config.sharing == "hybrid":
         raise ConfigError("sharing 'hybrid' is the mean of two runs: use sgdsim.predict")
+    if config.allreduce_compute_share > 0:
+        classes = [replace(c, profile=_shadowed(c.profile)) for c in classes]
     _check_budget(classes, config)
     wall0 = time.perf_counter()
     sim = _Sim(classes, config)
