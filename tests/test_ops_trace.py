@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from sgdsim.ops.estimate import estimate_profile  # noqa: E402
 from sgdsim.ops.graph import layer_times, trace_model  # noqa: E402
-from sgdsim.ops.measure import _differential, time_call  # noqa: E402
+from sgdsim.ops.measure import NAIVE_ABOVE_S, _differential, _direction, time_call  # noqa: E402
 from sgdsim.ops.optypes import REGISTRY, SAMPLED, classify  # noqa: E402
 from sgdsim.ops.records import Device, OpRecord  # noqa: E402
 from sgdsim.profiler.api import profile_model  # noqa: E402
@@ -80,6 +80,28 @@ def test_the_differential_cancels_what_a_run_costs_once():
     per_copy, fixed = 3e-6, 5e-3
     samples = _differential(lambda k: fixed + k * per_copy, 40, 3)
     assert samples == pytest.approx([per_copy] * 3, rel=1e-9)
+
+
+class _Runner:
+    bytes_per_copy = 4
+
+
+@pytest.mark.parametrize("per_copy,fixed", [(3e-6, 20e-6), (1e-3, 20e-6), (5e-3, 20e-6),
+                                            (1.5e-3, 0.6e-3)])
+def test_the_hybrid_times_a_long_call_alone_and_a_short_one_differentially(per_copy, fixed):
+    calls = []
+
+    def timed(k):
+        calls.append(k)
+        return fixed + k * per_copy
+
+    samples, n = _direction(timed, _Runner(), 3, NAIVE_ABOVE_S)
+    if fixed + per_copy >= NAIVE_ABOVE_S:  # the pilot: one call, fixed cost included
+        assert n == 1 and set(calls) == {1} and samples == pytest.approx([fixed + per_copy] * 3)
+    else:
+        assert n > 1 and samples == pytest.approx([per_copy] * 3, rel=1e-9)
+    always, n_always = _direction(timed, _Runner(), 3, float("inf"))
+    assert n_always > 1 and always == pytest.approx([per_copy] * 3, rel=1e-9)
 
 
 def test_a_bigger_operator_times_longer_and_inplace_calls_replay():

@@ -7,6 +7,12 @@ autograd leaf over shared data (see ``Runner``).
 
 Forward copies run with autograd recording (as in a training step); backward copies are one
 ``torch.autograd.grad`` over N outputs, after an untimed forward.
+
+Hybrid: a direction whose single call already lasts ``NAIVE_ABOVE_S`` is timed one call at a
+time (the median of ``repeats``). The fixed costs the difference cancels (tens of µs) are then
+under 2 % of it, and N live copies of a large call measure what a model's step does not have:
+on a CPU their tensors evict each other from the caches (docs/ops.md, Table 2: a relu of 4 M
+floats read 4.7x its single-call time differentially).
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import numpy as np
 from .template import Call, TSpec, _Named
 
 TARGET_RUN_S = 0.01  # the N-copy run should last about this long, so the difference is not noise
+NAIVE_ABOVE_S = 0.002  # a single call this long is timed alone (hybrid)
 MAX_COPIES = 400
 MAX_LIVE_BYTES = 512 * 2 ** 20  # inputs and outputs of the copies alive at once
 
@@ -146,26 +153,36 @@ def _leaf(obj, leaves: list):
 
 
 def time_call(call: Call, rng: np.random.Generator, device: str = "cpu", repeats: int = 5,
-              sync=None) -> Timing:
-    """Median forward and backward seconds of one copy of ``call`` (differential, ``repeats``
-    pairs of N and M = N/2 copies)."""
+              sync=None, naive_above_s: float = NAIVE_ABOVE_S) -> Timing:
+    """Median forward and backward seconds of one copy of ``call``: differential (``repeats``
+    pairs of N and M = N/2 copies), or one call at a time for a direction whose single call
+    lasts ``naive_above_s`` (``inf``: always differential). ``copies`` is the forward's N (1:
+    timed alone)."""
     sync = sync or (lambda: None)
     runner = Runner(call, rng, device)
     timed_fwd = lambda k: _timed(runner, k, sync)  # noqa: E731
-    n_fwd = _copies(timed_fwd, runner)
-    fwd = _differential(timed_fwd, n_fwd, repeats)
+    fwd, n_fwd = _direction(timed_fwd, runner, repeats, naive_above_s)
     bwd = [0.0]
     if getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
         timed_bwd = lambda k: _timed_backward(runner, k, sync)  # noqa: E731
-        bwd = _differential(timed_bwd, _copies(timed_bwd, runner), repeats)
+        bwd, _ = _direction(timed_bwd, runner, repeats, naive_above_s)
     return Timing(fwd_s=_median(fwd), bwd_s=_median(bwd), samples=repeats,
                   fwd_spread=_spread(fwd), bwd_spread=_spread(bwd), copies=n_fwd)
 
 
-def _copies(timed, runner: Runner) -> int:
-    """N for one direction: its own pilot (a backward can cost 100x its forward), so that N
-    copies last about TARGET_RUN_S, and N live outputs stay under MAX_LIVE_BYTES."""
+def _direction(timed, runner: Runner, repeats: int, naive_above_s: float) -> tuple[list[float], int]:
+    """One direction's samples and its N. The pilot, its own per direction (a backward can
+    cost 100x its forward), decides between alone and differential."""
     pilot = min(timed(1) for _ in range(3))  # the first is cold
+    if pilot >= naive_above_s:
+        return [timed(1) for _ in range(repeats)], 1
+    n = _copies(pilot, runner)
+    return _differential(timed, n, repeats), n
+
+
+def _copies(pilot: float, runner: Runner) -> int:
+    """N such that N copies last about TARGET_RUN_S, and N live outputs stay under
+    MAX_LIVE_BYTES."""
     n = int(np.ceil(TARGET_RUN_S / max(pilot, 1e-7)))
     n = min(n, MAX_COPIES, max(2, MAX_LIVE_BYTES // max(runner.bytes_per_copy, 1)))
     return max(4, n + n % 2)
