@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from sgdsim.ops.estimate import estimate_profile  # noqa: E402
 from sgdsim.ops.graph import layer_times, trace_model  # noqa: E402
-from sgdsim.ops.measure import NAIVE_ABOVE_S, _differential, _direction, time_call  # noqa: E402
+from sgdsim.ops.measure import _differential, _direction, time_call  # noqa: E402
 from sgdsim.ops.optypes import REGISTRY, SAMPLED, classify  # noqa: E402
 from sgdsim.ops.records import Device, OpRecord  # noqa: E402
 from sgdsim.profiler.api import profile_model  # noqa: E402
@@ -95,8 +95,8 @@ def test_the_hybrid_times_a_long_call_alone_and_a_short_one_differentially(per_c
         calls.append(k)
         return fixed + k * per_copy
 
-    samples, n = _direction(timed, _Runner(), 3, NAIVE_ABOVE_S)
-    if fixed + per_copy >= NAIVE_ABOVE_S:  # the pilot: one call, fixed cost included
+    samples, n = _direction(timed, _Runner(), 3, 0.002)
+    if fixed + per_copy >= 0.002:  # the pilot: one call, fixed cost included
         assert n == 1 and set(calls) == {1} and samples == pytest.approx([fixed + per_copy] * 3)
     else:
         assert n > 1 and samples == pytest.approx([per_copy] * 3, rel=1e-9)

@@ -71,7 +71,8 @@ def model_calls(spec: str, batch_size: int) -> list[tuple[str, dict, Call]]:
 
 def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int = 5,
                   skip: set | None = None, failures: list | None = None) -> Iterator[OpRecord]:
-    """Time each call (differential), skipping keys in ``skip``; yields records as it goes.
+    """Time each call (``measure.time_call``: differential, a long call alone), skipping keys
+    in ``skip``; yields records as it goes.
     With a ``failures`` list, a call that cannot be replayed is noted there and skipped."""
     from .measure import steady_allocator, time_call
 
