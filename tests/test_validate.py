@@ -365,7 +365,8 @@ def test_hardware_key_sets_the_models_network(tmp_path):
     net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1,  # share_cv: opt-in
            "two_way_penalty": 0.0, "run_spread": 0.0}
     assert ps.network() == {"bandwidth": 5e7, **net} and ps.model_bandwidth_bps == 5e7
-    assert ring.network() == {"bandwidth": 4e7, **net, "ring_latency": 0.0}
+    assert ring.network() == {"bandwidth": 4e7, **net, "ring_latency": 0.0,
+                              "allreduce_compute_share": 0.0}
     (tmp_path / "bad.json").write_text("{")
     msg = grid_error(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "bad.json"'))
     assert "'hardware'" in msg and "not valid JSON" in msg
