@@ -82,7 +82,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
-            ps_count: int | None = None,
+            ps_count: int | None = None, collective: str = "ring", gpus_per_node: int = 1,
+            intra_bandwidth: str | float | None = None, bucket_size: str | float | None = None,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
             jitter: float = 0.0, seed: int = 0, warmup: int | None = None, steps: int | str = "auto",
             timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
@@ -107,6 +108,11 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     ``allreduce_compute_share`` (all-reduce, Tianshu §3.3): the fraction of a worker's compute
     an all-reduce call occupies while it runs (NCCL: 16 of a V100's 80 SMs, 0.2), so that
     compute overlapping it slows down; ``sgdsim netbench --interference`` measures it.
+    ``collective`` (all-reduce): "ring" (flat) or "hierarchical" (``topology/collectives/``);
+    ``gpus_per_node`` devices per node share the node's NIC (``bandwidth``) and each has an
+    ``intra_bandwidth`` link inside it (e.g. ``"150GB/s"``); ``workers`` counts devices.
+    ``bucket_size`` (e.g. ``"25MB"``): PyTorch DDP's gradient buckets, one call each, the
+    first of 1 MiB; None: one call per layer.
     ``run_spread``: the relative run-to-run noise of the real job (``sgdsim calibrate`` with
     several runs); every fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
@@ -122,7 +128,9 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         arch=arch, mode=mode, sharing=sharing, ps_count=ps_count, streams=streams,
         window_bytes=parse_size_bytes(window), order=order,
         overhead_alpha_s_per_byte=_non_negative(overhead_alpha, "overhead alpha"),
-        overhead_beta_s=parse_duration_s(overhead_beta), rho_threshold=float(rho_threshold))
+        overhead_beta_s=parse_duration_s(overhead_beta), rho_threshold=float(rho_threshold),
+        collective=collective,
+        bucket_size_bytes=None if bucket_size is None else parse_size_bytes(bucket_size))
     cluster = Cluster(
         bandwidth_bps=parse_bandwidth_bps(bandwidth),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
@@ -130,6 +138,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
+        gpus_per_node=int(gpus_per_node),
+        intra_bandwidth_bps=None if intra_bandwidth is None else parse_bandwidth_bps(intra_bandwidth),
         run_spread_rel=float(run_spread))
     control = Control(
         seed=int(seed), warmup_steps=Control.warmup_steps if warmup is None else int(warmup),

@@ -76,7 +76,10 @@ def _one(model, classes, strategy: Strategy, cluster: Cluster, fractions) -> Coa
         return lin(classes, B, sharing or "threshold", strategy.rho_threshold)
     if strategy.arch == "allreduce":
         return ring_allreduce(classes, B, step_latency_s=cluster.ring_latency_s,
-                              compute_share=cluster.allreduce_compute_share)
+                              compute_share=cluster.allreduce_compute_share,
+                              collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
+                              intra_bandwidth_bps=cluster.intra_bandwidth_bps,
+                              bucket_size_bytes=strategy.bucket_size_bytes)
     if strategy.mode == "sync":
         return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=cluster.fcfs_weight,
                        fractions=fractions)

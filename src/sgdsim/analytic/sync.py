@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ConfigError
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
+from ..topology import Topology, allreduce_s, even_buckets
 
 
 Classes = list[tuple[CoarseProfile, int]]
@@ -70,21 +71,35 @@ def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: fl
 
 
 def ring_allreduce(classes: Classes, bandwidth_bps: float, overlap: bool | None = None,
-                   step_latency_s: float = 0.0, compute_share: float = 0.0) -> CoarseResult:
-    """Ring all-reduce step time, Eq. 11: T_F + T_B + 2(K−1)M/(KB), plus the update T_S when
+                   step_latency_s: float = 0.0, compute_share: float = 0.0, collective: str = "ring",
+                   gpus_per_node: int = 1, intra_bandwidth_bps: float | None = None,
+                   bucket_size_bytes: float | None = None) -> CoarseResult:
+    """All-reduce step time, Eq. 11: T_F + T_B + 2(K−1)M/(KB), plus the update T_S when
     the profile has one; with overlap the all-reduce hides behind the backward pass:
     T_F + max(T_B, 2(K−1)M/(KB)) + T_S. With a ring-step latency α the profile's ``messages``
     calls (one per layer) add messages·2(K−1)·α. With overlap, a call that occupies
     ``compute_share`` s of the device while it runs (Tianshu §3.3) stretches the backward it
-    overlaps by s·T_A: T_F + max(T_B + s·T_A, T_A) + T_S."""
+    overlaps by s·T_A: T_F + max(T_B + s·T_A, T_A) + T_S.
+
+    Multi-device nodes (issue 12): T_A is the ``collective``'s time on nodes of
+    ``gpus_per_node`` devices (``topology/collectives/``; the flat ring with one device per
+    node is Eq. 11), and with ``bucket_size_bytes`` the calls are DDP's buckets of a model known
+    only by its size (``even_buckets``) instead of ``messages`` equal calls."""
     K, _, TF, TB, TS = _phases(classes, bandwidth_bps)
     overlap = _overlap(classes, overlap)
-    calls = max(c.messages for c, _ in classes)
     M = max(c.model_bytes for c, _ in classes)
-    TA = calls * ring_call_s(M / calls, K, bandwidth_bps / 8.0, step_latency_s)
+    if bucket_size_bytes is None:
+        calls = max(c.messages for c, _ in classes)
+        sizes, counts = np.array([M / calls]), np.array([float(calls)])
+    else:
+        sizes, counts = even_buckets(M, bucket_size_bytes)
+    intra = None if intra_bandwidth_bps is None else intra_bandwidth_bps / 8.0
+    topo = Topology(bandwidth_bps / 8.0, gpus_per_node, intra, step_latency_s)
+    TA = float(np.dot(counts, allreduce_s(collective, sizes, K, topo)))
     T = TF + (max(TB + compute_share * TA, TA) if overlap else TB + TA) + TS
+    label = "TPDS Eq. 11" if (collective, gpus_per_node) == ("ring", 1) else f"{collective} all-reduce"
     return _result(classes, T, {"compute": TF + TB, "allreduce": TA, "update": TS},
-                   TA, "ring", "TPDS Eq. 11" + (" with overlap" if overlap else ""))
+                   TA, collective, label + (" with overlap" if overlap else ""))
 
 
 def _result(classes: Classes, step_s: float, phases: dict, nic_busy_s: float, regime: str,

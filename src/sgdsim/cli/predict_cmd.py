@@ -7,7 +7,7 @@ from ..analytic.models import MODELS
 from ..errors import ConfigError
 from ..evaluate.inputs import DEFAULT_RHO_THRESHOLD, SHARINGS
 from ..outputs import check_output_path
-from ..sim.config import ARCHS, MODES, ORDERS, STREAMS
+from ..sim.config import ARCHS, COLLECTIVE_NAMES, MODES, ORDERS, STREAMS
 from .common import add_executor_arguments, executor_from
 from .tables import format_points
 from ..progress import say
@@ -36,7 +36,8 @@ def add_model_arguments(q) -> None:
     q.add_argument("--workers", default=None,
                    help="worker counts: a range 1-16, a list 1,2,4,8 or one number (default 1-16)")
     q.add_argument("--bandwidth", default=None,
-                   help="NIC bandwidth, e.g. 10Gbps, 100Mbps (default: the --hardware file's, else 10Gbps)")
+                   help="NIC bandwidth (per node), e.g. 10Gbps, 100Mbps (default: the --hardware "
+                        "file's, else 10Gbps)")
     q.add_argument("--hardware", default=None, metavar="FILE.json",
                    help="the network as sgdsim netbench measured it (bandwidth, overheads, FCFS "
                         "weight, two-way penalty) and sgdsim calibrate fitted it (receiver CPU, "
@@ -71,6 +72,19 @@ def add_model_arguments(q) -> None:
                         "occupies while it runs, slowing compute that overlaps it (Tianshu §3.3; "
                         "NCCL on a V100: 0.2; default: the --hardware file's measured value, "
                         "else 0)")
+    q.add_argument("--collective", default=None, choices=COLLECTIVE_NAMES,
+                   help="--arch allreduce: ring (flat, over every device) or hierarchical (inside "
+                        "nodes, then between them) (default ring)")
+    q.add_argument("--gpus-per-node", type=int, default=None, metavar="G",
+                   help="devices per node, sharing its NIC (--bandwidth is per node); --workers "
+                        "counts devices, multiples of G. With --arch ps a node all-reduces "
+                        "locally, then pushes once (TPDS §4.4) (default 1)")
+    q.add_argument("--intra-bandwidth", default=None, metavar="BW",
+                   help="with --gpus-per-node: each device's link inside its node, "
+                        "e.g. 150GB/s (NVLink), 12GB/s (PCIe 3 x16) (default: none)")
+    q.add_argument("--bucket-size", default=None, metavar="SIZE",
+                   help="--arch allreduce: PyTorch DDP gradient buckets, e.g. 25MB (DDP's default "
+                        "is 25MiB; the first bucket 1MiB) (default: one call per layer)")
     q.add_argument("--rho-threshold", type=float, default=None, metavar="RHO",
                    help=f"coarse async PS: Eq. 5 threshold on the FCFS network utilization "
                         f"(default {DEFAULT_RHO_THRESHOLD})")
@@ -144,7 +158,8 @@ def run_prediction(args, profile=None, report: str | None = None):
         check_output_path(report, args.force)
     given = {k: getattr(args, k) for k in ("sharing", "streams", "window", "order", "ps_count",
                                            "seed", "jitter", "warmup", "steps", "replications",
-                                           "rho_threshold")}
+                                           "rho_threshold", "collective", "gpus_per_node",
+                                           "intra_bandwidth", "bucket_size")}
     points = predict(
         profile if profile is not None else args.profile, workers=workers,
         mode=args.mode, arch=args.arch, flow_cap=args.flow_cap,
@@ -164,6 +179,9 @@ def check_relevance(args) -> None:
         ("streams", args.arch == "allreduce", "--arch ps"),
         ("order", args.arch == "allreduce" or args.streams == "http2", "--arch ps with --streams fifo"),
         ("window", args.streams != "http2", "--streams http2"),
+        *((opt, args.arch != "allreduce", "--arch allreduce")
+          for opt in ("collective", "bucket_size")),
+        ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
         ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
         ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
          or args.mode != "async" or args.sharing not in (None, "threshold"),

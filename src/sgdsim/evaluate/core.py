@@ -21,6 +21,7 @@ from ..profile.transforms import with_overhead
 from ..progress import Progress
 from ..replicate import simulate_point
 from ..sim import WorkerClass
+from ..topology.local import with_local_aggregation
 from ..sim.config import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from .executors import Executor, Serial
 from .inputs import Cluster, Control, Job, Strategy, coarse_profile, fine_profile, sim_config
@@ -70,7 +71,7 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
              progress_label: str = "simulating") -> list[PredictionPoint]:
     """Predictions of ``model`` ("fine", "coarse", "lin", "cynthia" or "all") for each
     worker count (one point for a heterogeneous job), sorted by workers then model."""
-    sim_config(strategy, cluster, control)  # one validation of the combination, for every model
+    config = sim_config(strategy, cluster, control)  # one validation of the combination, for every model
     counts = [sum(c.count for c in job.classes)] if job.heterogeneous else sorted(set(workers))
     if not counts or min(counts) < 1:
         raise ConfigError(f"worker counts must be at least 1, got {list(workers)}")
@@ -79,12 +80,38 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     if len(counts) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts in one call, got {len(counts):,} "
                           "(give a list such as 1,2,4,8,...)")
+    topology = config.topology(cluster.bandwidth_bps / 8.0)
+    for W in counts:  # every count must fill whole nodes, checked before any work
+        topology.layout(W)
+    if strategy.arch == "ps" and topology.gpus_per_node > 1:
+        return _per_node(job, strategy, cluster, counts, model, control, executor, on_skip,
+                         progress_label)
     points: list[PredictionPoint] = []
     for name in models_for(model, job, strategy, cluster, control, on_skip):
         if name == "fine":
             points += evaluate_fine(job, strategy, cluster, control, counts, executor, progress_label)
         else:
             points += evaluate_analytic(name, job, strategy, cluster, None if job.heterogeneous else counts)
+    order = {m: i for i, m in enumerate(MODELS)}
+    return sorted(points, key=lambda p: (p.workers, order[p.model]))
+
+
+def _per_node(job: Job, strategy: Strategy, cluster: Cluster, counts: list[int], model: str,
+              control: Control, executor, on_skip, progress_label: str) -> list[PredictionPoint]:
+    """Parameter servers with multi-device nodes (TPDS §4.4): each node aggregates locally and
+    is one worker of the servers (``topology/local.py``); points report devices."""
+    if job.heterogeneous:
+        raise ConfigError("--gpus-per-node with --arch ps needs one profile, not --worker-profile")
+    single = replace(cluster, gpus_per_node=1, intra_bandwidth_bps=None)
+    base = sim_config(strategy, cluster, control).topology(cluster.bandwidth_bps / 8.0)
+    points: list[PredictionPoint] = []
+    for devices in sorted({base.layout(W)[1] for W in counts}):
+        topo = replace(base, gpus_per_node=devices)
+        node_job = Job.of(with_local_aggregation(fine_profile(job.profile), topo))
+        nodes = [base.layout(W)[0] for W in counts if base.layout(W)[1] == devices]
+        for pt in evaluate(node_job, strategy, single, nodes, model, control, executor, on_skip,
+                           progress_label):
+            points.append(replace(pt, workers=pt.workers * devices))
     order = {m: i for i, m in enumerate(MODELS)}
     return sorted(points, key=lambda p: (p.workers, order[p.model]))
 

@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..hardware import Hardware
 from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
-                          check_seed)
+                          check_seed, check_topology)
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
@@ -92,6 +92,8 @@ class Strategy:
     overhead_alpha_s_per_byte: float = 0.0
     overhead_beta_s: float = 0.0
     rho_threshold: float = DEFAULT_RHO_THRESHOLD
+    collective: str = "ring"  # all-reduce algorithm (topology/collectives/)
+    bucket_size_bytes: float | None = None  # DDP gradient buckets; None: one call per layer
 
     @classmethod
     def from_hardware(cls, hw: Hardware, **overrides) -> Strategy:
@@ -110,6 +112,7 @@ class Strategy:
             raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         if not 0 < self.rho_threshold <= 1:
             raise ConfigError(f"--rho-threshold must be in (0, 1], got {self.rho_threshold}")
+        check_topology(self.arch, self.collective, 1, None, self.bucket_size_bytes)
 
     @property
     def fine_sharing(self) -> str:
@@ -140,12 +143,15 @@ class Cluster:
     two_way_table: tuple | None = field(default=None, compare=False)
     ring_latency_s: float = 0.0
     allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
+    gpus_per_node: int = 1  # devices per node, sharing its NIC (bandwidth_bps is per node)
+    intra_bandwidth_bps: float | None = None  # each device's link inside its node
     run_spread_rel: float = 0.0
     price_per_node_hour: float = 0.0
     ps_price_per_node_hour: float | None = None
 
     def __post_init__(self):
         check_bandwidth(self.bandwidth_bps)
+        check_topology("allreduce", "ring", self.gpus_per_node, self.intra_bandwidth_bps, None)
         if self.two_way_table is not None:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
@@ -206,6 +212,8 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         two_way_penalty=cluster.two_way_penalty, two_way_table=cluster.two_way_table,
         ring_latency_s=cluster.ring_latency_s,
         allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,
+        collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
+        intra_bandwidth_bps=cluster.intra_bandwidth_bps, bucket_size_bytes=strategy.bucket_size_bytes,
         streams=strategy.streams, window_bytes=strategy.window_bytes, order=strategy.order,
         overhead_alpha_s_per_byte=strategy.overhead_alpha_s_per_byte,
         overhead_beta_s=strategy.overhead_beta_s, ps_count=strategy.ps_count,

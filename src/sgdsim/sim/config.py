@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from ..analytic.two_way import TwoWay, check_table
 from ..errors import ConfigError
 from ..profile.model import MAX_PS_INDEX, Profile
+from ..topology import COLLECTIVES, Topology
 
 MODES = ("async", "sync")
 ARCHS = ("ps", "allreduce")
 SHARINGS = ("ps", "fcfs", "hybrid")
 STREAMS = ("fifo", "http2")
 ORDERS = ("profiled", "tic", "reverse", "random")
+COLLECTIVE_NAMES = tuple(COLLECTIVES)
 
 # Documented limits (docs/simulator.md). Outside them the answer would be meaningless or the
 # run would not end in reasonable time; each is refused in one line before any work.
@@ -26,6 +28,7 @@ MAX_SIM_WORKER_SUM = 20_000  # simulated workers over all points of one call: 1-
 MAX_STEPS = 100_000  # measured steps per worker
 MAX_WARMUP = 10_000
 MAX_PS_COUNT = MAX_PS_INDEX + 1
+MAX_BUCKET_BYTES = 1e11
 
 
 def check_bandwidth(bps: float, what: str = "bandwidth") -> None:
@@ -43,6 +46,23 @@ def check_allreduce_compute_share(share: float, arch: str) -> None:
         raise ConfigError(f"--allreduce-compute-share must be a fraction in [0, 1), got {share}")
     if share > 0 and arch != "allreduce":
         raise ConfigError("--allreduce-compute-share applies to --arch allreduce")
+
+
+def check_topology(arch: str, collective: str, gpus_per_node: int, intra_bandwidth_bps: float | None,
+                   bucket_size_bytes: float | None) -> None:
+    """Multi-device nodes (either architecture), the collective and buckets (all-reduce)."""
+    _choice("collective", collective, COLLECTIVE_NAMES)
+    given = [opt for opt, on in (("--collective", collective != "ring"),
+                                 ("--bucket-size", bucket_size_bytes is not None)) if on]
+    if given and arch != "allreduce":
+        raise ConfigError(f"{given[0]} applies to --arch allreduce")
+    if gpus_per_node > 1 and arch == "ps" and (collective, bucket_size_bytes) != ("ring", None):
+        raise ConfigError("--collective and --bucket-size apply to --arch allreduce")
+    if intra_bandwidth_bps is not None:
+        check_bandwidth(intra_bandwidth_bps, "--intra-bandwidth")
+    if bucket_size_bytes is not None and not 1 <= bucket_size_bytes <= MAX_BUCKET_BYTES:
+        raise ConfigError(f"--bucket-size must be from 1B to 100GB, got {bucket_size_bytes:g} bytes")
+    Topology(1.0, gpus_per_node, None if intra_bandwidth_bps is None else intra_bandwidth_bps / 8)
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,10 @@ class SimConfig:
     two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
     allreduce_compute_share: float = 0.0  # all-reduce: compute an overlapping call occupies (Tianshu §3.3)
+    collective: str = "ring"  # all-reduce algorithm (topology/collectives/)
+    gpus_per_node: int = 1  # devices per node, sharing its NIC (topology/); PS: evaluate's nodes
+    intra_bandwidth_bps: float | None = None  # each device's link inside its node
+    bucket_size_bytes: float | None = None  # DDP gradient buckets (topology/buckets.py); None: per layer
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -86,6 +110,11 @@ class SimConfig:
     @property
     def two_way(self) -> TwoWay:
         return TwoWay(self.two_way_penalty, self.two_way_table)
+
+    def topology(self, nic_Bps: float) -> Topology:
+        """The all-reduce's cluster, its NIC at ``nic_Bps`` bytes/s (the flow cap applied)."""
+        intra = None if self.intra_bandwidth_bps is None else self.intra_bandwidth_bps / 8.0
+        return Topology(nic_Bps, self.gpus_per_node, intra, self.ring_latency_s)
 
     def __post_init__(self):
         _choice("mode", self.mode, MODES)
@@ -116,6 +145,8 @@ class SimConfig:
         if self.ring_latency_s > 0 and self.arch != "allreduce":
             raise ConfigError("--ring-latency applies to --arch allreduce")
         check_allreduce_compute_share(self.allreduce_compute_share, self.arch)
+        check_topology(self.arch, self.collective, self.gpus_per_node, self.intra_bandwidth_bps,
+                       self.bucket_size_bytes)
         if not 0 <= self.two_way_penalty < 1:
             raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
         if self.two_way_table is not None:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from ..analytic.sync import ring_allreduce_s
 from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import allreduce_compute_pairs, with_overhead
+from ..topology import allreduce_s
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations
 from .dag import topological
@@ -134,9 +134,9 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
     a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
     rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch).durations_s, config)
                            for c in classes])
-    if config.arch == "allreduce":  # one ring all-reduce call per layer's gradients
+    if config.arch == "allreduce":  # one all-reduce call per layer's gradients, or per bucket
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
-        rows[:, is_up] = ring_allreduce_s(sizes[is_up], W, link_Bps, config.ring_latency_s)
+        rows[:, is_up] = allreduce_s(config.collective, sizes[is_up], W, config.topology(link_Bps))
         rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0
         virtual, call = allreduce_compute_pairs(ref)
         rows[:, virtual] = config.allreduce_compute_share * rows[:, call]
