@@ -4,11 +4,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from .async_ps import async_ps, async_ps_sweep
+from .async_ps import async_ps_sweep
 from .baselines import cynthia, lin, lin_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
-from .sync import ring_allreduce, sync_ps
 from .two_way import TwoWay
 
 if TYPE_CHECKING:  # the evaluation layer's inputs; analytic stays importable without it
@@ -74,14 +73,6 @@ def _one(model, classes, strategy: Strategy, cluster: Cluster, fractions) -> Coa
         return cynthia(classes, B)
     if model == "lin":
         return lin(classes, B, sharing or "threshold", strategy.rho_threshold)
-    if strategy.arch == "allreduce":
-        return ring_allreduce(classes, B, step_latency_s=cluster.ring_latency_s,
-                              compute_share=cluster.allreduce_compute_share,
-                              collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
-                              intra_bandwidth_bps=cluster.intra_bandwidth_bps,
-                              bucket_size_bytes=strategy.bucket_size_bytes)
-    if strategy.mode == "sync":
-        return sync_ps(classes, B, sharing or "hybrid", fcfs_weight=cluster.fcfs_weight,
-                       fractions=fractions)
-    return async_ps(classes, B, sharing or "threshold", strategy.rho_threshold,
-                    two_way=_two_way(cluster))
+    from ..arch import ARCHITECTURES  # the architectures build on this package's closed forms
+
+    return ARCHITECTURES[strategy.arch].coarse(classes, strategy, cluster, fractions)

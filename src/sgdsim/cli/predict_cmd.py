@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from ..analytic.models import MODELS
+from ..arch import ARCHITECTURES
 from ..errors import ConfigError
 from ..evaluate.inputs import DEFAULT_RHO_THRESHOLD, SHARINGS
 from ..outputs import check_output_path
@@ -45,7 +46,7 @@ def add_model_arguments(q) -> None:
     q.add_argument("--mode", default="async", choices=MODES,
                    help="async: each worker updates the PS on its own; sync: all wait for all")
     q.add_argument("--arch", default="ps", choices=ARCHS,
-                   help="ps: parameter servers; allreduce: ring all-reduce (sync only)")
+                   help="; ".join(f"{n}: {a.help}" for n, a in ARCHITECTURES.items()))
     q.add_argument("--model", default="fine", choices=[*MODELS, "all"],
                    help="fine = simulator; coarse = TPDS analytical models; lin, cynthia = "
                         "baselines; all = every model that can honour the options")

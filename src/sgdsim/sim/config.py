@@ -4,12 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analytic.two_way import TwoWay, check_table
+from ..arch import ARCHITECTURES
 from ..errors import ConfigError
 from ..profile.model import MAX_PS_INDEX, Profile
 from ..topology import COLLECTIVES, Topology
 
 MODES = ("async", "sync")
-ARCHS = ("ps", "allreduce")
+ARCHS = tuple(ARCHITECTURES)
 SHARINGS = ("ps", "fcfs", "hybrid")
 STREAMS = ("fifo", "http2")
 ORDERS = ("profiled", "tic", "reverse", "random")
@@ -159,8 +160,9 @@ class SimConfig:
             raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         if self.arch == "allreduce" and (self.ps_count or 1) > 1:
             raise ConfigError("--ps-count applies to --arch ps, not allreduce")
-        if self.arch == "allreduce" and self.mode == "async":
-            raise ConfigError("ring all-reduce is synchronous: use --mode sync with --arch allreduce")
+        if self.mode not in ARCHITECTURES[self.arch].modes:
+            raise ConfigError(f"--arch {self.arch} runs only --mode "
+                              f"{' or '.join(ARCHITECTURES[self.arch].modes)}")
         if self.streams == "http2" and self.order != "profiled":
             raise ConfigError("--order applies to --streams fifo (HTTP/2 serves streams in arrival order)")
         if not 0 <= self.warmup_steps <= MAX_WARMUP:

@@ -9,8 +9,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
+from ..arch import ARCHITECTURES
 from ..profile.transforms import allreduce_compute_pairs, with_overhead
-from ..topology import allreduce_s
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations
 from .dag import topological
@@ -129,17 +129,10 @@ def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
 
 
 def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarray:
-    ref = classes[0].profile
-    sizes = np.array([op.size_bytes for op in ref.ops])
     a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
     rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch).durations_s, config)
                            for c in classes])
-    if config.arch == "allreduce":  # one all-reduce call per layer's gradients, or per bucket
-        is_up = np.array([op.resource == UPLINK for op in ref.ops])
-        rows[:, is_up] = allreduce_s(config.collective, sizes[is_up], W, config.topology(link_Bps))
-        rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0
-        virtual, call = allreduce_compute_pairs(ref)
-        rows[:, virtual] = config.allreduce_compute_share * rows[:, call]
+    ARCHITECTURES[config.arch].transfer_durations(rows, classes[0].profile, W, config, link_Bps)
     return rows
 
 
@@ -202,10 +195,7 @@ def _build_topology(ref: Profile, config: SimConfig) -> Topology:
     op_res = np.array([resource_index(o.resource, int(p)) for o, p in zip(ref.ops, op_ps)], np.int64)
     npred, ptr, flat, succ = _dag(ref)
     ranks = order_ranks(ref, succ, npred, config.order, np.random.default_rng(config.seed))
-    res_link = np.full(R, -1, np.int64)
-    if config.arch == "ps":  # link 2p is PS p's downlink, 2p+1 its uplink
-        for p in range(M):
-            res_link[1 + 3 * p], res_link[2 + 3 * p] = 2 * p, 2 * p + 1
+    res_link = ARCHITECTURES[config.arch].res_link(R, M)
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
     groups = None
     keep = np.arange(ref.n_ops)

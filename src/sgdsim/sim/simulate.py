@@ -8,8 +8,7 @@ import numpy as np
 
 from ..errors import ConfigError, SgdsimError
 from ..profile.model import Profile
-from ..profile.transforms import with_allreduce_compute
-from ..topology import with_buckets
+from ..arch import ARCHITECTURES
 from . import engine
 from .config import SimConfig, WorkerClass
 from .flows import remaining
@@ -186,21 +185,14 @@ _PREPARED: dict[tuple, tuple[Profile, Profile]] = {}
 
 
 def _prepared(profile: Profile, config: SimConfig) -> Profile:
-    """The profile as the all-reduce runs it: DDP buckets (``with_buckets``), then one virtual
-    compute op per call (``with_allreduce_compute``). Memoised by identity: the replications
-    of a point share one transformed profile, and so one topology."""
-    shadow = config.allreduce_compute_share > 0
-    key = (id(profile), config.bucket_size_bytes, shadow)
+    """The profile as the architecture runs it (``Architecture.prepare``), memoised by
+    identity: the replications of a point share one transformed profile, and so one topology."""
+    key = (id(profile), config.arch, config.bucket_size_bytes, config.allreduce_compute_share > 0)
     hit = _PREPARED.get(key)
     if hit is None or hit[0] is not profile:
         if len(_PREPARED) > 64:
             _PREPARED.clear()
-        out = profile
-        if config.bucket_size_bytes is not None:
-            out = with_buckets(out, config.bucket_size_bytes)
-        if shadow:
-            out = with_allreduce_compute(out)
-        hit = _PREPARED[key] = (profile, out)
+        hit = _PREPARED[key] = (profile, ARCHITECTURES[config.arch].prepare(profile, config))
     return hit[1]
 
 
@@ -208,8 +200,7 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     """Simulate ``classes`` of workers under ``config``; see ``SimConfig`` for the options."""
     if config.sharing == "hybrid":
         raise ConfigError("sharing 'hybrid' is the mean of two runs: use sgdsim.predict")
-    if config.allreduce_compute_share > 0 or config.bucket_size_bytes is not None:
-        classes = [replace(c, profile=_prepared(c.profile, config)) for c in classes]
+    classes = [replace(c, profile=_prepared(c.profile, config)) for c in classes]
     _check_budget(classes, config)
     wall0 = time.perf_counter()
     sim = _Sim(classes, config)
