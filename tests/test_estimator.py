@@ -25,14 +25,14 @@ def exponents(est) -> dict:
 @pytest.fixture(scope="module")
 def mm():
     fit, test = holdout_split(matmul_like(300), 0.1, np.random.default_rng(0))
-    return train(fit, MM_DIMS, np.random.default_rng(1), BUDGET), test
+    return train(fit, MM_DIMS, np.random.default_rng(1), BUDGET, clock_stop=False), test
 
 
 @pytest.fixture(scope="module")
 def conv():
     records = conv_like(300)
-    with_pc = train(records, CONV_DIMS, np.random.default_rng(2), BUDGET)
-    no_pc = train(records, CONV_DIMS, np.random.default_rng(2), BUDGET, use_pc=False)
+    with_pc = train(records, CONV_DIMS, np.random.default_rng(2), BUDGET, clock_stop=False)
+    no_pc = train(records, CONV_DIMS, np.random.default_rng(2), BUDGET, use_pc=False, clock_stop=False)
     return with_pc, no_pc
 
 

@@ -21,9 +21,9 @@ from sgdsim.ops.estimator.search import fit_mlp  # noqa: E402
 
 @pytest.fixture(scope="module")
 def small():
-    """A quick model: 80 rows, a 2-second plan."""
+    """A quick model: 80 rows, a 2-second plan, never cut short by a loaded machine's clock."""
     records = matmul_like(80, seed=3)
-    return train(records, MM_DIMS, np.random.default_rng(7), budget_s=2.0), records
+    return train(records, MM_DIMS, np.random.default_rng(7), budget_s=2.0, clock_stop=False), records
 
 
 def test_numpy_forward_pass_equals_sklearn_predict():
@@ -65,9 +65,9 @@ def test_a_model_stored_before_the_largest_values_were_kept_still_loads(small):
 
 def test_the_same_seed_gives_the_same_model_and_another_seed_another(small):
     est, records = small
-    same = train(records, MM_DIMS, np.random.default_rng(7), budget_s=2.0)
+    same = train(records, MM_DIMS, np.random.default_rng(7), budget_s=2.0, clock_stop=False)
     assert same.to_json() == est.to_json()
-    other = train(records, MM_DIMS, np.random.default_rng(8), budget_s=2.0)
+    other = train(records, MM_DIMS, np.random.default_rng(8), budget_s=2.0, clock_stop=False)
     assert other.to_json() != est.to_json()
 
 
@@ -123,14 +123,14 @@ def test_training_refuses_what_it_cannot_learn():
 
 def test_a_mode_without_backward_predicts_zero_backward():
     fit, test = holdout_split(relu_like(200), 0.1, np.random.default_rng(0))
-    est = train(fit, {"numel"}, np.random.default_rng(1), budget_s=3.0)
+    est = train(fit, {"numel"}, np.random.default_rng(1), budget_s=3.0, clock_stop=False)
     assert est.has_bwd and est.zero_bwd == (("gi", "0"),) and est.pc == (1,)
     fwd, bwd = est.predict([{"numel": 10 ** 6, "gi": 0}, {"numel": 10 ** 6, "gi": 1}])
     assert bwd[0] == 0 and bwd[1] == pytest.approx(1.5 * fwd[1], rel=0.1)
     err = evaluate(est, test)
     assert err["fwd_mean"] < 0.05 and err["bwd_mean"] < 0.05 and err["sum_mean"] < 0.05
     none = [replace(r, bwd_s=0.0) for r in fit]
-    no_bwd = train(none, {"numel"}, np.random.default_rng(1), budget_s=1.0)
+    no_bwd = train(none, {"numel"}, np.random.default_rng(1), budget_s=1.0, clock_stop=False)
     assert not no_bwd.has_bwd and not no_bwd.predict([r.params for r in test])[1].any()
 
 

@@ -191,10 +191,14 @@ def _check_records(records) -> None:
 
 
 def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
-          use_pc: bool = True, arch: tuple[int, int] | None = None) -> OpEstimator:
+          use_pc: bool = True, arch: tuple[int, int] | None = None,
+          clock_stop: bool = True) -> OpEstimator:
     """The estimator of ``records`` (one op type and dtype): PC search (``use_pc``), then
     architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds.
-    Deterministic for a given generator state, data and budget."""
+    Deterministic for a given generator state, data and budget, unless the clock stops a
+    search that overran its plan (a machine slower than the cost model; ``stats["budget_hit"]``
+    says so); ``clock_stop=False`` never stops on the clock, so the result is the same on any
+    machine, however loaded."""
     _check_records(records)
     if not 0 < budget_s < float("inf"):
         raise ConfigError(f"the training budget must be a positive number of seconds, "
@@ -208,7 +212,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     y, times, mask = _targets(records, has_bwd, zero_bwd)
     order = rng.permutation(len(records))
     n_val = max(2, int(round(VALIDATION * len(records))))
-    fitter = Fitter(y, times, mask, order[n_val:], order[:n_val], budget_s)
+    fitter = Fitter(y, times, mask, order[n_val:], order[:n_val], budget_s, clock_stop)
 
     pc, judged = None, []
     if use_pc and layout.numeric:
