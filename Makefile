@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_mva.py --write
 	$(BIN)/python benchmarks/bench_plan.py --write
 	$(BIN)/python benchmarks/bench_optimize.py --write
+	$(BIN)/python benchmarks/bench_multigpu.py --write
 
 bench-ops: install-dev
 	$(BIN)/python benchmarks/bench_opsdb.py --write
