@@ -1,0 +1,183 @@
+"""Predict published multi-GPU measurements from their one-GPU figures (issue 12, part 5).
+
+    python examples/multigpu/published.py [--out docs/validation/multigpu] [--fine]
+
+For every row of ``docs/validation/multigpu/points.csv`` whose model has a PipeDream per-layer
+profile (``examples/pipedream/``): import the layers (parameter sizes, the split of compute
+between layers), scale their compute so that the predicted one-GPU throughput equals the
+source's own one-GPU figure, then predict the multi-GPU point on the published topology with
+the assumptions of ``SETUPS`` below (every one is also written into the report). Writes
+``results.csv`` and ``README.md`` (errors per source table) into ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+import sgdsim
+from sgdsim.profile.pipedream import import_pipedream
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRAPHS = {"resnet50": "resnet50", "resnet101": "resnet101", "resnext50_32x4d": "resnext50",
+          "resnext101_32x4d": "resnext101", "inception_v3": "inception_v3", "vgg16": "vgg16",
+          "alexnet": "alexnet"}  # resnet152, resnext101_32x8d: no per-layer timings shared
+
+NVLINK_V100, NVLINK_P100, NVSWITCH_A100, PCIE3 = "150GB/s", "80GB/s", "300GB/s", "12GB/s"
+
+# Per source: how the job was distributed, as sgdsim options. Bandwidths are per direction.
+SETUPS = {
+    "pytorch-ddp-readme": dict(arch="allreduce", bucket="25MiB", intra=NVLINK_V100, nic="400Gbps"),
+    "pytorch-ddp-readme-bucket1": dict(arch="allreduce", bucket="1MiB", intra=NVLINK_V100, nic="400Gbps"),
+    "dle-pytorch": dict(arch="allreduce", bucket="25MiB", nic="200Gbps"),
+    "dle-mxnet": dict(arch="allreduce", bucket="64MiB", nic="100Gbps"),
+    "dle-tf": dict(arch="allreduce", bucket="64MiB", nic="100Gbps"),
+    "tfbench-dgx1-p100": dict(ps_link=PCIE3, intra=NVLINK_P100),
+    "tfbench-gce-k80": dict(ps_link=PCIE3, intra=PCIE3),
+    "tfbench-aws-k80": dict(ps_link=PCIE3, intra=PCIE3),
+    "tfbench-aws-k80-dist": dict(intra=PCIE3, nic="10Gbps"),
+}
+ASSUMPTIONS = [
+    "Compute: the PipeDream layers' forward and backward times (a V100, PyTorch ~1.0), all scaled "
+    "by one factor so that the predicted one-GPU throughput equals the source's one-GPU figure "
+    "(same table, same batch and precision); no optimizer time of its own (it is inside the factor).",
+    "Gradients: the PipeDream parameter sizes, 4 bytes per parameter whatever the precision "
+    "(AMP keeps fp32 master gradients in DDP; Horovod's fp16 compression is not modelled).",
+    "Overlap: communication overlaps the backward pass layer by layer (DDP, Horovod and "
+    "TensorFlow's dataflow graphs all start a transfer when its gradient is ready).",
+    "DDP: buckets of 25 MiB (1 MiB in the bucket-1 table), the first of 1 MiB, flat NCCL ring. "
+    "Horovod: its 64 MiB fusion buffer modelled as buckets of 64 MiB.",
+    "Intra-node bandwidth per device and direction: V100 NVLink (DGX-1, DGX-2) 150 GB/s "
+    "(6 links x 25 GB/s), A100 NVSwitch 300 GB/s (12 x 25 GB/s), P100 NVLink 80 GB/s (4 x 20 "
+    "GB/s), PCIe 3 x16 12 GB/s effective.",
+    "Between nodes: 4 x 100 Gbit/s InfiniBand per DGX-1 (PyTorch README) as one 400 Gbit/s NIC; "
+    "10 Gbit/s per p2.8xlarge (AWS).",
+    "TensorFlow with parameters on the CPU (`parameter_server`, one node): every GPU is a worker "
+    "of one PS whose links (both directions) are the host's PCIe at 12 GB/s, shared by all GPUs; "
+    "sync, hybrid sharing (the default). `replicated` without NCCL and NCCL all-reduce rows: a flat "
+    "ring inside the node over PCIe or NVLink.",
+    "TensorFlow distributed (`distributed_replicated`, AWS): nodes of 8 GPUs aggregate locally, "
+    "then push to as many PS as nodes (sharded, one per node), sync; the PS links are 10 Gbit/s "
+    "each (the co-located PS shares its node's NIC with that node's worker: not modelled).",
+]
+
+
+def intra_for(row: dict, setup: dict) -> str:
+    if "intra" in setup:
+        return setup["intra"]
+    return NVSWITCH_A100 if "A100" in row["gpu"] else NVLINK_V100
+
+
+def options(row: dict) -> dict:
+    """sgdsim.predict keyword arguments for a row (without workers and profile)."""
+    setup = SETUPS[row["source_id"]]
+    G, nodes = int(row["gpus_per_node"]), int(row["nodes"])
+    if row["arch"] == "allreduce":
+        kw = dict(arch="allreduce", mode="sync", gpus_per_node=G, intra_bandwidth=intra_for(row, setup),
+                  bandwidth=setup.get("nic", "100Gbps"))
+        if "bucket" in setup:
+            kw["bucket_size"] = setup["bucket"]
+        return kw
+    if "ps_link" in setup:  # parameters on the host CPU: each GPU pushes over PCIe
+        return dict(arch="ps", mode="sync", bandwidth=setup["ps_link"], ps_count=1)
+    return dict(arch="ps", mode="sync", gpus_per_node=G, intra_bandwidth=setup["intra"],
+                bandwidth=setup["nic"], ps_count=nodes)
+
+
+def one_gpu_kw(kw: dict) -> dict:
+    out = {k: v for k, v in kw.items() if k not in ("gpus_per_node", "intra_bandwidth")}
+    if out.get("arch") == "ps":
+        out["ps_count"] = 1
+    return out
+
+
+def calibrated(row: dict, kw: dict):
+    """The layers, compute scaled until one GPU predicts the source's one-GPU figure."""
+    graph = os.path.join(ROOT, "examples", "pipedream", f"{GRAPHS[row['model']]}.graph.txt")
+    prof = import_pipedream(graph, int(row["batch_per_gpu"]), overlap=True, model_name=row["model"])
+    target = float(row["one_gpu_throughput_examples_per_s"])
+    single = one_gpu_kw(kw)
+    for _ in range(30):  # the PS link's time does not scale: a fixed point, not one division
+        got = sgdsim.predict(prof, workers=1, model="coarse", **single)[0].throughput
+        if abs(got / target - 1) < 1e-6:
+            break
+        prof = replace(prof, durations_s=prof.durations_s * (got / target))
+    return prof
+
+
+def predict_row(row: dict, fine: bool) -> dict:
+    kw = options(row)
+    prof = calibrated(row, kw)
+    W = int(row["total_gpus"])
+    out = {"coarse": sgdsim.predict(prof, workers=W, model="coarse", **kw)[0].throughput}
+    if fine:
+        out["fine"] = sgdsim.predict(prof, workers=W, model="fine", steps=5, warmup=2,
+                                     replications=1, **kw)[0].throughput
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", default=os.path.join(ROOT, "docs", "validation", "multigpu", "points.csv"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "validation", "multigpu"))
+    ap.add_argument("--fine", action="store_true", help="also run the simulator (minutes)")
+    args = ap.parse_args()
+    rows = list(csv.DictReader(open(args.points, encoding="utf-8")))
+    results, skipped = [], {}
+    t0 = time.time()
+    for i, row in enumerate(rows):
+        if row["model"] not in GRAPHS:
+            skipped[row["model"]] = skipped.get(row["model"], 0) + 1
+            continue
+        pred = predict_row(row, args.fine)
+        meas = float(row["throughput_examples_per_s"])
+        res = {k: row[k] for k in ("source_id", "model", "gpu", "precision", "batch_per_gpu",
+                                   "gpus_per_node", "nodes", "total_gpus", "arch")}
+        res.update(measured=meas, one_gpu=float(row["one_gpu_throughput_examples_per_s"]))
+        for m, x in pred.items():
+            res[f"{m}_pred"] = round(x, 2)
+            res[f"{m}_err_pct"] = round(100 * (x / meas - 1), 2)
+        results.append(res)
+        print(f"[{i + 1}/{len(rows)}] {row['source_id']} {row['model']} {row['total_gpus']} GPUs: "
+              f"measured {meas:g}, " + ", ".join(f"{m} {x:.0f}" for m, x in pred.items()),
+              file=sys.stderr)
+    write(args.out, results, skipped, args.fine, time.time() - t0)
+    return 0
+
+
+def write(out: str, results: list[dict], skipped: dict, fine: bool, wall_s: float) -> None:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(results[0]))
+        w.writeheader()
+        w.writerows(results)
+    models = ["coarse"] + (["fine"] if fine else [])
+    lines = ["| source | arch | points | " + " | ".join(
+        f"{m} mean \\|err\\| | {m} max \\|err\\| | {m} mean err" for m in models) + " |",
+             "|---|---|---:|" + "---:|---:|---:|" * len(models)]
+    groups: dict[tuple, list] = {}
+    for r in results:
+        groups.setdefault((r["source_id"], r["arch"]), []).append(r)
+    for (src, arch), rs in list(groups.items()) + [(("all", "-"), results)]:
+        cells = []
+        for m in models:
+            errs = [r[f"{m}_err_pct"] for r in rs]
+            cells += [f"{statistics.mean(abs(e) for e in errs):.1f}%", f"{max(abs(e) for e in errs):.1f}%",
+                      f"{statistics.mean(errs):+.1f}%"]
+        lines.append(f"| {src} | {arch} | {len(rs)} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    with open(os.path.join(out, "errors.md"), "w", encoding="utf-8") as f:
+        f.write(table + "\n\nSkipped (no per-layer timings shared): "
+                + ", ".join(f"{m} ({n} points)" for m, n in sorted(skipped.items()))
+                + f".\n\nAssumptions:\n\n" + "\n".join(f"- {a}" for a in ASSUMPTIONS)
+                + f"\n\n`python examples/multigpu/published.py{' --fine' if fine else ''}`, "
+                  f"{wall_s:.0f} s, {time.strftime('%Y-%m-%d')}.\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
