@@ -67,6 +67,30 @@ def _import_parser(sub) -> None:
                     help="name recorded in the profile (default: the graph file's name)")
     pd.add_argument("-o", "--output", required=True, help="profile file to write (.json or .json.gz)")
     pd.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    _kineto_parser(isub)
+
+
+def _kineto_parser(isub) -> None:
+    kt = isub.add_parser("kineto", help="torch.profiler (Kineto) Chrome trace of training steps",
+                         description="Convert a torch.profiler Chrome trace (record_shapes=True; "
+                                     "layers annotated by record_function('layer: NAME') or "
+                                     "with_stack=True) into an sgdsim profile: per-layer forward "
+                                     "and backward from the ops (CPU) or kernels (GPU), parameter "
+                                     "sizes, gradient-ready order. Record one with "
+                                     "examples/kineto/record_trace.py; docs/profile-format.md.")
+    kt.add_argument("trace", help="the trace file (.json or .json.gz)")
+    kt.add_argument("--batch-size", type=int, required=True,
+                    help="the mini-batch the trace was recorded with")
+    ov = kt.add_mutually_exclusive_group()
+    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
+                    help="communication overlaps computation layer by layer (default)")
+    ov.add_argument("--no-overlap", dest="overlap", action="store_false",
+                    help="pull all parameters before, push all gradients after the pass")
+    kt.add_argument("--model-name", default=None,
+                    help="name recorded in the profile (default: the trace file's name)")
+    kt.add_argument("-o", "--output", required=True,
+                    help="profile file to write (.json or .json.gz)")
+    kt.add_argument("--force", action="store_true", help="overwrite an existing output file")
 
 
 def cmd_calibrate(args) -> int:
@@ -106,11 +130,28 @@ def cmd_import(args) -> int:
     from ..profile.pipedream import import_pipedream
 
     check_output_path(args.output, args.force)  # before the work, not after
+    if args.source == "kineto":
+        return _import_kineto(args)
     prof = import_pipedream(args.graph, args.batch_size, overlap=args.overlap,
                             update_s_per_mb=args.update_s_per_mb, model_name=args.model_name)
     save_profile(prof, args.output, overwrite=args.force)
     say(f"wrote {args.output}: {prof.job.model}, {prof.n_ops} ops, "
           f"{prof.model_bytes() / 1e6:.1f} MB of parameters, batch {prof.job.batch_size}")
+    return 0
+
+
+def _import_kineto(args) -> int:
+    from ..profile.io import save_profile
+    from ..profile.kineto import import_kineto
+
+    prof = import_kineto(args.trace, args.batch_size, overlap=args.overlap,
+                         model_name=args.model_name)
+    save_profile(prof, args.output, overwrite=args.force)
+    info = prof.extra["kineto"]
+    say(f"wrote {args.output}: {prof.job.model}, {info['layers']} layers, {prof.n_ops} ops, "
+        f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
+        f"{prof.n_steps} step(s), forward+backward {prof.mean_compute_s() * 1e3:.2f} ms "
+        f"({info['time']})")
     return 0
 
 
