@@ -173,7 +173,7 @@ def write(out: str, results: list[dict], skipped: dict, fine: bool, wall_s: floa
     with open(os.path.join(out, "errors.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n\nSkipped (no per-layer timings shared): "
                 + ", ".join(f"{m} ({n} points)" for m, n in sorted(skipped.items()))
-                + f".\n\nAssumptions:\n\n" + "\n".join(f"- {a}" for a in ASSUMPTIONS)
+                + ".\n\nAssumptions:\n\n" + "\n".join(f"- {a}" for a in ASSUMPTIONS)
                 + f"\n\n`python examples/multigpu/published.py{' --fine' if fine else ''}`, "
                   f"{wall_s:.0f} s, {time.strftime('%Y-%m-%d')}.\n")
     print(table)
