@@ -83,7 +83,9 @@ def test_cases_fit_the_lab_and_come_in_both_directions():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(2, 7), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.01, 0.5))
+# no subnormal utilizations: the oracle's powers of a 5e-324 probability underflow to noise
+@given(st.integers(2, 7), st.floats(0.0, 1.0, allow_subnormal=False),
+       st.floats(0.0, 1.0, allow_subnormal=False), st.floats(0.01, 0.5))
 def test_multinomial_factors_match_brute_force_enumeration(K, a, b, k):
     q_up, q_down = a * K / 2, b * K / 2
     pu, pd = q_up / K, q_down / K

@@ -160,9 +160,11 @@ class SimConfig:
             raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         if self.arch == "allreduce" and (self.ps_count or 1) > 1:
             raise ConfigError("--ps-count applies to --arch ps, not allreduce")
-        if self.mode not in ARCHITECTURES[self.arch].modes:
-            raise ConfigError(f"--arch {self.arch} runs only --mode "
-                              f"{' or '.join(ARCHITECTURES[self.arch].modes)}")
+        modes = ARCHITECTURES[self.arch].modes
+        if self.mode not in modes:
+            kind = {("sync",): "synchronous", ("async",): "asynchronous"}.get(modes, "restricted")
+            raise ConfigError(f"--arch {self.arch} is {kind}: use --mode {' or '.join(modes)} "
+                              f"with --arch {self.arch}")
         if self.streams == "http2" and self.order != "profiled":
             raise ConfigError("--order applies to --streams fifo (HTTP/2 serves streams in arrival order)")
         if not 0 <= self.warmup_steps <= MAX_WARMUP:
