@@ -172,6 +172,9 @@ FOUND = {
     # since 7effdda
     "calibrate-threshold inf throughput": lambda t: ["calibrate-threshold", _write(
         t, "m.csv", "workers,throughput\n1,inf\n2,10\n"), PROFILE],
+    # was: ValueError in analytic/mva.py _matrix (service times of inf; found by fuzz seed 4)
+    "calibrate-threshold 1e-300bps": lambda t: ["calibrate-threshold", _write(
+        t, "m.csv", "workers,throughput\n1,9\n2,10\n"), PROFILE, "--bandwidth", "1e-300bps"],
 }
 
 

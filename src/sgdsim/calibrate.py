@@ -12,6 +12,7 @@ from .errors import ProfileError
 from .sim.config import MAX_WORKERS
 from .evaluate.inputs import coarse_profile
 from .predict import _profile
+from .sim.config import check_bandwidth
 from .units import parse_bandwidth_bps
 
 CANDIDATES = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -54,6 +55,7 @@ def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -
     c = coarse_profile(_profile(profile))
     c.check_has_work()
     B = parse_bandwidth_bps(bandwidth)
+    check_bandwidth(B)  # the simulator's range: below it service times overflow to inf
     table = []
     for rho in CANDIDATES:
         errs = [abs(async_ps([(c, w)], B, "threshold", rho).throughput - x) / x * 100 for w, x in measured]
