@@ -225,3 +225,30 @@ def test_a_search_counts_only_domain_errors_as_infeasible(monkeypatch):
     monkeypatch.setattr("sgdsim.plan.search.evaluate", bug)
     with pytest.raises(ZeroDivisionError):
         plan(req, Serial())
+
+
+def test_multi_gpu_nodes_are_priced_per_node_and_counts_fill_nodes():
+    from sgdsim.plan.cli import whole_nodes
+
+    cluster = Cluster(1e9, gpus_per_node=8, intra_bandwidth_bps=150e9 * 8, price_per_node_hour=5.0)
+    for W, nodes in ((1, 1), (8, 1), (16, 2), (64, 8)):
+        p = PlanPoint(Strategy(arch="allreduce", mode="sync"), cluster, W, 100.0, 100.0, 100.0,
+                      "worker", "fine", 3600)
+        assert p.worker_nodes == nodes and p.price_per_hour == nodes * 5.0
+    assert whole_nodes(list(range(1, 21)), 8) == [1, 2, 3, 4, 5, 6, 7, 8, 16]
+    assert whole_nodes([3, 5], 1) == [3, 5]
+    with pytest.raises(sgdsim.errors.ConfigError, match="multiples of 8"):
+        whole_nodes([9, 10], 8)
+
+
+def test_plan_on_multi_gpu_nodes_end_to_end(capsys):
+    out = _plan_json(capsys, "--bandwidth", "25Gbps", "--workers", "1-32", "--gpus-per-node", "8",
+                     "--intra-bandwidth", "150GB/s", "--collective", "hierarchical",
+                     "--bucket-size", "25MB", "--price-per-node-hour", "24",
+                     "--target-epoch-time", "1h")
+    rec = out["recommended"]
+    for p in out["finalists"] + out["frontier"] + [rec]:
+        assert p["workers"] <= 8 or p["workers"] % 8 == 0
+        assert p["worker_nodes"] == math.ceil(p["workers"] / 8)
+        price = p["worker_nodes"] * 24 + p["ps_count"] * 24
+        assert p["cost_per_epoch"] == pytest.approx(p["epoch_time_s"] / 3600 * price)

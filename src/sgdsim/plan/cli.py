@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 
 from ..errors import ConfigError
-from ..units import parse_bandwidth_bps, parse_duration_s
+from ..units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
+from ..sim.config import COLLECTIVE_NAMES
 from .search import STRATEGIES
 
 
@@ -33,6 +34,17 @@ def register(sub) -> dict:
                    help=f"candidates, comma-separated (default {','.join(STRATEGIES)})")
     p.add_argument("--max-ps", type=int, default=4, metavar="K",
                    help="async PS is tried with 1..K parameter servers (default 4)")
+    p.add_argument("--gpus-per-node", type=int, default=1, metavar="G",
+                   help="devices per node: --workers counts devices, a node's price buys G of them, "
+                        "and only counts that fill whole nodes are tried (default 1)")
+    p.add_argument("--intra-bandwidth", default=None, metavar="BW",
+                   help="with --gpus-per-node: each device's link inside its node, e.g. 150GB/s "
+                        "(default: none)")
+    p.add_argument("--collective", default="ring", choices=COLLECTIVE_NAMES,
+                   help="the all-reduce strategy's algorithm (default ring)")
+    p.add_argument("--bucket-size", default=None, metavar="SIZE",
+                   help="the all-reduce strategy's DDP gradient buckets, e.g. 25MB (default: one "
+                        "call per layer)")
     p.add_argument("--price-per-node-hour", type=float, default=1.0, metavar="P",
                    help="price of a worker node per hour (default 1: costs in node-hours)")
     p.add_argument("--ps-price-per-node-hour", type=float, default=None, metavar="P",
@@ -90,10 +102,12 @@ def build_request(args):
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None
-    strategies = candidates(names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy())
+    bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
+    strategies = candidates(names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy(),
+                            args.collective, bucket)
     if not 1 <= args.finalists <= MAX_FINALISTS:
         raise ConfigError(f"--finalists must be from 1 to {MAX_FINALISTS}, got {args.finalists}")
-    workers = parse_workers(args.workers)
+    workers = whole_nodes(parse_workers(args.workers), args.gpus_per_node)
     if len(workers) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts, got {len(workers):,} (give a "
                           "list such as 1,2,4,8,...)")
@@ -112,11 +126,30 @@ def build_request(args):
         allreduce_compute_share=(hw.allreduce_compute_share or 0.0) if hw else 0.0)
 
 
+def whole_nodes(workers: list[int], gpus_per_node: int) -> list[int]:
+    """The counts that fill whole nodes (or part of one): a plan compares what can be rented."""
+    from ..progress import say
+
+    if gpus_per_node == 1:
+        return workers
+    kept = [w for w in workers if w <= gpus_per_node or w % gpus_per_node == 0]
+    if not kept:
+        raise ConfigError(f"no worker count in --workers fills nodes of {gpus_per_node} devices "
+                          f"(give multiples of {gpus_per_node})")
+    if len(kept) < len(workers):
+        say(f"note: {len(kept)} of {len(workers)} worker counts fill nodes of {gpus_per_node} "
+            "devices; planning those")
+    return kept
+
+
 def _cluster(args, hw, bandwidth_bps: float):
     from ..evaluate import Cluster
 
     prices = dict(price_per_node_hour=args.price_per_node_hour,
-                  ps_price_per_node_hour=args.ps_price_per_node_hour)
+                  ps_price_per_node_hour=args.ps_price_per_node_hour,
+                  gpus_per_node=args.gpus_per_node,
+                  intra_bandwidth_bps=None if args.intra_bandwidth is None
+                  else parse_bandwidth_bps(args.intra_bandwidth))
     if hw is not None:
         return Cluster.from_hardware(hw, "ps", bandwidth_bps=bandwidth_bps, **prices)
     return Cluster(bandwidth_bps, **prices)

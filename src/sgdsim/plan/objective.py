@@ -39,9 +39,15 @@ class PlanPoint:
         return 0 if self.strategy.arch == "allreduce" else (self.strategy.ps_count or 1)
 
     @property
+    def worker_nodes(self) -> int:
+        """Nodes rented for the workers: devices in nodes of ``gpus_per_node`` (a part-used node
+        costs a whole one)."""
+        return math.ceil(self.workers / self.cluster.gpus_per_node)
+
+    @property
     def price_per_hour(self) -> float:
         c = self.cluster
-        return self.workers * c.node_price(ps=False) + self.ps_nodes * c.node_price(ps=True)
+        return self.worker_nodes * c.node_price(ps=False) + self.ps_nodes * c.node_price(ps=True)
 
     def epoch_time_s(self, throughput: float | None = None) -> float:
         x = self.throughput if throughput is None else throughput
@@ -61,7 +67,7 @@ class PlanPoint:
     def to_dict(self) -> dict:
         s = self.strategy
         return {"strategy": s.label, "arch": s.arch, "mode": s.mode, "workers": self.workers,
-                "ps_count": self.ps_nodes, "bandwidth_bps": self.cluster.bandwidth_bps,
+                "worker_nodes": self.worker_nodes, "ps_count": self.ps_nodes, "bandwidth_bps": self.cluster.bandwidth_bps,
                 "throughput": self.throughput, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "epoch_time_s": self.epoch_time_s(), "cost_per_epoch": self.cost_per_epoch(),
                 "bottleneck": self.bottleneck, "model": self.model}
@@ -89,7 +95,7 @@ class Objective:
 
     def key(self, p: PlanPoint) -> tuple:
         """Smaller is better; ties on the first criterion go to the other one, then to fewer nodes."""
-        nodes = p.workers + p.ps_nodes
+        nodes = p.worker_nodes + p.ps_nodes
         if self.kind == "budget":
             return (p.epoch_time_s(), p.cost_per_epoch(), nodes)
         return (p.cost_per_epoch(), p.epoch_time_s(), nodes)

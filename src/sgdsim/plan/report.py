@@ -88,15 +88,22 @@ def _describe(p: PlanPoint, currency: str) -> str:
     ps = f" + {p.ps_nodes} PS" if p.ps_nodes else ""
     lo, hi = p.epoch_interval_s
     span = f" [{format_duration_s(lo)}, {format_duration_s(hi)}]" if p.model == "fine" else ""
-    return (f"{s.label}, {p.workers} worker{'s' if p.workers > 1 else ''}{ps} at {format_bps(p.cluster.bandwidth_bps)}: "
+    nodes = f" on {p.worker_nodes} node{'s' if p.worker_nodes > 1 else ''}" \
+        if p.cluster.gpus_per_node > 1 else ""
+    return (f"{s.label}, {p.workers} worker{'s' if p.workers > 1 else ''}{nodes}{ps} at "
+            f"{format_bps(p.cluster.bandwidth_bps)}: "
             f"{p.throughput:.1f} examples/s, epoch {format_duration_s(p.epoch_time_s())}{span}, "
             f"{currency}{p.cost_per_epoch():.2f} per epoch, bottleneck {p.bottleneck} ({p.model} model)")
+
+
+def _workers(p: PlanPoint) -> str:
+    return f"{p.workers} ({p.worker_nodes} nodes)" if p.cluster.gpus_per_node > 1 else str(p.workers)
 
 
 def _table(points: list[PlanPoint], currency: str) -> str:
     head = ["strategy", "workers", "PS", "bandwidth", "examples/s", "95% interval", "epoch",
             "cost/epoch", "bottleneck"]
-    body = [[p.strategy.label, str(p.workers), str(p.ps_nodes), format_bps(p.cluster.bandwidth_bps),
+    body = [[p.strategy.label, _workers(p), str(p.ps_nodes), format_bps(p.cluster.bandwidth_bps),
              f"{p.throughput:.1f}",
              f"[{p.ci_low:.1f}, {p.ci_high:.1f}]" if p.model == "fine" else "-",
              format_duration_s(p.epoch_time_s()), f"{currency}{p.cost_per_epoch():.2f}", p.bottleneck]

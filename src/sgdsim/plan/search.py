@@ -66,8 +66,10 @@ MAX_PS = 16  # each server count is one more coarse sweep (and more finalists)
 
 
 def candidates(names: Sequence[str] = STRATEGIES, max_ps: int = 1,
-               base: Strategy = Strategy()) -> tuple[Strategy, ...]:
-    """Strategies from names; async PS with 1..``max_ps`` servers."""
+               base: Strategy = Strategy(), collective: str = "ring",
+               bucket_size_bytes: float | None = None) -> tuple[Strategy, ...]:
+    """Strategies from names; async PS with 1..``max_ps`` servers; the all-reduce with
+    ``collective`` and DDP buckets of ``bucket_size_bytes``."""
     if not names:
         raise ConfigError("no candidate strategies given")
     if not 1 <= max_ps <= MAX_PS:
@@ -77,7 +79,8 @@ def candidates(names: Sequence[str] = STRATEGIES, max_ps: int = 1,
         if name not in STRATEGIES:
             raise ConfigError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
         if name == "allreduce":
-            out.append(replace(base, arch="allreduce", mode="sync", ps_count=None))
+            out.append(replace(base, arch="allreduce", mode="sync", ps_count=None,
+                               collective=collective, bucket_size_bytes=bucket_size_bytes))
         elif name == "sync-ps":
             out.append(replace(base, arch="ps", mode="sync", ps_count=1))
         else:
