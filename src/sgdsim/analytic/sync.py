@@ -93,8 +93,7 @@ def ring_allreduce(classes: Classes, bandwidth_bps: float, overlap: bool | None 
         sizes, counts = np.array([M / calls]), np.array([float(calls)])
     else:
         sizes, counts = even_buckets(M, bucket_size_bytes)
-    intra = None if intra_bandwidth_bps is None else intra_bandwidth_bps / 8.0
-    topo = Topology(bandwidth_bps / 8.0, gpus_per_node, intra, step_latency_s)
+    topo = Topology(bandwidth_bps, gpus_per_node, intra_bandwidth_bps, step_latency_s)
     TA = float(np.dot(counts, allreduce_s(collective, sizes, K, topo)))
     T = TF + (max(TB + compute_share * TA, TA) if overlap else TB + TA) + TS
     label = "TPDS Eq. 11" if (collective, gpus_per_node) == ("ring", 1) else f"{collective} all-reduce"

@@ -27,7 +27,7 @@ class AllReduce:
     def transfer_durations(self, rows, ref, workers, config, link_Bps) -> None:
         sizes = np.array([op.size_bytes for op in ref.ops])
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
-        rows[:, is_up] = allreduce_s(config.collective, sizes[is_up], workers, config.topology(link_Bps))
+        rows[:, is_up] = allreduce_s(config.collective, sizes[is_up], workers, config.topology(8.0 * link_Bps))
         rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0  # no pulls
         virtual, call = allreduce_compute_pairs(ref)
         rows[:, virtual] = config.allreduce_compute_share * rows[:, call]

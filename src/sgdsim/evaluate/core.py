@@ -80,7 +80,7 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     if len(counts) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts in one call, got {len(counts):,} "
                           "(give a list such as 1,2,4,8,...)")
-    topology = config.topology(cluster.bandwidth_bps / 8.0)
+    topology = config.topology(cluster.bandwidth_bps)
     for W in counts:  # every count must fill whole nodes, checked before any work
         topology.layout(W)
     if strategy.arch == "ps" and topology.gpus_per_node > 1:
@@ -103,7 +103,7 @@ def _per_node(job: Job, strategy: Strategy, cluster: Cluster, counts: list[int],
     if job.heterogeneous:
         raise ConfigError("--gpus-per-node with --arch ps needs one profile, not --worker-profile")
     single = replace(cluster, gpus_per_node=1, intra_bandwidth_bps=None)
-    base = sim_config(strategy, cluster, control).topology(cluster.bandwidth_bps / 8.0)
+    base = sim_config(strategy, cluster, control).topology(cluster.bandwidth_bps)
     points: list[PredictionPoint] = []
     for devices in sorted({base.layout(W)[1] for W in counts}):
         topo = replace(base, gpus_per_node=devices)

@@ -57,13 +57,11 @@ def check_topology(arch: str, collective: str, gpus_per_node: int, intra_bandwid
                                  ("--bucket-size", bucket_size_bytes is not None)) if on]
     if given and arch != "allreduce":
         raise ConfigError(f"{given[0]} applies to --arch allreduce")
-    if gpus_per_node > 1 and arch == "ps" and (collective, bucket_size_bytes) != ("ring", None):
-        raise ConfigError("--collective and --bucket-size apply to --arch allreduce")
     if intra_bandwidth_bps is not None:
         check_bandwidth(intra_bandwidth_bps, "--intra-bandwidth")
     if bucket_size_bytes is not None and not 1 <= bucket_size_bytes <= MAX_BUCKET_BYTES:
         raise ConfigError(f"--bucket-size must be from 1B to 100GB, got {bucket_size_bytes:g} bytes")
-    Topology(1.0, gpus_per_node, None if intra_bandwidth_bps is None else intra_bandwidth_bps / 8)
+    Topology(MAX_BANDWIDTH_BPS, gpus_per_node, intra_bandwidth_bps)  # its own checks
 
 
 @dataclass(frozen=True)
@@ -112,10 +110,9 @@ class SimConfig:
     def two_way(self) -> TwoWay:
         return TwoWay(self.two_way_penalty, self.two_way_table)
 
-    def topology(self, nic_Bps: float) -> Topology:
-        """The all-reduce's cluster, its NIC at ``nic_Bps`` bytes/s (the flow cap applied)."""
-        intra = None if self.intra_bandwidth_bps is None else self.intra_bandwidth_bps / 8.0
-        return Topology(nic_Bps, self.gpus_per_node, intra, self.ring_latency_s)
+    def topology(self, nic_bps: float) -> Topology:
+        """The cluster of multi-device nodes, its NICs at ``nic_bps`` (the plan applies the flow cap)."""
+        return Topology(nic_bps, self.gpus_per_node, self.intra_bandwidth_bps, self.ring_latency_s)
 
     def __post_init__(self):
         _choice("mode", self.mode, MODES)

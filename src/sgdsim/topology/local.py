@@ -43,7 +43,7 @@ def with_local_aggregation(profile: Profile, topology: Topology) -> Profile:
         if op.kind == COMM and op.resource == UPLINK and producers:
             extra[max(producers)] += allreduce_s("ring", [op.size_bytes], G, topology)[0]
     record = {"transform": "local_aggregation", "gpus_per_node": G,
-              "intra_bandwidth_bps": topology.intra_Bps * 8, "added_s": float(extra.sum())}
+              "intra_bandwidth_bps": topology.intra_bps, "added_s": float(extra.sum())}
     return replace(profile, job=replace(profile.job, batch_size=profile.job.batch_size * G),
                    durations_s=profile.durations_s + extra[None, :],
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})

@@ -11,23 +11,34 @@ MAX_GPUS_PER_NODE = 64
 
 @dataclass(frozen=True)
 class Topology:
-    """``nic_Bps``: each node's NIC, per direction; ``intra_Bps``: each device's link inside its
+    """``nic_bps``: each node's NIC, per direction; ``intra_bps``: each device's link inside its
     node (NVLink, PCIe), per direction; None when nodes hold one device. ``step_latency_s``:
-    the fixed cost α of one step of a ring, on either kind of link. Units: bytes/s, seconds."""
+    the fixed cost α of one step of a ring, on either kind of link. Units: bits/s (the
+    project's bandwidth unit; the collectives divide bytes by ``nic_Bps``/``intra_Bps``), s."""
 
-    nic_Bps: float
+    nic_bps: float
     gpus_per_node: int = 1
-    intra_Bps: float | None = None
+    intra_bps: float | None = None
     step_latency_s: float = 0.0
+
+    @property
+    def nic_Bps(self) -> float:
+        return self.nic_bps / 8.0
+
+    @property
+    def intra_Bps(self) -> float:
+        if self.intra_bps is None:
+            raise ConfigError("nodes of one device have no intra-node link")
+        return self.intra_bps / 8.0
 
     def __post_init__(self):
         if not 1 <= self.gpus_per_node <= MAX_GPUS_PER_NODE:
             raise ConfigError(f"--gpus-per-node must be from 1 to {MAX_GPUS_PER_NODE}, "
                               f"got {self.gpus_per_node}")
-        if self.gpus_per_node > 1 and self.intra_Bps is None:
+        if self.gpus_per_node > 1 and self.intra_bps is None:
             raise ConfigError("--gpus-per-node above 1 needs --intra-bandwidth (e.g. 150GB/s for "
                               "NVLink, 12GB/s for PCIe 3 x16)")
-        if not (self.nic_Bps > 0 and (self.intra_Bps is None or self.intra_Bps > 0)):
+        if not (self.nic_bps > 0 and (self.intra_bps is None or self.intra_bps > 0)):
             raise ConfigError("bandwidths must be positive")
 
     def layout(self, ranks: int) -> tuple[int, int]:
