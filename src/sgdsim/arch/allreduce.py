@@ -13,6 +13,7 @@ class AllReduce:
     name = "allreduce"
     help = "all-reduce over every device (sync only)"
     modes = ("sync",)
+    options = ("collective", "bucket_size", "ring_latency", "allreduce_compute_share")
 
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         return np.full(resources, -1, np.int64)  # a call is exclusive to its worker's communicator

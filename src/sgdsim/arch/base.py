@@ -18,6 +18,7 @@ class Architecture(Protocol):
     name: str
     help: str
     modes: tuple[str, ...]  # the modes it can run
+    options: tuple[str, ...]  # its own options (CLI dests); another architecture's are refused
 
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         """Per simulated resource (``sim/plan.py``'s layout), the shared link it is, or −1

@@ -9,6 +9,7 @@ class ParameterServers:
     name = "ps"
     help = "parameter servers"
     modes = ("async", "sync")
+    options = ("sharing", "streams", "order", "ps_count")
 
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         link = np.full(resources, -1, np.int64)

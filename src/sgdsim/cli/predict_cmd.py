@@ -176,12 +176,10 @@ def check_relevance(args) -> None:
     simulated = args.model in ("fine", "all")
     sharing = args.sharing or ("hybrid" if (args.mode, args.arch) == ("sync", "ps") else None)
     rules = [
-        ("sharing", args.arch == "allreduce", "--arch ps (a ring step sends to one neighbour)"),
-        ("streams", args.arch == "allreduce", "--arch ps"),
-        ("order", args.arch == "allreduce" or args.streams == "http2", "--arch ps with --streams fifo"),
+        *((opt, opt not in ARCHITECTURES[args.arch].options, where)
+          for opt, where in _arch_options().items()),
+        ("order", args.streams == "http2", "--streams fifo"),
         ("window", args.streams != "http2", "--streams http2"),
-        *((opt, args.arch != "allreduce", "--arch allreduce")
-          for opt in ("collective", "bucket_size")),
         ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
         ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
         ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
@@ -196,6 +194,15 @@ def check_relevance(args) -> None:
                               "would ignore it")
     if args.sharing == "threshold" and args.model not in ("coarse", "all"):
         raise ConfigError("--sharing threshold is the coarse model's Eq. 5: use --model coarse or all")
+
+
+def _arch_options() -> dict[str, str]:
+    """Each architecture's own options, and where they apply ("--arch ps")."""
+    where: dict[str, list[str]] = {}
+    for name, arch in ARCHITECTURES.items():
+        for opt in arch.options:
+            where.setdefault(opt, []).append(f"--arch {name}")
+    return {opt: " or ".join(archs) for opt, archs in where.items()}
 
 
 def network(args) -> dict:
