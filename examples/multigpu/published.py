@@ -146,7 +146,36 @@ def main() -> int:
               f"measured {meas:g}, " + ", ".join(f"{m} {x:.0f}" for m, x in pred.items()),
               file=sys.stderr)
     write(args.out, results, skipped, args.fine, time.time() - t0)
+    plot(args.out, results, "fine" if args.fine else "coarse")
     return 0
+
+
+def plot(out: str, results: list[dict], model: str) -> None:
+    """Predicted against measured scaling efficiency (throughput / (GPUs x one-GPU figure))."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    for src in dict.fromkeys(r["source_id"] for r in results):
+        rs = [r for r in results if r["source_id"] == src]
+        eff = [(r["measured"] / (int(r["total_gpus"]) * r["one_gpu"]),
+                r[f"{model}_pred"] / (int(r["total_gpus"]) * r["one_gpu"])) for r in rs]
+        ax.scatter([m for m, _ in eff], [p for _, p in eff], s=18, label=src)
+    ax.plot([0.6, 1.05], [0.6, 1.05], "k-", lw=0.8)
+    for k in (0.9, 1.1):
+        ax.plot([0.6, 1.05], [0.6 * k, 1.05 * k], "k:", lw=0.6)
+    ax.set_xlim(0.6, 1.05)
+    ax.set_ylim(0.6, 1.1)
+    ax.set_xlabel("measured scaling efficiency")
+    ax.set_ylabel(f"predicted scaling efficiency ({model})")
+    ax.set_title("Published multi-GPU points (dotted: ±10 %)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "efficiency.png"), dpi=110)
 
 
 def write(out: str, results: list[dict], skipped: dict, fine: bool, wall_s: float) -> None:
