@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import os
 import statistics
 import sys
@@ -95,10 +96,16 @@ def one_gpu_kw(kw: dict) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def layers(model: str, batch: int):
+    """A model's PipeDream layers, read once per model and batch (rows share them)."""
+    graph = os.path.join(ROOT, "examples", "pipedream", f"{GRAPHS[model]}.graph.txt")
+    return import_pipedream(graph, batch, overlap=True, model_name=model)
+
+
 def calibrated(row: dict, kw: dict):
     """The layers, compute scaled until one GPU predicts the source's one-GPU figure."""
-    graph = os.path.join(ROOT, "examples", "pipedream", f"{GRAPHS[row['model']]}.graph.txt")
-    prof = import_pipedream(graph, int(row["batch_per_gpu"]), overlap=True, model_name=row["model"])
+    prof = layers(row["model"], int(row["batch_per_gpu"]))
     target = float(row["one_gpu_throughput_examples_per_s"])
     single = one_gpu_kw(kw)
     for _ in range(30):  # the PS link's time does not scale: a fixed point, not one division

@@ -9,10 +9,9 @@ import numpy as np
 
 from .analytic.async_ps import async_ps
 from .errors import ProfileError
-from .sim.config import MAX_WORKERS
+from .sim.config import MAX_WORKERS, check_bandwidth
 from .evaluate.inputs import coarse_profile
 from .predict import _profile
-from .sim.config import check_bandwidth
 from .units import parse_bandwidth_bps
 
 CANDIDATES = tuple(round(0.1 * i, 1) for i in range(1, 11))

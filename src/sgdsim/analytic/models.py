@@ -8,7 +8,6 @@ from .async_ps import async_ps_sweep
 from .baselines import cynthia, lin, lin_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
-from .two_way import TwoWay
 
 if TYPE_CHECKING:  # the evaluation layer's inputs; analytic stays importable without it
     from ..evaluate.inputs import Cluster, Control, Strategy
@@ -56,15 +55,11 @@ def run_analytic(model: str, classes: list[tuple[CoarseProfile, int]], Ks: list[
     c = classes[0][0]
     B, sharing, rho = cluster.bandwidth_bps, strategy.sharing, strategy.rho_threshold
     if strategy.mode == "async" and model == "coarse":
-        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho, two_way=_two_way(cluster),
+        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho, two_way=cluster.two_way,
                               fractions=fractions)
     if strategy.mode == "async" and model == "lin":
         return lin_sweep(c, B, Ks, sharing or "threshold", rho)
     return [_one(model, [(c, K)], strategy, cluster, fractions) for K in Ks]
-
-
-def _two_way(cluster: Cluster) -> TwoWay:
-    return TwoWay(cluster.two_way_penalty, cluster.two_way_table)
 
 
 def _one(model, classes, strategy: Strategy, cluster: Cluster, fractions) -> CoarseResult:

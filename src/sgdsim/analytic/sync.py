@@ -12,6 +12,7 @@ from ..errors import ConfigError
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 from ..topology import Topology, allreduce_s, even_buckets
+from ..topology.collectives.ring import ring_call_s
 
 
 Classes = list[tuple[CoarseProfile, int]]
@@ -55,13 +56,6 @@ def sync_ps(classes: Classes, bandwidth_bps: float, sharing: str = "hybrid",
     return _result(classes, T, {"downlink": TD, "compute": TF + TB, "uplink": TU, "update": TS},
                    load * MB, sharing, f"TPDS Eq. {'10' if overlap and sharing == 'hybrid' else eq}"
                    + (" with overlap" if overlap else ""))
-
-
-def ring_call_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):
-    """One ring all-reduce call: 2(N−1) steps, each moving size/N bytes over every rank's NIC
-    (TPDS Eq. 11, §3.2.2) and paying a fixed latency (``netbench --gloo`` measures it)."""
-    steps = 2.0 * (ranks - 1)
-    return steps / ranks * size_bytes / link_Bps + steps * step_latency_s
 
 
 def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):

@@ -27,11 +27,10 @@ class ParameterServers:
         # imported here: the analytic package's compiled MVA imports the simulator's config
         from ..analytic.async_ps import async_ps
         from ..analytic.sync import sync_ps
-        from ..analytic.two_way import TwoWay
 
         sharing = strategy.sharing
         if strategy.mode == "sync":
             return sync_ps(classes, cluster.bandwidth_bps, sharing or "hybrid",
                            fcfs_weight=cluster.fcfs_weight, fractions=fractions)
         return async_ps(classes, cluster.bandwidth_bps, sharing or "threshold", strategy.rho_threshold,
-                        two_way=TwoWay(cluster.two_way_penalty, cluster.two_way_table))
+                        two_way=cluster.two_way)

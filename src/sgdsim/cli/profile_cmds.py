@@ -56,18 +56,23 @@ def _import_parser(sub) -> None:
     pd.add_argument("graph", help="the graph.txt file")
     pd.add_argument("--batch-size", type=int, required=True,
                     help="the mini-batch the graph was profiled with")
-    ov = pd.add_mutually_exclusive_group()
+    pd.add_argument("--update-s-per-mb", type=float, default=0.0, metavar="SECONDS",
+                    help="PS update time in seconds per MB (1e6 bytes) of parameters")
+    _import_outputs(pd, "graph")
+    _kineto_parser(isub)
+
+
+def _import_outputs(p, source: str) -> None:
+    """What every importer asks besides its input: overlap, the model's name, the output."""
+    ov = p.add_mutually_exclusive_group()
     ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
                     help="communication overlaps computation layer by layer (default)")
     ov.add_argument("--no-overlap", dest="overlap", action="store_false",
                     help="pull all parameters before, push all gradients after the pass")
-    pd.add_argument("--update-s-per-mb", type=float, default=0.0, metavar="SECONDS",
-                    help="PS update time in seconds per MB (1e6 bytes) of parameters")
-    pd.add_argument("--model-name", default=None,
-                    help="name recorded in the profile (default: the graph file's name)")
-    pd.add_argument("-o", "--output", required=True, help="profile file to write (.json or .json.gz)")
-    pd.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    _kineto_parser(isub)
+    p.add_argument("--model-name", default=None,
+                   help=f"name recorded in the profile (default: the {source} file's name)")
+    p.add_argument("-o", "--output", required=True, help="profile file to write (.json or .json.gz)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
 
 
 def _kineto_parser(isub) -> None:
@@ -81,16 +86,7 @@ def _kineto_parser(isub) -> None:
     kt.add_argument("trace", help="the trace file (.json or .json.gz)")
     kt.add_argument("--batch-size", type=int, required=True,
                     help="the mini-batch the trace was recorded with")
-    ov = kt.add_mutually_exclusive_group()
-    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
-                    help="communication overlaps computation layer by layer (default)")
-    ov.add_argument("--no-overlap", dest="overlap", action="store_false",
-                    help="pull all parameters before, push all gradients after the pass")
-    kt.add_argument("--model-name", default=None,
-                    help="name recorded in the profile (default: the trace file's name)")
-    kt.add_argument("-o", "--output", required=True,
-                    help="profile file to write (.json or .json.gz)")
-    kt.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    _import_outputs(kt, "trace")
 
 
 def cmd_calibrate(args) -> int:

@@ -21,6 +21,7 @@ from ..profile.transforms import with_overhead
 from ..progress import Progress
 from ..replicate import simulate_point
 from ..sim import WorkerClass
+from ..topology import Topology
 from ..topology.local import with_local_aggregation
 from ..sim.config import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from .executors import Executor, Serial
@@ -81,11 +82,10 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts in one call, got {len(counts):,} "
                           "(give a list such as 1,2,4,8,...)")
     topology = config.topology(cluster.bandwidth_bps)
-    for W in counts:  # every count must fill whole nodes, checked before any work
-        topology.layout(W)
+    layouts = {W: topology.layout(W) for W in counts}  # whole nodes, checked before any work
     if strategy.arch == "ps" and topology.gpus_per_node > 1:
-        return _per_node(job, strategy, cluster, counts, model, control, executor, on_skip,
-                         progress_label)
+        return _per_node(job, strategy, cluster, topology, layouts, model, control, executor,
+                         on_skip, progress_label)
     points: list[PredictionPoint] = []
     for name in models_for(model, job, strategy, cluster, control, on_skip):
         if name == "fine":
@@ -96,19 +96,20 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     return sorted(points, key=lambda p: (p.workers, order[p.model]))
 
 
-def _per_node(job: Job, strategy: Strategy, cluster: Cluster, counts: list[int], model: str,
-              control: Control, executor, on_skip, progress_label: str) -> list[PredictionPoint]:
+def _per_node(job: Job, strategy: Strategy, cluster: Cluster, topology: Topology,
+              layouts: dict[int, tuple[int, int]], model: str, control: Control, executor,
+              on_skip, progress_label: str) -> list[PredictionPoint]:
     """Parameter servers with multi-device nodes (TPDS §4.4): each node aggregates locally and
-    is one worker of the servers (``topology/local.py``); points report devices."""
+    is one worker of the servers (``topology/local.py``); points report devices. ``layouts``:
+    (nodes, devices per node) of each device count."""
     if job.heterogeneous:
         raise ConfigError("--gpus-per-node with --arch ps needs one profile, not --worker-profile")
     single = replace(cluster, gpus_per_node=1, intra_bandwidth_bps=None)
-    base = sim_config(strategy, cluster, control).topology(cluster.bandwidth_bps)
     points: list[PredictionPoint] = []
-    for devices in sorted({base.layout(W)[1] for W in counts}):
-        topo = replace(base, gpus_per_node=devices)
+    for devices in sorted({d for _, d in layouts.values()}):
+        topo = replace(topology, gpus_per_node=devices)
         node_job = Job.of(with_local_aggregation(fine_profile(job.profile), topo))
-        nodes = [base.layout(W)[0] for W in counts if base.layout(W)[1] == devices]
+        nodes = [n for n, d in layouts.values() if d == devices]
         for pt in evaluate(node_job, strategy, single, nodes, model, control, executor, on_skip,
                            progress_label):
             points.append(replace(pt, workers=pt.workers * devices))

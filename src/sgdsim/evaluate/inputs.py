@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analytic.coarse_profile import CoarseProfile, from_profile, to_profile
-from ..analytic.two_way import check_table
+from ..analytic.two_way import TwoWay, check_table
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
-                          check_seed, check_topology)
+                          check_collective, check_nodes, check_seed)
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
@@ -112,7 +112,7 @@ class Strategy:
             raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         if not 0 < self.rho_threshold <= 1:
             raise ConfigError(f"--rho-threshold must be in (0, 1], got {self.rho_threshold}")
-        check_topology(self.arch, self.collective, 1, None, self.bucket_size_bytes)
+        check_collective(self.arch, self.collective, self.bucket_size_bytes)
 
     @property
     def fine_sharing(self) -> str:
@@ -151,7 +151,7 @@ class Cluster:
 
     def __post_init__(self):
         check_bandwidth(self.bandwidth_bps)
-        check_topology("allreduce", "ring", self.gpus_per_node, self.intra_bandwidth_bps, None)
+        check_nodes(self.gpus_per_node, self.intra_bandwidth_bps)
         if self.two_way_table is not None:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
@@ -162,6 +162,10 @@ class Cluster:
                             ("--ps-price-per-node-hour", self.ps_price_per_node_hour)):
             if price is not None and not 0 <= price <= MAX_PRICE:
                 raise ConfigError(f"{what} must be a number from 0 to {MAX_PRICE:g}, got {price}")
+
+    @property
+    def two_way(self) -> TwoWay:
+        return TwoWay(self.two_way_penalty, self.two_way_table)
 
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:

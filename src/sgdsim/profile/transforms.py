@@ -73,18 +73,20 @@ def with_allreduce_compute(profile: Profile) -> Profile:
     if len(ops) == profile.n_ops:
         return profile
     take = np.array(cols)
-
-    def widen(a: np.ndarray | None, fill: float) -> np.ndarray | None:
-        if a is None:
-            return None
-        out = a[:, np.maximum(take, 0)].copy()
-        out[:, take < 0] = fill
-        return out
-
     record = {"transform": "allreduce_compute", "virtual_ops": len(ops) - profile.n_ops}
-    return replace(profile, ops=tuple(ops), durations_s=widen(profile.durations_s, 0.0),
-                   comm_s=widen(profile.comm_s, np.nan),
+    return replace(profile, ops=tuple(ops), durations_s=take_columns(profile.durations_s, take, 0.0),
+                   comm_s=take_columns(profile.comm_s, take, np.nan),
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
+
+
+def take_columns(a: np.ndarray | None, take: np.ndarray, fill: float) -> np.ndarray | None:
+    """Per-step columns of the ops a transform keeps, in its new order: column ``take[j]`` of
+    ``a``, or ``fill`` where ``take[j]`` < 0 (an op the transform added)."""
+    if a is None:
+        return None
+    out = a[:, np.maximum(take, 0)].copy()
+    out[:, take < 0] = fill
+    return out
 
 
 def allreduce_compute_pairs(profile: Profile) -> tuple[np.ndarray, np.ndarray]:

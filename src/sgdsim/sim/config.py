@@ -49,18 +49,21 @@ def check_allreduce_compute_share(share: float, arch: str) -> None:
         raise ConfigError("--allreduce-compute-share applies to --arch allreduce")
 
 
-def check_topology(arch: str, collective: str, gpus_per_node: int, intra_bandwidth_bps: float | None,
-                   bucket_size_bytes: float | None) -> None:
-    """Multi-device nodes (either architecture), the collective and buckets (all-reduce)."""
+def check_collective(arch: str, collective: str, bucket_size_bytes: float | None) -> None:
+    """The all-reduce's algorithm and DDP buckets (a strategy's)."""
     _choice("collective", collective, COLLECTIVE_NAMES)
     given = [opt for opt, on in (("--collective", collective != "ring"),
                                  ("--bucket-size", bucket_size_bytes is not None)) if on]
     if given and arch != "allreduce":
         raise ConfigError(f"{given[0]} applies to --arch allreduce")
-    if intra_bandwidth_bps is not None:
-        check_bandwidth(intra_bandwidth_bps, "--intra-bandwidth")
     if bucket_size_bytes is not None and not 1 <= bucket_size_bytes <= MAX_BUCKET_BYTES:
         raise ConfigError(f"--bucket-size must be from 1B to 100GB, got {bucket_size_bytes:g} bytes")
+
+
+def check_nodes(gpus_per_node: int, intra_bandwidth_bps: float | None) -> None:
+    """Multi-device nodes (a cluster's, either architecture)."""
+    if intra_bandwidth_bps is not None:
+        check_bandwidth(intra_bandwidth_bps, "--intra-bandwidth")
     Topology(MAX_BANDWIDTH_BPS, gpus_per_node, intra_bandwidth_bps)  # its own checks
 
 
@@ -143,8 +146,8 @@ class SimConfig:
         if self.ring_latency_s > 0 and self.arch != "allreduce":
             raise ConfigError("--ring-latency applies to --arch allreduce")
         check_allreduce_compute_share(self.allreduce_compute_share, self.arch)
-        check_topology(self.arch, self.collective, self.gpus_per_node, self.intra_bandwidth_bps,
-                       self.bucket_size_bytes)
+        check_collective(self.arch, self.collective, self.bucket_size_bytes)
+        check_nodes(self.gpus_per_node, self.intra_bandwidth_bps)
         if not 0 <= self.two_way_penalty < 1:
             raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
         if self.two_way_table is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..profile.model import COMM, UPLINK, Op, Profile
+from ..profile.transforms import take_columns
 
 DDP_FIRST_BUCKET_BYTES = 1024 * 1024
 BUCKET_PREFIX = "bucket:"
@@ -73,8 +74,8 @@ def with_buckets(profile: Profile, cap_bytes: float,
     take = np.array(cols)
     record = {"transform": "buckets", "cap_bytes": cap_bytes, "first_cap_bytes": first_cap_bytes,
               "buckets": len(groups), "layers": len(pushes)}
-    return replace(profile, ops=tuple(ops), durations_s=_columns(profile.durations_s, take, 0.0),
-                   comm_s=_columns(profile.comm_s, take, np.nan),
+    return replace(profile, ops=tuple(ops), durations_s=take_columns(profile.durations_s, take, 0.0),
+                   comm_s=take_columns(profile.comm_s, take, np.nan),
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
 
 
@@ -84,14 +85,6 @@ def _bucket_op(profile: Profile, members: list[int], op_id: str, previous: str |
     return replace(first, id=op_id, name=f"bucket {op_id.removeprefix(BUCKET_PREFIX)} "
                    f"({len(members)} layers)", deps=tuple(dict.fromkeys(deps)),
                    size_bytes=float(sum(profile.ops[i].size_bytes for i in members)))
-
-
-def _columns(a: np.ndarray | None, take: np.ndarray, fill: float) -> np.ndarray | None:
-    if a is None:
-        return None
-    out = a[:, np.maximum(take, 0)].copy()
-    out[:, take < 0] = fill
-    return out
 
 
 def even_buckets(model_bytes: float, cap_bytes: float,

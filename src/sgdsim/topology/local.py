@@ -16,15 +16,13 @@ import numpy as np
 
 from ..profile.model import COMM, COMPUTE, DOWNLINK, UPLINK, Profile
 from ..profile.transforms import overhead_targets
-from .collectives import allreduce_s
+from .collectives.ring import ring_call_s
 from .model import Topology
 
 
-def local_broadcast_s(size_bytes, devices: int, topology: Topology):
+def local_broadcast_s(size_bytes: float, topology: Topology) -> float:
     """A pipelined ring broadcast: the bytes once over the intra-node link, α per hop."""
-    if devices == 1:
-        return 0.0 * np.asarray(size_bytes)
-    return np.asarray(size_bytes) / topology.intra_Bps + (devices - 1) * topology.step_latency_s
+    return size_bytes / topology.intra_Bps + (topology.gpus_per_node - 1) * topology.step_latency_s
 
 
 def with_local_aggregation(profile: Profile, topology: Topology) -> Profile:
@@ -37,11 +35,12 @@ def with_local_aggregation(profile: Profile, topology: Topology) -> Profile:
     idx = profile.index()
     for c, consumer in overhead_targets(profile):
         if profile.ops[c].resource == DOWNLINK:
-            extra[consumer] += local_broadcast_s(profile.ops[c].size_bytes, G, topology)
+            extra[consumer] += local_broadcast_s(profile.ops[c].size_bytes, topology)
     for i, op in enumerate(profile.ops):
         producers = [idx[d] for d in op.deps if profile.ops[idx[d]].kind == COMPUTE]
-        if op.kind == COMM and op.resource == UPLINK and producers:
-            extra[max(producers)] += allreduce_s("ring", [op.size_bytes], G, topology)[0]
+        if op.kind == COMM and op.resource == UPLINK and producers and op.size_bytes > 0:
+            extra[max(producers)] += ring_call_s(op.size_bytes, G, topology.intra_Bps,
+                                                 topology.step_latency_s)
     record = {"transform": "local_aggregation", "gpus_per_node": G,
               "intra_bandwidth_bps": topology.intra_bps, "added_s": float(extra.sum())}
     return replace(profile, job=replace(profile.job, batch_size=profile.job.batch_size * G),

@@ -8,11 +8,13 @@ One node: 2(G−1)/G·size/B_intra; one device per node: the flat ring (TPDS Eq.
 from __future__ import annotations
 
 from ..model import Topology
+from .ring import ring_call_s
 
 
 def call_s(size_bytes, ranks: int, topology: Topology):
+    """The two intra-node stages are a ring of G over the intra links; the G shard rings of N
+    nodes together move what one ring of N moves over the NIC."""
     nodes, G = topology.layout(ranks)
     alpha = topology.step_latency_s
-    intra = 0.0 if G == 1 else 2.0 * (G - 1) * (size_bytes / G / topology.intra_Bps + alpha)
-    inter = 2.0 * (nodes - 1) * (size_bytes / nodes / topology.nic_Bps + alpha)
-    return intra + inter
+    intra = 0.0 if G == 1 else ring_call_s(size_bytes, G, topology.intra_Bps, alpha)
+    return intra + ring_call_s(size_bytes, nodes, topology.nic_Bps, alpha)

@@ -9,6 +9,13 @@ from __future__ import annotations
 from ..model import Topology
 
 
+def ring_call_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):
+    """One ring all-reduce call: 2(N−1) steps, each moving size/N bytes over every rank's link
+    (TPDS Eq. 11, §3.2.2) and paying a fixed latency (``netbench --gloo`` measures it)."""
+    steps = 2.0 * (ranks - 1)
+    return steps / ranks * size_bytes / link_Bps + steps * step_latency_s
+
+
 def call_s(size_bytes, ranks: int, topology: Topology):
     nodes, per_node = topology.layout(ranks)
     if per_node == 1:
@@ -17,5 +24,4 @@ def call_s(size_bytes, ranks: int, topology: Topology):
         slowest = topology.intra_Bps
     else:
         slowest = min(topology.nic_Bps, topology.intra_Bps)
-    steps = 2.0 * (ranks - 1)
-    return steps * (size_bytes / ranks / slowest + topology.step_latency_s)
+    return ring_call_s(size_bytes, ranks, slowest, topology.step_latency_s)
