@@ -11,7 +11,7 @@ import pytest
 
 import sgdsim
 from sgdsim.errors import ConfigError
-from sgdsim.replicate import ROUND, SEED_STRIDE, simulate_point
+from sgdsim.replicate import ROUND, replication_configs, simulate_point
 from sgdsim.sim import SimConfig, WorkerClass, simulate
 from sgdsim.profile.io import load_profile
 
@@ -19,9 +19,12 @@ PROFILE = "examples/profiles/alexnet.json"
 KW = dict(workers=3, bandwidth="1Gbps", steps=20, warmup=3)
 
 
-def _singles(seed, n, **kw):
-    return [sgdsim.predict(PROFILE, seed=seed + i * SEED_STRIDE, replications=1, **{**KW, **kw})[0]
-            for i in range(n)]
+def _singles(seed, n, steps=20, warmup=3, workers=3, sharing="ps", mode="async"):
+    """Replications 0..n-1 of ``seed`` run one by one (``predict``'s defaults for KW)."""
+    classes = [WorkerClass("w", sgdsim.load_profile(PROFILE), workers)]
+    base = SimConfig(bandwidth_bps=1e9, mode=mode, sharing=sharing, warmup_steps=warmup,
+                     steps_per_worker=steps, seed=seed)
+    return [simulate_point(classes, c, 1) for c in replication_configs(classes, base, range(n))]
 
 
 def test_fixed_replications_give_a_prediction_interval_for_one_run():
@@ -99,13 +102,9 @@ def test_auto_rounds_stop_before_the_op_budget_is_overrun():
     assert pt.replications % ROUND == 0
 
 
-def _low_level_singles(seed, n, sharing="ps", mode="async", workers=3):
+def _low_level_singles(seed, n, **kw):
     """One-step runs below the API (which refuses one run of one step: it has no interval)."""
-    prof = sgdsim.load_profile(PROFILE)
-    return [simulate_point([WorkerClass("w", prof, workers)],
-                           SimConfig(bandwidth_bps=1e9, mode=mode, sharing=sharing, warmup_steps=0,
-                                     steps_per_worker=1, seed=seed + i * SEED_STRIDE), 1)
-            for i in range(n)]
+    return _singles(seed, n, steps=1, warmup=0, **kw)
 
 
 def test_runs_too_short_for_their_own_interval_still_get_the_spread_between_them():

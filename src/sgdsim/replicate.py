@@ -3,7 +3,7 @@
 Async runs settle into long-lived states (lock-step convoys on the shared links, or
 interleaving) that depend on how the workers started; one run's batch-means interval cannot
 see the others. So by default every point is a set of independent runs (different seeds,
-random start offsets), executed in rounds of ``ROUND`` on all cores (the compiled core
+start offsets spread evenly over the replications, ``sim/starts.py``), executed in rounds of ``ROUND`` on all cores (the compiled core
 releases the GIL):
 
 - throughput: their mean (what a long job averages over its restarts);
@@ -29,6 +29,7 @@ from .point import PredictionPoint
 from .sim import SimConfig, WorkerClass, simulate
 from .sim.regimes import split_modes
 from .sim.simulate import SimResult
+from .sim.starts import start_points
 from .sim.stats import prediction_half_width, t95
 
 ROUND = 4            # replications per round (and the minimum)
@@ -41,8 +42,9 @@ MAX_THREADS: int | None = None  # None: every core (a process pool sets 1 per pr
 def simulate_point(classes: list[WorkerClass], config: SimConfig,
                    replications: int | None = None) -> PredictionPoint:
     """``replications``: None = automatic rounds; 1 = one run (batch-means interval); R = R runs."""
-    if replications == 1:
-        return _single(config, _run_all(classes, [config]))
+    if replications == 1:  # replication 0, unless the caller placed the start
+        cfg = config if config.start_point else replication_configs(classes, config, [0])[0]
+        return _single(cfg, _run_all(classes, [cfg]))
     fixed = replications is not None
     per_round, rounds = (replications, 1) if fixed else (ROUND, MAX_ROUNDS)
     # every replication measures max(20·W, 100) steps after the warm-up, without doubling
@@ -56,10 +58,17 @@ def simulate_point(classes: list[WorkerClass], config: SimConfig,
     return _combine(reps)
 
 
+def replication_configs(classes, base: SimConfig, indices) -> list[SimConfig]:
+    """Replication i: its own seed, and point i of an even design over the start offsets
+    (``sim/starts.py``); the first keeps the timeline."""
+    starts = start_points(base.seed, sum(c.count for c in classes) - 1, indices)
+    return [replace(base, seed=base.seed + i * SEED_STRIDE, start_point=u,
+                    timeline=base.timeline and i == 0) for i, u in zip(indices, starts)]
+
+
 def _round(classes, base: SimConfig, seeds):
     """(config, runs) per replication; hybrid sharing is two runs (ps and fcfs)."""
-    cfgs = [replace(base, seed=base.seed + i * SEED_STRIDE, timeline=base.timeline and i == 0)
-            for i in seeds]
+    cfgs = replication_configs(classes, base, seeds)
     results = _run_all(classes, cfgs)
     k = len(_runs_of(base))
     return [(c, results[i * k:(i + 1) * k]) for i, c in enumerate(cfgs)]
@@ -128,6 +137,8 @@ def _combine(reps: list[PredictionPoint]) -> PredictionPoint:
     own = [(r.ci_high - r.ci_low) / 2 for r in reps if math.isfinite(r.ci_high)]
     spread = prediction_half_width(xs)
     hw = max(spread, float(np.mean(own))) if own else spread
+    if float(xs.max() - xs.min()) > 1e-9 * m:  # runs that differ are known no better than one step in a run's window
+        hw = max(hw, m / max(1, min(r.steps_measured for r in reps)))
     point = _merge(reps, m, m - hw, m + hw)
     return replace(point, replications=R, regimes=split_modes(xs) or ())
 

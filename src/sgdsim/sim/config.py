@@ -101,6 +101,7 @@ class SimConfig:
     ps_count: int | None = None
     jitter_cv: float = 0.0
     seed: int = 0
+    start_point: tuple[float, ...] = ()  # async: workers 2..W's start offsets in [0, 1) (sim/starts.py); () draws them
     warmup_steps: int = 5
     steps_per_worker: int | None = None
     ci_rel_target: float = 0.01
@@ -129,6 +130,8 @@ class SimConfig:
         if self.flow_cap_bps is not None:
             check_bandwidth(self.flow_cap_bps, "flow cap")
         check_seed(self.seed)
+        if not all(0.0 <= u < 1.0 for u in self.start_point):
+            raise ConfigError(f"start point coordinates must be in [0, 1), got {self.start_point}")
         if not self.window_bytes > 0:
             raise ConfigError(f"HTTP/2 window must be positive, got {self.window_bytes}")
         if not 0 <= self.overhead_alpha_s_per_byte <= MAX_OVERHEAD_ALPHA_S_PER_BYTE:

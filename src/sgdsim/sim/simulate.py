@@ -94,19 +94,24 @@ class _Sim:
         engine.start(self.P, self.S, self.K, self.LK, self.Q, for_backend(self._offsets(classes)))
 
     def _offsets(self, classes) -> np.ndarray:
-        """Async workers start at random offsets, so that a deterministic profile does not keep
-        them in artificial lockstep; sync starts together. The offsets spread over one
-        steady-state step: an uncontended step, or W transfers of the model through one PS's
-        link when that is longer. Spread over the uncontended step only, W = 10 ResNet-50 workers
-        on 1 Gbps start congested and need ~40 steps each to reach steady state (−12 % after 0
-        warm-up steps, −2 % after 20); spread over the link-bound cycle they need ~10."""
+        """Async workers start at offsets spread over one steady-state step, so that a
+        deterministic profile does not keep them in artificial lockstep; sync starts together.
+        Worker 1 starts at 0 and the others at ``start_point`` (replicate.py's even design over
+        replications) or at random. One steady-state step: an uncontended step, or W transfers
+        of the model through one PS's link when that is longer. Spread over the uncontended
+        step only, W = 10 ResNet-50 workers on 1 Gbps start congested and need ~40 steps each
+        to reach steady state (−12 % after 0 warm-up steps, −2 % after 20); spread over the
+        link-bound cycle they need ~10."""
         W = self.plan.W
         if self.config.mode == "sync" or W == 1:
             return np.zeros(W)
         prof = classes[0].profile
         link_s = prof.model_bytes() / self.info.ps_count * 8 / self.config.bandwidth_bps
         step_s = prof.durations_s.sum(axis=1).mean() + 2 * link_s
-        return self.rng.uniform(0.0, max(step_s, W * link_s), size=W)
+        u = self.config.start_point
+        if len(u) != W - 1:
+            u = self.rng.uniform(size=W - 1)
+        return np.concatenate([[0.0], np.asarray(u, float)]) * max(step_s, W * link_s)
 
     def _refill(self):
         S, W, cap = self.S, self.plan.W, SAMPLES_PER_WORKER
