@@ -59,6 +59,7 @@ class Hardware:
     ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
+    host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -76,6 +77,7 @@ class Hardware:
                 **({"two_way_table": self.two_way_table} if self.two_way_table is not None
                    else {"two_way_penalty": self.two_way_penalty or 0.0}),
                 "run_spread": self.run_spread_rel or 0.0,
+                **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if arch == "allreduce" else {})}
@@ -162,14 +164,16 @@ def load_hardware(path: str | os.PathLike) -> Hardware:
 
 
 _RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,
-          "in [0, 1]": lambda v: 0 <= v <= 1, "in [0, 1)": lambda v: 0 <= v < 1}
+          "in [0, 1]": lambda v: 0 <= v <= 1, "in [0, 1)": lambda v: 0 <= v < 1,
+          "a whole number >= 1": lambda v: v >= 1 and float(v).is_integer()}
 _FIELDS = (  # key, required, rule
     ("bandwidth_bps", True, "positive"), ("latency_s", True, "non-negative"),
     ("overhead_alpha_s_per_byte", True, "positive"), ("overhead_beta_s", True, "non-negative"),
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
-    ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"))
+    ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
+    ("host_cores", False, "a whole number >= 1"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
@@ -191,7 +195,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             bad(f"field {key!r} must be a finite number, got {v!r}")
         if not _RULES[rule](v):
             bad(f"field {key!r} must be {rule}, got {v!r}")
-        values[key] = float(v)
+        values[key] = int(v) if rule == "a whole number >= 1" else float(v)
     if data.get("two_way_table") is not None:
         try:
             values["two_way_table"] = check_table(data["two_way_table"])

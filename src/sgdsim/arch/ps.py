@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..topology import compute_slowdown, slowed_classes
 
 
 class ParameterServers:
@@ -30,6 +31,8 @@ class ParameterServers:
 
         sharing = strategy.sharing
         if strategy.mode == "sync":
+            workers = sum(n for _, n in classes)
+            classes = slowed_classes(classes, compute_slowdown(workers, cluster.host_cores, "sync"))
             return sync_ps(classes, cluster.bandwidth_bps, sharing or "hybrid",
                            fcfs_weight=cluster.fcfs_weight, fractions=fractions)
         return async_ps(classes, cluster.bandwidth_bps, sharing or "threshold", strategy.rho_threshold,

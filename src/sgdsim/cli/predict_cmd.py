@@ -86,6 +86,10 @@ def add_model_arguments(q) -> None:
     q.add_argument("--bucket-size", default=None, metavar="SIZE",
                    help="--arch allreduce: PyTorch DDP gradient buckets, e.g. 25MB (DDP's default "
                         "is 25MiB; the first bucket 1MiB) (default: one call per layer)")
+    q.add_argument("--host-cores", type=int, default=None, metavar="K",
+                   help="every worker runs on one host of K cores (a lab of namespaces on one "
+                        "machine): synchronous workers compute at once, each at K/W of a core "
+                        "(default: the --hardware file's, else every worker has its own)")
     q.add_argument("--rho-threshold", type=float, default=None, metavar="RHO",
                    help=f"coarse async PS: Eq. 5 threshold on the FCFS network utilization "
                         f"(default {DEFAULT_RHO_THRESHOLD})")
@@ -215,7 +219,8 @@ def network(args) -> dict:
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty,
              "ring_latency": args.ring_latency,
-             "allreduce_compute_share": args.allreduce_compute_share}
+             "allreduce_compute_share": args.allreduce_compute_share,
+             "host_cores": args.host_cores}
     if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
         net.pop("two_way_table", None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}

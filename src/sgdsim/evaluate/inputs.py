@@ -22,6 +22,7 @@ from ..hardware import Hardware
 from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
                           check_collective, check_nodes, check_seed)
+from ..topology import check_host_cores
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
@@ -145,6 +146,7 @@ class Cluster:
     allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
     gpus_per_node: int = 1  # devices per node, sharing its NIC (bandwidth_bps is per node)
     intra_bandwidth_bps: float | None = None  # each device's link inside its node
+    host_cores: int | None = None  # every worker on one host of this many cores (topology/hosts.py)
     run_spread_rel: float = 0.0
     price_per_node_hour: float = 0.0
     ps_price_per_node_hour: float | None = None
@@ -152,6 +154,7 @@ class Cluster:
     def __post_init__(self):
         check_bandwidth(self.bandwidth_bps)
         check_nodes(self.gpus_per_node, self.intra_bandwidth_bps)
+        check_host_cores(self.host_cores)
         if self.two_way_table is not None:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
@@ -178,7 +181,8 @@ class Cluster:
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
                     two_way_table=table, run_spread_rel=kw["run_spread"],
                     ring_latency_s=kw.get("ring_latency", 0.0),
-                    allreduce_compute_share=kw.get("allreduce_compute_share", 0.0))
+                    allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
+                    host_cores=kw.get("host_cores"))
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
     def node_price(self, ps: bool) -> float:
@@ -217,7 +221,8 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         ring_latency_s=cluster.ring_latency_s,
         allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,
         collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
-        intra_bandwidth_bps=cluster.intra_bandwidth_bps, bucket_size_bytes=strategy.bucket_size_bytes,
+        intra_bandwidth_bps=cluster.intra_bandwidth_bps, host_cores=cluster.host_cores,
+        bucket_size_bytes=strategy.bucket_size_bytes,
         streams=strategy.streams, window_bytes=strategy.window_bytes, order=strategy.order,
         overhead_alpha_s_per_byte=strategy.overhead_alpha_s_per_byte,
         overhead_beta_s=strategy.overhead_beta_s, ps_count=strategy.ps_count,

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import os
 import sys
 
 from ..analytic.two_way import check_table
@@ -153,6 +154,8 @@ def cmd_netbench(args) -> int:
         m = _point_to_point(args, kw)
     if m is not None:
         hw = m.hardware()
+    if args.lab:  # every lab host is a namespace of this machine: they share its cores
+        hw = dataclasses.replace(hw, host_cores=os.cpu_count() or 1)
     if args.fanout:
         hw = _with_fairness(hw, args, fanout_size)
     if args.two_way:

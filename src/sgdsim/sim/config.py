@@ -7,7 +7,7 @@ from ..analytic.two_way import TwoWay, check_table
 from ..arch import ARCHITECTURES
 from ..errors import ConfigError
 from ..profile.model import MAX_PS_INDEX, Profile
-from ..topology import COLLECTIVES, Topology
+from ..topology import COLLECTIVES, Topology, check_host_cores
 
 MODES = ("async", "sync")
 ARCHS = tuple(ARCHITECTURES)
@@ -92,6 +92,7 @@ class SimConfig:
     gpus_per_node: int = 1  # devices per node, sharing its NIC (topology/); PS: evaluate's nodes
     intra_bandwidth_bps: float | None = None  # each device's link inside its node
     bucket_size_bytes: float | None = None  # DDP gradient buckets (topology/buckets.py); None: per layer
+    host_cores: int | None = None  # every worker on one host of this many cores (topology/hosts.py)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -151,6 +152,7 @@ class SimConfig:
         check_allreduce_compute_share(self.allreduce_compute_share, self.arch)
         check_collective(self.arch, self.collective, self.bucket_size_bytes)
         check_nodes(self.gpus_per_node, self.intra_bandwidth_bps)
+        check_host_cores(self.host_cores)
         if not 0 <= self.two_way_penalty < 1:
             raise ConfigError(f"--two-way-penalty must be a fraction in [0, 1), got {self.two_way_penalty}")
         if self.two_way_table is not None:

@@ -8,9 +8,10 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..placement import layer_bytes, least_loaded
-from ..profile.model import COMM, DOWNLINK, PS, UPLINK, WORKER, Profile
+from ..profile.model import COMM, COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..arch import ARCHITECTURES
 from ..profile.transforms import allreduce_compute_pairs, with_overhead
+from ..topology import compute_slowdown
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations
 from .dag import topological
@@ -132,6 +133,10 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
     a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
     rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch).durations_s, config)
                            for c in classes])
+    slowdown = compute_slowdown(W, config.host_cores, config.mode)
+    if slowdown > 1.0:
+        ref = classes[0].profile
+        rows[:, [op.kind == COMPUTE and op.resource == WORKER for op in ref.ops]] *= slowdown
     ARCHITECTURES[config.arch].transfer_durations(rows, classes[0].profile, W, config, link_Bps)
     return rows
 

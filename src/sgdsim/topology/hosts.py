@@ -1,0 +1,38 @@
+"""Workers that share one host's cores (the lab: every namespace on one 2-core VM).
+
+In synchronous training every worker computes at the same time (the step's barrier, or the
+all-reduce calls that keep the ranks in lock-step), so W workers on K shared cores each run
+at K/W of a core while W > K: compute takes max(1, W/K) times its profiled duration. 8
+all-reduce ranks of the lab's 10 MB CNN at batch 32 compute 8 × 73 ms at once on 2 cores:
+292 ms instead of 73 on a ~2 s step (docs/validation/README.md). Asynchronous workers compute
+at different times; their contention is not modelled (on the lab's async cases a worker
+computes 1–6 % of the time).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import ConfigError
+
+MAX_HOST_CORES = 1 << 20
+
+
+def check_host_cores(cores: int | None) -> None:
+    if cores is not None and not (type(cores) is int and 1 <= cores <= MAX_HOST_CORES):
+        raise ConfigError(f"--host-cores must be a whole number of cores from 1 to {MAX_HOST_CORES}, "
+                          f"got {cores}")
+
+
+def compute_slowdown(workers: int, host_cores: int | None, mode: str) -> float:
+    """The factor on every worker's compute: max(1, W/K) when W synchronous workers share K cores."""
+    if host_cores is None or mode != "sync":
+        return 1.0
+    return max(1.0, workers / host_cores)
+
+
+def slowed_classes(classes, factor: float):
+    """Coarse worker classes ``[(CoarseProfile, count)]`` with forward and backward × ``factor``."""
+    if factor == 1.0:
+        return classes
+    return [(dataclasses.replace(c, forward_s=c.forward_s * factor, backward_s=c.backward_s * factor), n)
+            for c, n in classes]
