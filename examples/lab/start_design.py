@@ -22,7 +22,7 @@ from sgdsim.predict import predict
 from sgdsim.profile.io import load_profile
 from sgdsim.validate.grid import load_grid
 
-GRIDS = {"async": "lab-async", "cnn": "lab-cnn", "2ps": "lab-2ps"}
+GRIDS = {"async": "lab-async", "cnn": "lab-cnn", "widecnn": "lab-widecnn", "2ps": "lab-2ps"}
 
 
 def calibrated_case(group: str, index: int):

@@ -1,7 +1,7 @@
 """One table over several validation runs: per case, fine and coarse mean / max |error| and how
 often the fine interval holds the measurement (held-out points only; calibration fits left out).
 
-    python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps}/points.csv
+    python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps,widecnn}/points.csv
 """
 from __future__ import annotations
 
