@@ -88,3 +88,8 @@ def test_seeds_shift_the_design():
 def test_start_points_outside_the_unit_interval_are_refused(bad):
     with pytest.raises(ConfigError, match="start point"):
         SimConfig(bandwidth_bps=1e9, start_point=bad)
+
+
+def test_a_start_point_for_another_worker_count_is_refused():
+    with pytest.raises(ConfigError, match="3 coordinates"):
+        run_sim(PROFILE, workers=4, Bps=BPS, steps=2, mode="async", start_point=(0.1, 0.2))

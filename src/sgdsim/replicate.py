@@ -3,8 +3,8 @@
 Async runs settle into long-lived states (lock-step convoys on the shared links, or
 interleaving) that depend on how the workers started; one run's batch-means interval cannot
 see the others. So by default every point is a set of independent runs (different seeds,
-start offsets spread evenly over the replications, ``sim/starts.py``), executed in rounds of ``ROUND`` on all cores (the compiled core
-releases the GIL):
+start offsets spread evenly over the replications, ``sim/starts.py``), executed in rounds of
+``ROUND`` on all cores (the compiled core releases the GIL):
 
 - throughput: their mean (what a long job averages over its restarts);
 - interval: a 95 % prediction interval for one run, mean ± t·s·sqrt(1 + 1/R), so that
@@ -137,7 +137,8 @@ def _combine(reps: list[PredictionPoint]) -> PredictionPoint:
     own = [(r.ci_high - r.ci_low) / 2 for r in reps if math.isfinite(r.ci_high)]
     spread = prediction_half_width(xs)
     hw = max(spread, float(np.mean(own))) if own else spread
-    if float(xs.max() - xs.min()) > 1e-9 * m:  # runs that differ are known no better than one step in a run's window
+    # runs that differ are known no better than one step in a run's window
+    if float(xs.max() - xs.min()) > 1e-9 * m:
         hw = max(hw, m / max(1, min(r.steps_measured for r in reps)))
     point = _merge(reps, m, m - hw, m + hw)
     return replace(point, replications=R, regimes=split_modes(xs) or ())

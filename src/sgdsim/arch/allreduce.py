@@ -6,7 +6,7 @@ import numpy as np
 
 from ..profile.model import DOWNLINK, UPLINK
 from ..profile.transforms import allreduce_compute_pairs, with_allreduce_compute
-from ..topology import allreduce_s, compute_slowdown, slowed_classes, with_buckets
+from ..topology import allreduce_s, slowed_classes, with_buckets
 
 
 class AllReduce:
@@ -36,8 +36,7 @@ class AllReduce:
     def coarse(self, classes, strategy, cluster, fractions):
         from ..analytic.sync import ring_allreduce  # see ps.py
 
-        workers = sum(n for _, n in classes)
-        classes = slowed_classes(classes, compute_slowdown(workers, cluster.host_cores, "sync"))
+        classes = slowed_classes(classes, cluster.host_cores)
         return ring_allreduce(classes, cluster.bandwidth_bps, step_latency_s=cluster.ring_latency_s,
                               compute_share=cluster.allreduce_compute_share,
                               collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,

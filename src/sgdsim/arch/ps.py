@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..topology import compute_slowdown, slowed_classes
+from ..topology import slowed_classes
 
 
 class ParameterServers:
@@ -31,8 +31,7 @@ class ParameterServers:
 
         sharing = strategy.sharing
         if strategy.mode == "sync":
-            workers = sum(n for _, n in classes)
-            classes = slowed_classes(classes, compute_slowdown(workers, cluster.host_cores, "sync"))
+            classes = slowed_classes(classes, cluster.host_cores)
             return sync_ps(classes, cluster.bandwidth_bps, sharing or "hybrid",
                            fcfs_weight=cluster.fcfs_weight, fractions=fractions)
         return async_ps(classes, cluster.bandwidth_bps, sharing or "threshold", strategy.rho_threshold,

@@ -109,8 +109,10 @@ class _Sim:
         link_s = prof.model_bytes() / self.info.ps_count * 8 / self.config.bandwidth_bps
         step_s = prof.durations_s.sum(axis=1).mean() + 2 * link_s
         u = self.config.start_point
-        if len(u) != W - 1:
+        if not u:
             u = self.rng.uniform(size=W - 1)
+        elif len(u) != W - 1:
+            raise ConfigError(f"a start point for {W} workers has {W - 1} coordinates, got {len(u)}")
         return np.concatenate([[0.0], np.asarray(u, float)]) * max(step_s, W * link_s)
 
     def _refill(self):

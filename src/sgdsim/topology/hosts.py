@@ -30,8 +30,10 @@ def compute_slowdown(workers: int, host_cores: int | None, mode: str) -> float:
     return max(1.0, workers / host_cores)
 
 
-def slowed_classes(classes, factor: float):
-    """Coarse worker classes ``[(CoarseProfile, count)]`` with forward and backward × ``factor``."""
+def slowed_classes(classes, host_cores: int | None):
+    """Synchronous coarse worker classes ``[(CoarseProfile, count)]``, their forward and
+    backward stretched by ``compute_slowdown``."""
+    factor = compute_slowdown(sum(n for _, n in classes), host_cores, "sync")
     if factor == 1.0:
         return classes
     return [(dataclasses.replace(c, forward_s=c.forward_s * factor, backward_s=c.backward_s * factor), n)
