@@ -1,0 +1,101 @@
+"""Two pulls from one server, the second started δ later: does the late-comer catch up?
+
+Async workers keep the offset they start with when concurrent flows share fairly (a pull that
+starts δ after another ends δ after it; docs/simulator.md, "Async regimes"). If a flow that
+joins a busy link gets more than its fair share (TCP's start-up probing), the follower catches
+up and lock-step attracts; if the incumbent keeps more (FCFS-like), the two drift apart. This
+measures end_B − end_A against δ on the lab: equal sharing predicts δ, FCFS T (one transfer).
+
+Clients pull M bytes over persistent connections at shared wall-clock times (every lab host is
+a namespace of one machine, one clock): round i starts client k at t0 + i·period + k·δ_i.
+
+    sudo sgdsim lab up --hosts 3 --bandwidth 100Mbit/s
+    sudo ip netns exec sgdsim-h0 .venv/bin/python examples/lab/joiner.py server &
+    T0=$(python3 -c 'import time; print(time.time() + 3)')
+    sudo ip netns exec sgdsim-h1 .venv/bin/python examples/lab/joiner.py client 10.77.0.1 0 $T0 > a.txt &
+    sudo ip netns exec sgdsim-h2 .venv/bin/python examples/lab/joiner.py client 10.77.0.1 1 $T0 > b.txt
+    .venv/bin/python examples/lab/joiner.py report a.txt b.txt     # pairs of runs pool
+    sudo sgdsim lab down
+"""
+import socket
+import statistics
+import sys
+import threading
+import time
+
+M = 10_000_000
+PERIOD_S = 3.0
+DELTAS_S = [0.0, 0.05, 0.1, 0.2, 0.4, 0.6] * 6  # interleaved, so drift hits every δ alike
+WARM = 3  # rounds where the clients take turns (a lone transfer each), not reported
+buf = bytearray(1 << 16)
+
+
+def recv_n(c, n):
+    while n > 0:
+        k = c.recv_into(buf, min(n, len(buf)))
+        if k == 0:
+            raise EOFError
+        n -= k
+
+
+def serve(c):
+    payload = bytes(M)
+    try:
+        while True:
+            recv_n(c, 1)
+            c.sendall(payload)
+    except (EOFError, OSError):
+        pass
+
+
+def main():
+    if sys.argv[1] == "server":
+        s = socket.create_server(("0.0.0.0", 45556))
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+    elif sys.argv[1] == "client":
+        host, k, t0 = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+        c = socket.create_connection((host, 45556))
+        deltas = [None] * WARM + DELTAS_S
+        for i, d in enumerate(deltas):
+            if d is None:  # warm-up: the clients take turns, one period each
+                start = t0 + (2 * i + k) * PERIOD_S
+            else:
+                start = t0 + (2 * WARM + i - WARM) * PERIOD_S + k * d
+            time.sleep(max(0.0, start - time.time()))
+            t = time.time()
+            c.sendall(b"p")
+            recv_n(c, M)
+            print(i, -1.0 if d is None else d, t, time.time(), flush=True)
+    else:
+        report(sys.argv[2:])
+
+
+def _times(path):
+    return {int(r[0]): [float(x) for x in r[1:]] for r in (line.split() for line in open(path))}
+
+
+def report(paths):
+    """Pooled over pairs of client files (A's, B's) of one or more runs."""
+    rows, lone = {}, []
+    for pa, pb in zip(paths[::2], paths[1::2]):
+        a, b = _times(pa), _times(pb)
+        lone += [a[i][2] - a[i][1] for i in range(WARM)]
+        for i in a:
+            if i >= WARM and i in b:
+                rows.setdefault(a[i][0], []).append(((b[i][2] - a[i][2]) * 1e3, (b[i][2] - b[i][1]) * 1e3))
+    print(f"lone transfer T = {statistics.median(lone) * 1e3:.0f} ms; equal sharing predicts "
+          "end_B - end_A = δ, FCFS predicts T")
+    print("| δ (ms) | rounds where the late pull ended less than δ behind | end_B − end_A (ms), "
+          "median [min, max] | the late pull's time (ms), median |")
+    print("|---:|---:|---:|---:|")
+    for d in sorted(rows):
+        gaps = [g for g, _ in rows[d]]
+        closer = f"{sum(g < d * 1e3 for g in gaps)} of {len(gaps)}" if d > 0 else "-"
+        print(f"| {d * 1e3:.0f} | {closer} | {statistics.median(gaps):.0f} [{min(gaps):.0f}, "
+              f"{max(gaps):.0f}] | {statistics.median(t for _, t in rows[d]):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
