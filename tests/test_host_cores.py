@@ -86,3 +86,11 @@ def test_cli_option_and_hardware_file(tmp_path):
     assert runs["file"].stdout == runs["option"].stdout != runs["none"].stdout
     r = subprocess.run(base + ["--host-cores", "0"], capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--host-cores" in r.stderr
+
+
+def test_cli_refuses_host_cores_where_it_would_be_ignored():
+    r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "predict", "examples/profiles/alexnet.json",
+                        "--mode", "async", "--workers", "4", "--model", "coarse", "--host-cores", "2"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "--host-cores applies to --mode sync" in r.stderr

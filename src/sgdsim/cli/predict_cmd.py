@@ -185,6 +185,7 @@ def check_relevance(args) -> None:
         ("order", args.streams == "http2", "--streams fifo"),
         ("window", args.streams != "http2", "--streams http2"),
         ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
+        ("host_cores", args.mode != "sync", "--mode sync (async workers compute at different times)"),
         ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
         ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
          or args.mode != "async" or args.sharing not in (None, "threshold"),
