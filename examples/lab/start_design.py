@@ -17,10 +17,10 @@ import dataclasses
 import numpy as np
 
 import sgdsim.replicate as replicate
-from sgdsim.calibrate_worker import calibrate, calibration_workers
 from sgdsim.predict import predict
 from sgdsim.profile.io import load_profile
 from sgdsim.validate.grid import load_grid
+from sgdsim.validate.run import calibrated_hardware
 
 GRIDS = {"async": "lab-async", "cnn": "lab-cnn", "widecnn": "lab-widecnn", "2ps": "lab-2ps"}
 
@@ -32,10 +32,7 @@ def calibrated_case(group: str, index: int):
             for r in csv.DictReader(open(f"docs/validation/{group}/points.csv"))
             if r["model"] == "fine" and r["case"] == case.name}
     prof = load_profile(f"docs/validation/{group}/profiles/{case.name}.json")
-    W0 = calibration_workers(case.arch)
-    steps = [W0 * prof.job.batch_size / x for x in runs[W0]]
-    hw = calibrate(prof, steps, case.model_hardware(), case.arch, case.mode,
-                   case.ps_count if case.ps_count > 1 else None)
+    _, hw = calibrated_hardware(case, prof, runs)
     net = dataclasses.replace(case, hardware_spec=hw, predict_bandwidth_bps=None).network()
     return case, prof, net, runs
 

@@ -163,9 +163,10 @@ def load_hardware(path: str | os.PathLike) -> Hardware:
     return hardware_from_dict(read_json(name, "hardware file", ProfileError), name)
 
 
+_WHOLE = "a whole number >= 1"  # the one rule whose values are ints
 _RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,
           "in [0, 1]": lambda v: 0 <= v <= 1, "in [0, 1)": lambda v: 0 <= v < 1,
-          "a whole number >= 1": lambda v: v >= 1 and float(v).is_integer()}
+          _WHOLE: lambda v: v >= 1 and float(v).is_integer()}
 _FIELDS = (  # key, required, rule
     ("bandwidth_bps", True, "positive"), ("latency_s", True, "non-negative"),
     ("overhead_alpha_s_per_byte", True, "positive"), ("overhead_beta_s", True, "non-negative"),
@@ -173,7 +174,7 @@ _FIELDS = (  # key, required, rule
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
-    ("host_cores", False, "a whole number >= 1"))
+    ("host_cores", False, _WHOLE))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
@@ -195,7 +196,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             bad(f"field {key!r} must be a finite number, got {v!r}")
         if not _RULES[rule](v):
             bad(f"field {key!r} must be {rule}, got {v!r}")
-        values[key] = int(v) if rule == "a whole number >= 1" else float(v)
+        values[key] = int(v) if rule == _WHOLE else float(v)
     if data.get("two_way_table") is not None:
         try:
             values["two_way_table"] = check_table(data["two_way_table"])

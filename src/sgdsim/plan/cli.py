@@ -6,6 +6,7 @@ import math
 from ..errors import ConfigError
 from ..units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
 from ..sim.config import COLLECTIVE_NAMES
+from ..topology.model import fills_nodes
 from .search import STRATEGIES
 
 
@@ -132,7 +133,7 @@ def whole_nodes(workers: list[int], gpus_per_node: int) -> list[int]:
 
     if gpus_per_node == 1:
         return workers
-    kept = [w for w in workers if w <= gpus_per_node or w % gpus_per_node == 0]
+    kept = [w for w in workers if fills_nodes(w, gpus_per_node)]
     if not kept:
         raise ConfigError(f"no worker count in --workers fills nodes of {gpus_per_node} devices "
                           f"(give multiples of {gpus_per_node})")

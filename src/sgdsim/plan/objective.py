@@ -67,7 +67,8 @@ class PlanPoint:
     def to_dict(self) -> dict:
         s = self.strategy
         return {"strategy": s.label, "arch": s.arch, "mode": s.mode, "workers": self.workers,
-                "worker_nodes": self.worker_nodes, "ps_count": self.ps_nodes, "bandwidth_bps": self.cluster.bandwidth_bps,
+                "worker_nodes": self.worker_nodes, "ps_count": self.ps_nodes,
+                "bandwidth_bps": self.cluster.bandwidth_bps,
                 "throughput": self.throughput, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "epoch_time_s": self.epoch_time_s(), "cost_per_epoch": self.cost_per_epoch(),
                 "bottleneck": self.bottleneck, "model": self.model}

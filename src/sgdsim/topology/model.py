@@ -46,10 +46,15 @@ class Topology:
         G = self.gpus_per_node
         if ranks <= G:
             return 1, ranks
-        if ranks % G:
+        if not fills_nodes(ranks, G):
             raise ConfigError(f"{ranks} workers do not fill nodes of {G} devices (--gpus-per-node "
                               f"{G}): give multiples of {G}")
         return ranks // G, G
 
     def nodes(self, ranks: int) -> int:
         return math.ceil(ranks / self.gpus_per_node)
+
+
+def fills_nodes(ranks: int, gpus_per_node: int) -> bool:
+    """Whole nodes of ``gpus_per_node`` devices, or part of one node."""
+    return ranks <= gpus_per_node or ranks % gpus_per_node == 0

@@ -174,15 +174,10 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
 def _calibrate_case(cr: CaseResult, models, log) -> None:
     """Fit the hardware to the measured calibration point, then predict the case again with it
     (``sgdsim calibrate``); the calibration point itself is no longer a held-out check."""
-    from ..calibrate_worker import calibrate, calibration_workers, summary
+    from ..calibrate_worker import summary
 
     case = cr.case
-    W0 = calibration_workers(case.arch)
-    prof = cr.profile if isinstance(cr.profile, Profile) else to_profile(cr.profile)
-    # the runs' spread counts too; a run's examples/s are those of all W0 workers (ranks)
-    steps = [W0 * prof.job.batch_size / x for x in cr.measured_runs[W0]]
-    hw = calibrate(prof, steps, case.model_hardware(), case.arch, case.mode,
-                   case.ps_count if case.ps_count > 1 else None)
+    W0, hw = calibrated_hardware(case, cr.profile, cr.measured_runs)
     cr.calibration = {"workers": W0, "parse_alpha_s_per_byte": hw.parse_alpha_s_per_byte,
                       "bandwidth_bps": hw.bandwidth_for(case.arch), **hw.measured["calibration"]}
     log(f"[{case.name}] calibrated on {W0} worker(s): {summary(hw, case.arch)}; predicting again")
@@ -191,6 +186,18 @@ def _calibrate_case(cr: CaseResult, models, log) -> None:
     runs = cr.measured
     cr.points = [dataclasses.replace(p, measured=runs.get(p.workers), fitted=p.workers == W0)
                  for p in points]
+
+
+def calibrated_hardware(case: Case, profile, runs: dict[int, list[float]]):
+    """(W0, the case's hardware fitted to its measured W0-worker runs, examples/s each)."""
+    from ..calibrate_worker import calibrate, calibration_workers
+
+    W0 = calibration_workers(case.arch)
+    prof = profile if isinstance(profile, Profile) else to_profile(profile)
+    # the runs' spread counts too; a run's examples/s are those of all W0 workers (ranks)
+    steps = [W0 * prof.job.batch_size / x for x in runs[W0]]
+    return W0, calibrate(prof, steps, case.model_hardware(), case.arch, case.mode,
+                         case.ps_count if case.ps_count > 1 else None)
 
 
 def measured_from_csv(path: str, grid: Grid):
