@@ -16,16 +16,23 @@ a namespace of one machine, one clock): round i starts client k at t0 + i·perio
     sudo ip netns exec sgdsim-h2 .venv/bin/python examples/lab/joiner.py client 10.77.0.1 1 $T0 > b.txt
     .venv/bin/python examples/lab/joiner.py report a.txt b.txt     # pairs of runs pool
     sudo sgdsim lab down
+
+Other sizes and offsets: JOINER_BYTES=35000000 JOINER_PERIOD_S=7 JOINER_DELTAS_MS=0,100,200,400,700,1000
+in the environment of the server and both clients (the report reads them from the files).
 """
+import os
 import socket
 import statistics
 import sys
 import threading
 import time
 
-M = 10_000_000
-PERIOD_S = 3.0
-DELTAS_S = [0.0, 0.05, 0.1, 0.2, 0.4, 0.6] * 6  # interleaved, so drift hits every δ alike
+from sgdsim.lab.joiner import fit_join
+
+M = int(os.environ.get("JOINER_BYTES", 10_000_000))
+PERIOD_S = float(os.environ.get("JOINER_PERIOD_S", 3.0))
+_DELTAS_MS = os.environ.get("JOINER_DELTAS_MS", "0,50,100,200,400,600")
+DELTAS_S = [float(d) / 1e3 for d in _DELTAS_MS.split(",")] * 6  # interleaved: drift hits every δ alike
 WARM = 3  # rounds where the clients take turns (a lone transfer each), not reported
 buf = bytearray(1 << 16)
 
@@ -76,6 +83,17 @@ def _times(path):
     return {int(r[0]): [float(x) for x in r[1:]] for r in (line.split() for line in open(path))}
 
 
+def late_share(lone_s, delta_s, end_a_s, end_b_s):
+    """The link share φ the late pull got while both ran, from one round's ends.
+
+    Work-conserving two-phase model: A alone for δ, then B at φ and A at 1 − φ until the first
+    ends. Equal sharing gives φ = 1/2; the round's own ends say which pull ended first.
+    """
+    if end_b_s <= end_a_s:
+        return lone_s / (end_b_s - delta_s)
+    return 1.0 - (lone_s - delta_s) / (end_a_s - delta_s)
+
+
 def report(paths):
     """Pooled over pairs of client files (A's, B's) of one or more runs."""
     rows, lone = {}, []
@@ -84,17 +102,26 @@ def report(paths):
         lone += [a[i][2] - a[i][1] for i in range(WARM)]
         for i in a:
             if i >= WARM and i in b:
-                rows.setdefault(a[i][0], []).append(((b[i][2] - a[i][2]) * 1e3, (b[i][2] - b[i][1]) * 1e3))
-    print(f"lone transfer T = {statistics.median(lone) * 1e3:.0f} ms; equal sharing predicts "
+                rows.setdefault(a[i][0], []).append(((b[i][2] - a[i][2]) * 1e3, (b[i][2] - b[i][1]) * 1e3,
+                                                     (a[i][1], a[i][2], b[i][1], b[i][2])))
+    t_lone = statistics.median(lone)
+    print(f"lone transfer T = {t_lone * 1e3:.0f} ms; equal sharing predicts "
           "end_B - end_A = δ, FCFS predicts T")
     print("| δ (ms) | rounds where the late pull ended less than δ behind | end_B − end_A (ms), "
-          "median [min, max] | the late pull's time (ms), median |")
-    print("|---:|---:|---:|---:|")
+          "median [min, max] | the late pull's time (ms), median | the late pull's share φ, median |")
+    print("|---:|---:|---:|---:|---:|")
     for d in sorted(rows):
-        gaps = [g for g, _ in rows[d]]
+        gaps = [g for g, _, _ in rows[d]]
         closer = f"{sum(g < d * 1e3 for g in gaps)} of {len(gaps)}" if d > 0 else "-"
+        # the measured start of each pull, not the planned one: the clients wake a little late
+        phis = [late_share(t_lone, sb - sa, ea - sa, eb - sa) for _, _, (sa, ea, sb, eb) in rows[d]]
         print(f"| {d * 1e3:.0f} | {closer} | {statistics.median(gaps):.0f} [{min(gaps):.0f}, "
-              f"{max(gaps):.0f}] | {statistics.median(t for _, t in rows[d]):.0f} |")
+              f"{max(gaps):.0f}] | {statistics.median(t for _, t, _ in rows[d]):.0f} | "
+              f"{statistics.median(phis):.2f} |")
+    fit = fit_join([(d, g / 1e3) for d in rows for g, _, _ in rows[d]], t_lone)
+    print(f"fit (sgdsim.lab.joiner.fit_join): join_boost {fit.boost:.2f} once the incumbent has run "
+          f"join_after_s {fit.after_s:.3f}; rms error of end_B - end_A {fit.rms_gap_s * 1e3:.0f} ms "
+          f"(equal sharing: {fit.equal_rms_gap_s * 1e3:.0f} ms)")
 
 
 if __name__ == "__main__":

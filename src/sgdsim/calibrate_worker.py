@@ -40,7 +40,7 @@ def calibration_workers(arch: str) -> int:
 def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: float,
                  bandwidth_bps: float | None = None, ps_count: int | None = None) -> float:
     """Predicted time of one worker's step with the calibration candidate applied."""
-    kw = hw.predict_kwargs(arch)
+    kw = hw.predict_kwargs(arch, mode, ps_count)
     kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"], ps_count=ps_count)
     pt = predict(profile, workers=calibration_workers(arch), arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
     return pt.step_time_s

@@ -60,6 +60,8 @@ class Hardware:
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
+    join_boost: float | None = None  # weight of a flow joining a busy link (lab.joiner); opt-in
+    join_after_s: float | None = None  # ... once the youngest flow there has run this long
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -67,10 +69,14 @@ class Hardware:
         return cls(bandwidth_bps=bandwidth_bps, latency_s=0.0,
                    overhead_alpha_s_per_byte=8.0 / bandwidth_bps, overhead_beta_s=0.0)
 
-    def predict_kwargs(self, arch: str) -> dict:
-        """What ``sgdsim.predict`` takes from this file (keyword arguments)."""
-        # share_cv is recorded, not applied: on the lab it made async predictions worse
-        # (docs/validation/regimes/README.md); pass --share-cv to use it
+    def predict_kwargs(self, arch: str, mode: str = "async", ps_count: int | None = None,
+                       sharing: str | None = None, tcp_dynamics: bool = False) -> dict:
+        """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
+        dynamics (join boost and share spread) only with ``tcp_dynamics``: on the lab they
+        fix the 35 MB CNN's lock-step but lock the 10 MB models' W = 2 runs too often
+        (docs/validation/regimes/, finding 5)."""
+        dynamics = tcp_dynamics and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
+            and sharing in (None, "ps", "threshold")
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
@@ -78,9 +84,21 @@ class Hardware:
                    else {"two_way_penalty": self.two_way_penalty or 0.0}),
                 "run_spread": self.run_spread_rel or 0.0,
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
+                **(self._tcp_dynamics() if dynamics else {}),
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if arch == "allreduce" else {})}
+
+    def _tcp_dynamics(self) -> dict:
+        """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
+        the unequal shares push them out; both or neither (docs/validation/regimes/, findings 3
+        and 5; alone, either one biases the regime). Sync PS already has its unequal shares as
+        the hybrid FCFS weight, and several PS water-fill worker NICs, which weights do not
+        compose with yet."""
+        if self.join_boost is None:
+            return {}
+        return {"join_boost": self.join_boost, "join_after": self.join_after_s or 0.0,
+                "share_cv": self.share_cv or 0.0}
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
@@ -174,7 +192,8 @@ _FIELDS = (  # key, required, rule
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
-    ("host_cores", False, _WHOLE))
+    ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
+    ("join_after_s", False, "non-negative"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

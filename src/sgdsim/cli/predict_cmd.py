@@ -13,7 +13,8 @@ from .common import add_executor_arguments, executor_from
 from .tables import format_points
 from ..progress import say
 
-SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed")
+SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed", "join_boost",
+                  "join_after")
 
 
 def register(sub) -> dict:
@@ -62,6 +63,13 @@ def add_model_arguments(q) -> None:
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
+    q.add_argument("--join-boost", type=float, default=None, metavar="K",
+                   help="PS sharing: a flow joining a busy link gets K times the weight of the "
+                        "others (TCP's late-comer advantage, examples/lab/joiner.py measures it; "
+                        "default 1 = equal)")
+    q.add_argument("--join-after", default=None, metavar="DURATION",
+                   help="--join-boost applies once the youngest flow on the link has run this "
+                        "long (default 0s)")
     q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
                    help="a NIC direction with m more flows the other way loses K·m of its capacity "
                         "(default: the --hardware file's measured table or K, else 0)")
@@ -186,6 +194,8 @@ def check_relevance(args) -> None:
         ("window", args.streams != "http2", "--streams http2"),
         ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
         ("host_cores", args.mode != "sync", "--mode sync (async workers compute at different times)"),
+        *((opt, (args.mode, args.arch) != ("async", "ps"), "--mode async --arch ps")
+          for opt in ("join_boost", "join_after")),
         ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
         ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
          or args.mode != "async" or args.sharing not in (None, "threshold"),
@@ -215,10 +225,11 @@ def network(args) -> dict:
     from ..hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    net = hw.predict_kwargs(args.arch)  # share_cv is not in it: only when asked
+    net = hw.predict_kwargs(args.arch)  # join boost, share CV: only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
-             "share_cv": args.share_cv, "two_way_penalty": args.two_way_penalty,
+             "share_cv": args.share_cv, "join_boost": args.join_boost,
+             "join_after": args.join_after, "two_way_penalty": args.two_way_penalty,
              "ring_latency": args.ring_latency,
              "allreduce_compute_share": args.allreduce_compute_share,
              "host_cores": args.host_cores}

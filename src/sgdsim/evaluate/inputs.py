@@ -140,6 +140,8 @@ class Cluster:
     flow_cap_bps: float | None = None
     fcfs_weight: float = 0.5
     share_cv: float = 0.0
+    join_boost: float = 1.0  # weight of a TCP flow joining a busy link (sim/sharing/fair.py)
+    join_after_s: float = 0.0  # ... once the youngest flow there has run this long
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     ring_latency_s: float = 0.0
@@ -217,6 +219,7 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
     return SimConfig(
         bandwidth_bps=cluster.bandwidth_bps, mode=strategy.mode, arch=strategy.arch,
         sharing=strategy.fine_sharing, fcfs_weight=cluster.fcfs_weight, share_cv=cluster.share_cv,
+        join_boost=cluster.join_boost, join_after_s=cluster.join_after_s,
         two_way_penalty=cluster.two_way_penalty, two_way_table=cluster.two_way_table,
         ring_latency_s=cluster.ring_latency_s,
         allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,

@@ -84,7 +84,8 @@ class _Sim:
         self.K = for_backend(make_kernel(W * R + L + W))
         self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
                                          _share_noise(config, self.info.ps_count),
-                                         _two_way_grid(config, W)))
+                                         _two_way_grid(config, W),
+                                         (config.join_boost, config.join_after_s)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))
@@ -171,6 +172,9 @@ def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
 
 def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
     """Lognormal flow weights of mean 1 and CV ``share_cv`` (``sharing/fair.py``)."""
+    if config.join_boost != 1.0 and ps_count > 1:
+        raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
+                          "NICs by water-filling): use --join-boost 1 with this profile")
     if config.share_cv <= 0:
         return None
     if ps_count > 1:

@@ -33,7 +33,7 @@ REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
-            "calibrate": False, "ps_count": 1}
+            "calibrate": False, "ps_count": 1, "tcp_dynamics": False}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -67,6 +67,7 @@ class Case:
     replications: int | None = None  # independent simulator runs per point (fine); None: auto
     calibrate: bool = False       # fit the hardware to the measured 1-worker (2-rank) step first
     ps_count: int = 1             # parameter servers (arch ps): the lab shards layers as predict does
+    tcp_dynamics: bool = False    # the hardware file's join boost and share spread (async PS, 1 server)
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -82,7 +83,8 @@ class Case:
         where there is one (bandwidth, β, calibrated α, FCFS weight, two-way penalty, run
         spread), else the lab's link rate and the papers' defaults; ``predict_bandwidth``
         overrides the bandwidth; ``ps_count`` when the case has several servers."""
-        net = self.model_hardware().predict_kwargs(self.arch)
+        net = self.model_hardware().predict_kwargs(self.arch, self.mode, self.ps_count, self.sharing,
+                                                   self.tcp_dynamics)
         return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"],
                 **({"ps_count": self.ps_count} if self.ps_count > 1 else {})}
 
@@ -194,8 +196,8 @@ def _build(v: dict, base: str) -> Case:
     model = _string(v, "model")
     if model == LAB_PREFIX:
         raise ConfigError(f"model {model!r} names no lab model (e.g. lab:mlp-20mb)")
-    overlap, calibrate = v["overlap"], v["calibrate"]
-    for key, value in (("overlap", overlap), ("calibrate", calibrate)):
+    overlap, calibrate, dynamics = v["overlap"], v["calibrate"], v["tcp_dynamics"]
+    for key, value in (("overlap", overlap), ("calibrate", calibrate), ("tcp_dynamics", dynamics)):
         if not isinstance(value, bool):
             raise ConfigError(f"{key!r} must be true or false, got {value!r}")
     workers = _workers(v["workers"])
@@ -206,6 +208,10 @@ def _build(v: dict, base: str) -> Case:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
     hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))
+    hardware_spec = _hardware(hw_path)
+    if dynamics and getattr(hardware_spec, "join_boost", None) is None:
+        raise ConfigError("'tcp_dynamics' needs a 'hardware' file with a measured join_boost "
+                          "(examples/lab/joiner.py)")
     case = Case(
         name=_name(v, model, arch, mode, overlap), model=model,
         batch_size=_int(v, "batch_size", 1), bandwidth_bps=_bandwidth(v, "bandwidth"),
@@ -215,10 +221,10 @@ def _build(v: dict, base: str) -> Case:
         predict_bandwidth_bps=None if v["predict_bandwidth"] is None else _bandwidth(v, "predict_bandwidth"),
         profile=None if v["profile"] is None else os.path.join(base, _string(v, "profile")),
         profile_steps=_int(v, "profile_steps", 1),
-        hardware=hw_path, hardware_spec=_hardware(hw_path),
+        hardware=hw_path, hardware_spec=hardware_spec,
         repeats=_int(v, "repeats", 1),
         replications=None if v["replications"] == "auto" else _int(v, "replications", 1),
-        calibrate=calibrate, ps_count=ps_count)
+        calibrate=calibrate, ps_count=ps_count, tcp_dynamics=dynamics)
     return case
 
 

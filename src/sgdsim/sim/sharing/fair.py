@@ -15,7 +15,7 @@ effects of two-way traffic", SIGCOMM 1991; docs/validation/async/two-way.md).
 """
 from __future__ import annotations
 
-from ..flows import serve
+from ..flows import reweight, serve
 from ..jit import jit
 
 
@@ -41,7 +41,7 @@ def set_rate(LK, l):
     if LK.n_served[l] == 0:
         LK.wsum[l] = 0.0  # no drift from adding and removing random weights
     bw = LK.bw_Bps[l] * two_way_factor(LK, l)
-    if len(LK.noise) > 1:  # unequal shares (never with a flow cap): weight · B / Σ weights
+    if weighted(LK):  # unequal shares (never with a flow cap): weight · B / Σ weights
         LK.rate[l] = bw / LK.wsum[l] if LK.wsum[l] > 0 else 0.0
         return
     # equal shares; the weights may be NIC shares (sharing/nic.py), so count flows
@@ -50,9 +50,37 @@ def set_rate(LK, l):
 
 
 @jit
+def weighted(LK):
+    return len(LK.noise) > 1 or LK.join_boost != 1.0
+
+
+@jit
 def admit(LK, l, f, seq):
-    serve(LK, l, f, LK.rem[f], LK.noise[seq % len(LK.noise)], seq)
+    LK.base[f] = LK.noise[seq % len(LK.noise)]
+    boost = _join_boost(LK, l, f, seq) if LK.join_boost != 1.0 else 1.0
+    serve(LK, l, f, LK.rem[f], LK.base[f] * boost, seq)
     set_rate(LK, l)
+
+
+@jit
+def _join_boost(LK, l, f, seq):
+    """The joiner's factor, after every incumbent goes back to its own weight.
+
+    A TCP flow that joins a link whose flows have run past their start-up gets more than its
+    share until one of them ends (docs/validation/regimes/, finding 5): ``join_boost`` when the
+    youngest incumbent started at least ``join_after_s`` ago, 1 otherwise. Only the latest
+    joiner holds the advantage: O(W log W) per arrival, only when the boost is on.
+    """
+    youngest = -1.0
+    for v in range(LK.W):
+        g = l * LK.W + v
+        if g != f and LK.weight[g] > 0.0:
+            youngest = LK.since[g] if LK.since[g] > youngest else youngest
+            if LK.weight[g] != LK.base[g]:
+                reweight(LK, l, g, LK.base[g], seq)
+    if youngest >= 0.0 and LK.t[l] - youngest >= LK.join_after_s:
+        return LK.join_boost
+    return 1.0
 
 
 @jit

@@ -1,0 +1,140 @@
+"""The late-comer's advantage: a flow joining a busy link gets ``join_boost`` times the weight.
+
+Oracles: hand-computed two- and three-flow link timelines, the two-pull closed form against
+the same hand numbers and against work conservation, the fit on exact synthetic rounds, and
+the two-worker closed form of tests/test_starts.py (equal sharing keeps a start offset δ,
+every step takes 4T + c − 2δ): a boost must shrink δ to below ``join_after``.
+"""
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import layered_profile, run_sim
+from sgdsim.errors import ConfigError
+from sgdsim.hardware import hardware_from_dict
+from sgdsim.lab.joiner import fit_join, two_flow_ends
+from sgdsim.sim import SimConfig
+from sgdsim.sim.flows import make_links
+from sgdsim.sim.links import add_flow, advance, next_flow, next_time, remove_flow
+from sgdsim.validate.grid import parse_grid
+
+
+def _links(boost, after_s, W=3):
+    return make_links(2, W, 0, np.full(2, 1.0), np.full(2, np.inf), join=(boost, after_s))
+
+
+def test_a_late_joiner_gets_its_boost_and_ends_first():
+    # B = 1 byte/s; A: 1 byte from t = 0; B: 1 byte from 0.4, weight 2 -> 2/3 of the link.
+    # A has 0.6 left: alone it would need 0.6 / (1/3) = 1.8 s, B needs 1 / (2/3) = 1.5 s.
+    LK = _links(2.0, 0.3)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    advance(LK, 0, 0.4)
+    add_flow(LK, 0, 1, 1.0, 0.4, 1)
+    assert next_flow(LK, 0) == 1 and next_time(LK, 0) == pytest.approx(1.9)
+    remove_flow(LK, 0, 1, 1.9, 2)  # A moved 0.5 in 1.5 s: 0.1 left alone
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(2.0)
+    assert two_flow_ends(1.0, 0.4, 2.0) == pytest.approx((2.0, 1.9))
+
+
+def test_a_joiner_before_join_after_shares_equally():
+    LK = _links(2.0, 0.3)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    advance(LK, 0, 0.2)
+    add_flow(LK, 0, 1, 1.0, 0.2, 1)  # A has 0.8 left at half rate
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(1.8)
+    assert two_flow_ends(1.0, 0.2, 1.0) == pytest.approx((1.8, 2.0))
+
+
+def test_the_next_arrival_takes_the_boost_away():
+    # A from 0; B joins at 0.4 (A is 0.4 old: B weight 2); C joins at 0.5, B only 0.1 old:
+    # no boost for C, and B goes back to 1. A: 0.4 alone, 0.1 at 1/3 -> 0.5667 left at 1/3.
+    LK = _links(2.0, 0.3)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    advance(LK, 0, 0.4)
+    add_flow(LK, 0, 1, 1.0, 0.4, 1)
+    advance(LK, 0, 0.5)
+    add_flow(LK, 0, 2, 1.0, 0.5, 2)
+    assert list(LK.weight[:3]) == [1.0, 1.0, 1.0]
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(0.5 + 3 * (0.6 - 0.1 / 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(delta=st.floats(0.0, 0.99), boost=st.floats(0.2, 5.0))
+def test_two_pulls_keep_the_link_busy_and_equal_sharing_keeps_the_offset(delta, boost):
+    ends = two_flow_ends(1.0, delta, boost)
+    assert max(ends) == pytest.approx(2.0)  # work-conserving: 2 T of work, never idle
+    assert ends[1] - delta >= 1.0 - 1e-9  # never faster than alone
+    assert two_flow_ends(1.0, delta, 1.5 * boost)[1] <= ends[1] + 1e-9  # more weight, sooner
+    a, b = two_flow_ends(1.0, delta, 1.0)
+    assert b - a == pytest.approx(delta)
+
+
+def test_the_fit_recovers_exact_rounds_and_finds_no_boost_in_equal_sharing():
+    offsets = [0.0, 0.1, 0.2, 0.4, 0.6]
+    rounds = [(d, np.subtract(*two_flow_ends(0.8, d, 1.7 if d >= 0.3 else 1.0)[::-1]))
+              for d in offsets for _ in range(3)]
+    fit = fit_join(rounds, 0.8)
+    assert (fit.boost, fit.after_s) == (pytest.approx(1.7), pytest.approx(0.3))
+    assert fit.rms_gap_s == pytest.approx(0.0, abs=1e-9) and fit.equal_rms_gap_s > 0.05
+    equal = fit_join([(d, d) for d in offsets], 0.8)
+    assert equal.boost == 1.0 and equal.rms_gap_s == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ConfigError):
+        fit_join([], 0.8)
+
+
+# the two-worker oracle of tests/test_starts.py: T = 1 s per transfer, c = 0.25 s, P = 2.25 s
+S, BPS, BATCH, C = 1e6, 1e6, 10, 0.25
+PROFILE = layered_profile([S], [0.1], [0.15], overlap=False, batch=BATCH)
+
+
+def test_the_boost_pulls_two_async_workers_into_lock_step():
+    # started 0.675 s apart (u = 0.3): equal sharing keeps that offset, 20 / (4.25 - 1.35);
+    # weight 3 after 50 ms: the first overlap leaves them 25 ms apart (B needs 1/0.75 s, A's
+    # 0.325 s left take 1.3 s at 1/4), and below 50 ms equal sharing keeps it: 20 / 4.2
+    kw = dict(workers=2, Bps=BPS, steps=30, warmup=5, mode="async", sharing="ps",
+              start_point=(0.3,), timeline=False)
+    assert run_sim(PROFILE, **kw).throughput == pytest.approx(20 / 2.9, rel=1e-9)
+    boosted = run_sim(PROFILE, join_boost=3.0, join_after_s=0.05, **kw).throughput
+    assert 20 / (4 + C) <= boosted + 1e-9 and boosted <= 20 / (4 + C - 0.1) + 1e-9
+    assert boosted == pytest.approx(20 / 4.2, rel=1e-9)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(join_boost=float("nan")), "join-boost"),
+    (dict(join_boost=0.0), "join-boost"),
+    (dict(join_boost=2.0, join_after_s=-1.0), "join-after"),
+    (dict(join_boost=2.0, sharing="fcfs"), "applies to --sharing ps"),
+    (dict(join_boost=2.0, flow_cap_bps=1e8), "without --flow-cap"),
+])
+def test_bad_boosts_are_refused_at_the_boundary(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        SimConfig(bandwidth_bps=1e9, **kw)
+
+
+BASE_HW = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,
+           "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0, "share_cv": 0.3,
+           "join_boost": 1.4, "join_after_s": 0.05}
+
+
+def test_the_hardware_files_dynamics_apply_only_when_asked_and_only_to_async_ps():
+    hw = hardware_from_dict(BASE_HW)
+    assert "join_boost" not in hw.predict_kwargs("ps") and "share_cv" not in hw.predict_kwargs("ps")
+    on = hw.predict_kwargs("ps", "async", 1, None, tcp_dynamics=True)
+    assert (on["join_boost"], on["join_after"], on["share_cv"]) == (1.4, 0.05, 0.3)
+    for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("allreduce", "sync")):
+        assert "join_boost" not in hw.predict_kwargs(*args, tcp_dynamics=True)
+    with pytest.raises(Exception, match="join_boost"):
+        hardware_from_dict({**BASE_HW, "join_boost": -1})
+
+
+def test_a_grid_asking_for_dynamics_needs_a_measured_boost(tmp_path):
+    (tmp_path / "hw.json").write_text(json.dumps({k: v for k, v in BASE_HW.items() if k != "join_boost"}))
+    case = {"name": "c", "model": "lab:mlp-10mb", "workers": "1,2", "hardware": "hw.json",
+            "batch_size": 16, "bandwidth": "100Mbps",
+            "tcp_dynamics": True}
+    with pytest.raises(ConfigError, match="tcp_dynamics"):
+        parse_grid({"case": [case]}, str(tmp_path / "g.toml"))
+    with pytest.raises(ConfigError, match="tcp_dynamics"):
+        parse_grid({"case": [{**case, "tcp_dynamics": "yes"}]}, str(tmp_path / "g.toml"))
