@@ -22,7 +22,8 @@ from sgdsim.validate.grid import parse_grid
 
 
 def _links(boost, after_s, W=3):
-    return make_links(2, W, 0, np.full(2, 1.0), np.full(2, np.inf), join=(boost, after_s))
+    """Link 0 (the PS's downlink, pulls) has the boost; link 1 (pushes) shares equally."""
+    return make_links(2, W, 0, np.full(2, 1.0), np.full(2, np.inf), join=((boost, 1.0), (after_s, 0.0)))
 
 
 def test_a_late_joiner_gets_its_boost_and_ends_first():
@@ -36,6 +37,14 @@ def test_a_late_joiner_gets_its_boost_and_ends_first():
     remove_flow(LK, 0, 1, 1.9, 2)  # A moved 0.5 in 1.5 s: 0.1 left alone
     assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(2.0)
     assert two_flow_ends(1.0, 0.4, 2.0) == pytest.approx((2.0, 1.9))
+
+
+def test_pushes_keep_equal_shares_when_only_pulls_have_the_boost():
+    LK = _links(2.0, 0.3)
+    add_flow(LK, 1, 0, 1.0, 0.0, 0)
+    advance(LK, 1, 0.4)
+    add_flow(LK, 1, 1, 1.0, 0.4, 1)  # A has 0.6 left at half rate: ends 1.6, B 0.4 later
+    assert next_flow(LK, 1) == 3 + 0 and next_time(LK, 1) == pytest.approx(1.6)  # flow l·W + w
 
 
 def test_a_joiner_before_join_after_shares_equally():
@@ -107,6 +116,9 @@ def test_the_boost_pulls_two_async_workers_into_lock_step():
     (dict(join_boost=2.0, join_after_s=-1.0), "join-after"),
     (dict(join_boost=2.0, sharing="fcfs"), "applies to --sharing ps"),
     (dict(join_boost=2.0, flow_cap_bps=1e8), "without --flow-cap"),
+    (dict(join_boost=(1.0, 2.0, 3.0)), "one value or two"),
+    (dict(join_boost="many"), "pulls, pushes"),
+    (dict(join_boost=(1.0, -2.0)), "join-boost"),
 ])
 def test_bad_boosts_are_refused_at_the_boundary(kw, match):
     with pytest.raises(ConfigError, match=match):
@@ -118,23 +130,41 @@ BASE_HW = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "lat
            "join_boost": 1.4, "join_after_s": 0.05}
 
 
-def test_the_hardware_files_dynamics_apply_only_when_asked_and_only_to_async_ps():
+def test_the_hardware_files_dynamics_apply_to_async_ps_of_one_server_unless_turned_off():
     hw = hardware_from_dict(BASE_HW)
-    assert "join_boost" not in hw.predict_kwargs("ps") and "share_cv" not in hw.predict_kwargs("ps")
-    on = hw.predict_kwargs("ps", "async", 1, None, tcp_dynamics=True)
-    assert (on["join_boost"], on["join_after"], on["share_cv"]) == (1.4, 0.05, 0.3)
+    assert "join_boost" not in hw.predict_kwargs("ps")  # no mode given: no dynamics
+    on = hw.predict_kwargs("ps", "async")
+    assert (on["join_boost"], on["join_after"], on["share_cv"]) == ((1.4, 1.0), (0.05, 0.0), 0.3)
+    both = hardware_from_dict({**BASE_HW, "join_boost_push": 1.2, "join_after_push_s": 0.1})
+    assert both.predict_kwargs("ps", "async")["join_boost"] == (1.4, 1.2)
     for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("allreduce", "sync")):
-        assert "join_boost" not in hw.predict_kwargs(*args, tcp_dynamics=True)
+        assert "join_boost" not in hw.predict_kwargs(*args) and "share_cv" not in hw.predict_kwargs(*args)
+    assert "join_boost" not in hw.predict_kwargs("ps", "async", tcp_dynamics=False)
+    # without a measured boost the spread stays out too: alone it biases the regimes
+    no_boost = hardware_from_dict({k: v for k, v in BASE_HW.items() if k != "join_boost"})
+    assert "share_cv" not in no_boost.predict_kwargs("ps", "async")
     with pytest.raises(Exception, match="join_boost"):
         hardware_from_dict({**BASE_HW, "join_boost": -1})
 
 
-def test_a_grid_asking_for_dynamics_needs_a_measured_boost(tmp_path):
-    (tmp_path / "hw.json").write_text(json.dumps({k: v for k, v in BASE_HW.items() if k != "join_boost"}))
+def test_a_grid_turns_the_dynamics_off_with_a_boolean_only(tmp_path):
+    (tmp_path / "hw.json").write_text(json.dumps(BASE_HW))
     case = {"name": "c", "model": "lab:mlp-10mb", "workers": "1,2", "hardware": "hw.json",
-            "batch_size": 16, "bandwidth": "100Mbps",
-            "tcp_dynamics": True}
-    with pytest.raises(ConfigError, match="tcp_dynamics"):
-        parse_grid({"case": [case]}, str(tmp_path / "g.toml"))
+            "batch_size": 16, "bandwidth": "100Mbps"}
+    on = parse_grid({"case": [case]}, str(tmp_path / "g.toml")).cases[0]
+    off = parse_grid({"case": [{**case, "tcp_dynamics": False}]}, str(tmp_path / "g.toml")).cases[0]
+    assert on.network()["join_boost"] == (1.4, 1.0) and "join_boost" not in off.network()
     with pytest.raises(ConfigError, match="tcp_dynamics"):
         parse_grid({"case": [{**case, "tcp_dynamics": "yes"}]}, str(tmp_path / "g.toml"))
+
+
+def test_predict_takes_the_hardware_files_boosts_and_an_explicit_option_wins(tmp_path, capsys):
+    from sgdsim.cli import main
+    (tmp_path / "hw.json").write_text(json.dumps(BASE_HW))
+    args = ["predict", "examples/profiles/alexnet.json", "--workers", "2", "--hardware",
+            str(tmp_path / "hw.json"), "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]
+    rates = []
+    for extra in ([], ["--join-boost", "1", "--share-cv", "0"]):
+        assert main(args + extra) == 0
+        rates.append(json.loads(capsys.readouterr().out))
+    assert rates[0] != rates[1]

@@ -115,7 +115,7 @@ def compare(runs: list[dict], hardware: str) -> str:
         if key[0] not in profiles:
             profiles[key[0]] = profile_lab_model(r0["model"], r0["batch_size"], key[0])
         xs = np.array([r["throughput_intervals"] for r in group])
-        kw = hw.predict_kwargs("ps")
+        kw = hw.predict_kwargs("ps", "async")
         got = {cv: sgdsim.predict(profiles[key[0]], workers=key[1], **{**kw, "share_cv": cv})[0]
                for cv in (0.0, hw.share_cv)}
         base, cv = got[0.0], got[hw.share_cv]

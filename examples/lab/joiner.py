@@ -18,7 +18,8 @@ a namespace of one machine, one clock): round i starts client k at t0 + i·perio
     sudo sgdsim lab down
 
 Other sizes and offsets: JOINER_BYTES=35000000 JOINER_PERIOD_S=7 JOINER_DELTAS_MS=0,100,200,400,700,1000
-in the environment of the server and both clients (the report reads them from the files).
+in the environment of the server and both clients (the report reads them from the files);
+JOINER_DIRECTION=push: the clients send the bytes to the server (a gradient push) instead.
 """
 import os
 import socket
@@ -33,6 +34,7 @@ M = int(os.environ.get("JOINER_BYTES", 10_000_000))
 PERIOD_S = float(os.environ.get("JOINER_PERIOD_S", 3.0))
 _DELTAS_MS = os.environ.get("JOINER_DELTAS_MS", "0,50,100,200,400,600")
 DELTAS_S = [float(d) / 1e3 for d in _DELTAS_MS.split(",")] * 6  # interleaved: drift hits every δ alike
+PUSH = os.environ.get("JOINER_DIRECTION", "pull") == "push"  # the clients send M bytes instead
 WARM = 3  # rounds where the clients take turns (a lone transfer each), not reported
 buf = bytearray(1 << 16)
 
@@ -49,8 +51,12 @@ def serve(c):
     payload = bytes(M)
     try:
         while True:
-            recv_n(c, 1)
-            c.sendall(payload)
+            if PUSH:  # a push ends when the server has every byte: it acknowledges with one
+                recv_n(c, M)
+                c.sendall(b"a")
+            else:
+                recv_n(c, 1)
+                c.sendall(payload)
     except (EOFError, OSError):
         pass
 
@@ -72,8 +78,12 @@ def main():
                 start = t0 + (2 * WARM + i - WARM) * PERIOD_S + k * d
             time.sleep(max(0.0, start - time.time()))
             t = time.time()
-            c.sendall(b"p")
-            recv_n(c, M)
+            if PUSH:
+                c.sendall(bytes(M))
+                recv_n(c, 1)
+            else:
+                c.sendall(b"p")
+                recv_n(c, M)
             print(i, -1.0 if d is None else d, t, time.time(), flush=True)
     else:
         report(sys.argv[2:])

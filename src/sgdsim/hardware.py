@@ -60,8 +60,10 @@ class Hardware:
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
-    join_boost: float | None = None  # weight of a flow joining a busy link (lab.joiner); opt-in
-    join_after_s: float | None = None  # ... once the youngest flow there has run this long
+    join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner)
+    join_after_s: float | None = None  # ... once the youngest pull there has run this long
+    join_boost_push: float | None = None  # the same for pushes; None: they share equally
+    join_after_push_s: float | None = None
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -69,11 +71,11 @@ class Hardware:
         return cls(bandwidth_bps=bandwidth_bps, latency_s=0.0,
                    overhead_alpha_s_per_byte=8.0 / bandwidth_bps, overhead_beta_s=0.0)
 
-    def predict_kwargs(self, arch: str, mode: str = "async", ps_count: int | None = None,
-                       sharing: str | None = None, tcp_dynamics: bool = False) -> dict:
+    def predict_kwargs(self, arch: str, mode: str | None = None, ps_count: int | None = None,
+                       sharing: str | None = None, tcp_dynamics: bool = True) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
-        dynamics (join boost and share spread) only with ``tcp_dynamics``: on the lab they
-        fix the 35 MB CNN's lock-step but lock the 10 MB models' W = 2 runs too often
+        dynamics (join boosts and share spread, where the file has them) apply to async PS
+        with one server (``mode="async"`` given) unless ``tcp_dynamics`` is False
         (docs/validation/regimes/, finding 5)."""
         dynamics = tcp_dynamics and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
             and sharing in (None, "ps", "threshold")
@@ -97,7 +99,8 @@ class Hardware:
         compose with yet."""
         if self.join_boost is None:
             return {}
-        return {"join_boost": self.join_boost, "join_after": self.join_after_s or 0.0,
+        return {"join_boost": (self.join_boost, self.join_boost_push or 1.0),
+                "join_after": (self.join_after_s or 0.0, self.join_after_push_s or 0.0),
                 "share_cv": self.share_cv or 0.0}
 
     def bandwidth_for(self, arch: str) -> float:
@@ -193,7 +196,8 @@ _FIELDS = (  # key, required, rule
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
     ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
-    ("join_after_s", False, "non-negative"))
+    ("join_after_s", False, "non-negative"), ("join_boost_push", False, "positive"),
+    ("join_after_push_s", False, "non-negative"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

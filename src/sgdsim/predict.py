@@ -77,7 +77,7 @@ def _json_format(path) -> str | None:
 def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, *, workers="1-16",
             bandwidth: str | float = "10Gbps", mode: str = "async", arch: str = "ps",
             sharing: str | None = None, fcfs_weight: float = 0.5, share_cv: float = 0.0,
-            join_boost: float = 1.0, join_after: str | float = 0.0,
+            join_boost: float | str | tuple = 1.0, join_after: str | float | tuple = 0.0,
             two_way_penalty: float = 0.0, two_way_table=None, run_spread: float = 0.0,
             ring_latency: str | float = 0.0, allreduce_compute_share: float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
@@ -139,7 +139,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         bandwidth_bps=parse_bandwidth_bps(bandwidth),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
-        join_boost=float(join_boost), join_after_s=parse_duration_s(join_after),
+        join_boost=_pair(join_boost, _number, "join boost"),
+        join_after_s=_pair(join_after, parse_duration_s, "join after"),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
@@ -153,6 +154,22 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     job = _job(profile, coarse, worker_profiles)
     counts = [] if worker_profiles else parse_workers(workers)
     return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
+
+
+def _pair(value, parse, what: str) -> tuple:
+    """One value for pulls and pushes, or two: "1.4,1.2", (1.4, 1.2)."""
+    parts = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (tuple, list)) else [value]
+    if len(parts) not in (1, 2):
+        raise ConfigError(f"{what} takes one value or two (pulls,pushes), got {value!r}")
+    values = tuple(parse(p) for p in parts)
+    return values * 2 if len(values) == 1 else values
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"expected a number, got {value!r}") from None
 
 
 def _non_negative(value, what: str) -> float:

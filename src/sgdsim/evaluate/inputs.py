@@ -140,8 +140,8 @@ class Cluster:
     flow_cap_bps: float | None = None
     fcfs_weight: float = 0.5
     share_cv: float = 0.0
-    join_boost: float = 1.0  # weight of a TCP flow joining a busy link (sim/sharing/fair.py)
-    join_after_s: float = 0.0  # ... once the youngest flow there has run this long
+    join_boost: tuple = (1.0, 1.0)  # weight of a TCP flow joining a busy link, (pulls, pushes)
+    join_after_s: tuple = (0.0, 0.0)  # ... once the youngest flow there has run this long
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     ring_latency_s: float = 0.0

@@ -84,8 +84,8 @@ class SimConfig:
     sharing: str = "ps"
     fcfs_weight: float = 0.5  # hybrid = (1 - w)·PS + w·FCFS; the papers' mean is 0.5
     share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
-    join_boost: float = 1.0  # PS sharing: weight of a flow joining a busy link (sharing/fair.py)
-    join_after_s: float = 0.0  # ... once the youngest flow there has run this long
+    join_boost: tuple = (1.0, 1.0)  # PS sharing: weight of a flow joining a busy link, (pulls, pushes)
+    join_after_s: tuple = (0.0, 0.0)  # ... once the youngest flow there has run this long (sharing/fair.py)
     two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (analytic/two_way.py)
     two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
@@ -161,6 +161,8 @@ class SimConfig:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
             object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
+        object.__setattr__(self, "join_boost", pair(self.join_boost))
+        object.__setattr__(self, "join_after_s", pair(self.join_after_s))
         check_join(self.join_boost, self.join_after_s, self.sharing, self.flow_cap_bps)
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
@@ -199,12 +201,24 @@ def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ConfigError(f"unknown {what} {value!r} (choose from {', '.join(allowed)})")
 
 
-def check_join(boost: float, after_s: float, sharing: str, flow_cap_bps: float | None) -> None:
+def pair(value) -> tuple[float, float]:
+    """(pulls, pushes) from one number for both or two."""
+    try:
+        values = tuple(float(v) for v in value) if isinstance(value, (tuple, list)) else (float(value),)
+    except (TypeError, ValueError):
+        raise ConfigError(f"expected a number or two (pulls, pushes), got {value!r}") from None
+    if len(values) not in (1, 2):
+        raise ConfigError(f"expected one value or two (pulls, pushes), got {value!r}")
+    return values * 2 if len(values) == 1 else values
+
+
+def check_join(boosts, afters_s, sharing: str, flow_cap_bps: float | None) -> None:
     """The late-comer's boost (sharing/fair.py) is a weight of PS sharing without a flow cap."""
-    if not 0 < boost <= 100:
-        raise ConfigError(f"--join-boost must be a weight in (0, 100], got {boost}")
-    if not 0 <= after_s <= MAX_OVERHEAD_BETA_S:
-        raise ConfigError(f"--join-after must be a duration from 0 to 1h, got {after_s} s")
-    if boost != 1.0 and (sharing != "ps" or flow_cap_bps is not None):
+    for boost, after_s in zip(boosts, afters_s):
+        if not 0 < boost <= 100:
+            raise ConfigError(f"--join-boost must be a weight in (0, 100], got {boost}")
+        if not 0 <= after_s <= MAX_OVERHEAD_BETA_S:
+            raise ConfigError(f"--join-after must be a duration from 0 to 1h, got {after_s} s")
+    if boosts != (1.0, 1.0) and (sharing != "ps" or flow_cap_bps is not None):
         raise ConfigError("--join-boost (a TCP flow joining a busy link) applies to --sharing ps "
                           "without --flow-cap")

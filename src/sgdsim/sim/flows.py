@@ -24,12 +24,13 @@ Links = namedtuple(
 
 
 def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise=None,
-               two_way=None, join=(1.0, 0.0)) -> Links:
+               two_way=None, join=((1.0, 1.0), (0.0, 0.0))) -> Links:
     """``noise``: weights a fair-shared flow draws when it starts (``sharing/fair.py``);
     None: every flow has weight 1. ``two_way``: None, or the (2, side, side) grid of shares a
     NIC direction keeps against flows the other way (``analytic/two_way.TwoWay.grid``); links
-    2p and 2p+1 are PS p's downlink and uplink. ``join``: (boost, after_s) of a flow that
-    joins a busy link (``sharing/fair.py``); a boost of 1 is equal sharing."""
+    2p and 2p+1 are PS p's downlink and uplink. ``join``: (boosts, after_s) of a flow that
+    joins a busy link (``sharing/fair.py``), each a pair (downlinks, uplinks); a boost of 1 is
+    equal sharing."""
     n_flows = n_links * n_workers
     return Links(
         W=n_workers, n_ps=n_links // 2,
@@ -47,7 +48,8 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise
         noise=np.ones(1) if noise is None else np.asarray(noise, np.float64),
         two_way_table=np.ones(1) if two_way is None else np.array(two_way, np.float64).ravel(),
         two_way_side=0 if two_way is None else np.shape(two_way)[1],
-        base=np.zeros(n_flows), join_boost=float(join[0]), join_after_s=float(join[1]),
+        base=np.zeros(n_flows), join_boost=np.array(join[0], np.float64),
+        join_after_s=np.array(join[1], np.float64),
     )
 
 

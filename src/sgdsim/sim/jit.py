@@ -35,6 +35,36 @@ def jit(fn):
     return fn
 
 
+def drop_stale_cache(package_dir: str) -> None:
+    """Delete the core's on-disk compiled cache when any of its sources changed.
+
+    numba keys a cached function on its own file only: after an edit of
+    ``sharing/fair.py`` the engine, which compiled fair's code into itself, would load its old
+    machine code and silently run the old policy. One stamp over every compiled source
+    (names, sizes, mtimes) in ``__pycache__/core-sources.stamp`` catches that.
+    """
+    sources = sorted(glob.glob(os.path.join(package_dir, "**", "*.py"), recursive=True))
+    stamp = "\n".join(f"{os.path.relpath(p, package_dir)} {os.stat(p).st_size} {os.stat(p).st_mtime_ns}"
+                      for p in sources)
+    path = os.path.join(package_dir, "__pycache__", "core-sources.stamp")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == stamp:
+                return
+    except OSError:
+        pass
+    try:
+        for p in glob.glob(os.path.join(package_dir, "**", "__pycache__", "*.nb[ic]"), recursive=True):
+            os.remove(p)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(stamp)
+    except OSError:  # a read-only install: numba cannot write its cache there either
+        pass
+
+
+if HAVE_NUMBA:
+    drop_stale_cache(os.path.dirname(os.path.abspath(__file__)))
 
 
 def jit_inline(fn):

@@ -172,7 +172,7 @@ def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
 
 def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
     """Lognormal flow weights of mean 1 and CV ``share_cv`` (``sharing/fair.py``)."""
-    if config.join_boost != 1.0 and ps_count > 1:
+    if config.join_boost != (1.0, 1.0) and ps_count > 1:
         raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --join-boost 1 with this profile")
     if config.share_cv <= 0:

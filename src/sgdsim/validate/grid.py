@@ -33,7 +33,7 @@ REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
-            "calibrate": False, "ps_count": 1, "tcp_dynamics": False}
+            "calibrate": False, "ps_count": 1, "tcp_dynamics": True}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -67,7 +67,7 @@ class Case:
     replications: int | None = None  # independent simulator runs per point (fine); None: auto
     calibrate: bool = False       # fit the hardware to the measured 1-worker (2-rank) step first
     ps_count: int = 1             # parameter servers (arch ps): the lab shards layers as predict does
-    tcp_dynamics: bool = False    # the hardware file's join boost and share spread (async PS, 1 server)
+    tcp_dynamics: bool = True     # the hardware file's join boosts and share spread, where measured
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -209,9 +209,6 @@ def _build(v: dict, base: str) -> Case:
                           f"'workers' (it is measured first and fitted)")
     hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))
     hardware_spec = _hardware(hw_path)
-    if dynamics and getattr(hardware_spec, "join_boost", None) is None:
-        raise ConfigError("'tcp_dynamics' needs a 'hardware' file with a measured join_boost "
-                          "(examples/lab/joiner.py)")
     case = Case(
         name=_name(v, model, arch, mode, overlap), model=model,
         batch_size=_int(v, "batch_size", 1), bandwidth_bps=_bandwidth(v, "bandwidth"),

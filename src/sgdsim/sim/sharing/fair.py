@@ -51,13 +51,13 @@ def set_rate(LK, l):
 
 @jit
 def weighted(LK):
-    return len(LK.noise) > 1 or LK.join_boost != 1.0
+    return len(LK.noise) > 1 or LK.join_boost[0] != 1.0 or LK.join_boost[1] != 1.0
 
 
 @jit
 def admit(LK, l, f, seq):
     LK.base[f] = LK.noise[seq % len(LK.noise)]
-    boost = _join_boost(LK, l, f, seq) if LK.join_boost != 1.0 else 1.0
+    boost = _join_boost(LK, l, f, seq) if LK.join_boost[l & 1] != 1.0 else 1.0
     serve(LK, l, f, LK.rem[f], LK.base[f] * boost, seq)
     set_rate(LK, l)
 
@@ -67,8 +67,9 @@ def _join_boost(LK, l, f, seq):
     """The joiner's factor, after every incumbent goes back to its own weight.
 
     A TCP flow that joins a link whose flows have run past their start-up gets more than its
-    share until one of them ends (docs/validation/regimes/, finding 5): ``join_boost`` when the
-    youngest incumbent started at least ``join_after_s`` ago, 1 otherwise. Only the latest
+    share until one of them ends (docs/validation/regimes/, finding 5): ``join_boost[d]`` when
+    the youngest incumbent started at least ``join_after_s[d]`` ago, 1 otherwise, d = l & 1
+    (pulls and pushes differ: at 100 Mbit/s only pulls have it). Only the latest
     joiner holds the advantage: O(W log W) per arrival, only when the boost is on.
     """
     youngest = -1.0
@@ -78,8 +79,8 @@ def _join_boost(LK, l, f, seq):
             youngest = LK.since[g] if LK.since[g] > youngest else youngest
             if LK.weight[g] != LK.base[g]:
                 reweight(LK, l, g, LK.base[g], seq)
-    if youngest >= 0.0 and LK.t[l] - youngest >= LK.join_after_s:
-        return LK.join_boost
+    if youngest >= 0.0 and LK.t[l] - youngest >= LK.join_after_s[l & 1]:
+        return LK.join_boost[l & 1]
     return 1.0
 
 
