@@ -98,16 +98,16 @@ def report(runs: list[dict]) -> str:
 
 
 def compare(runs: list[dict], hardware: str) -> str:
-    """Measured runs against the simulator's default (the hardware file's two-way penalty,
-    equal shares) and with the measured share CV added."""
+    """Measured runs against the simulator's default (the hardware file's two-way table, and
+    its measured TCP dynamics: join boosts and share spread) and with equal shares instead."""
     import sgdsim
     from sgdsim.hardware import load_hardware
     from sgdsim.lab.train import profile_lab_model
 
     hw = load_hardware(hardware)
     lines = ["| overlap | W | measured runs | mean | default | error | interval holds runs | "
-             f"with share CV {hw.share_cv:.2f} | error |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "equal shares | error | interval holds runs |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     profiles = {}
     for key in sorted({(r["overlap"], r["workers"]) for r in runs}):
         group = [r for r in runs if (r["overlap"], r["workers"]) == key]
@@ -115,15 +115,12 @@ def compare(runs: list[dict], hardware: str) -> str:
         if key[0] not in profiles:
             profiles[key[0]] = profile_lab_model(r0["model"], r0["batch_size"], key[0])
         xs = np.array([r["throughput_intervals"] for r in group])
-        kw = hw.predict_kwargs("ps", "async")
-        got = {cv: sgdsim.predict(profiles[key[0]], workers=key[1], **{**kw, "share_cv": cv})[0]
-               for cv in (0.0, hw.share_cv)}
-        base, cv = got[0.0], got[hw.share_cv]
-        inside = sum(base.ci_low <= x <= base.ci_high for x in xs)
-        lines.append(
-            f"| {'yes' if key[0] else 'no'} | {key[1]} | {', '.join(f'{x:.1f}' for x in xs)} | "
-            f"{xs.mean():.1f} | {_fmt(base)} | {_err(base, xs)} | {inside}/{len(xs)} | "
-            f"{_fmt(cv)} | {_err(cv, xs)} |")
+        got = [sgdsim.predict(profiles[key[0]], workers=key[1],
+                              **hw.predict_kwargs("ps", "async", tcp_dynamics=on))[0] for on in (True, False)]
+        cells = [f"{_fmt(p)} | {_err(p, xs)} | {sum(p.ci_low <= x <= p.ci_high for x in xs)}/{len(xs)}"
+                 for p in got]
+        lines.append(f"| {'yes' if key[0] else 'no'} | {key[1]} | {', '.join(f'{x:.1f}' for x in xs)} | "
+                     f"{xs.mean():.1f} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 
 
