@@ -2,6 +2,7 @@
 
     sudo .venv/bin/python examples/lab/async_regimes.py -o docs/validation/regimes/runs.json
     .venv/bin/python examples/lab/async_regimes.py --report docs/validation/regimes/runs.json
+    .venv/bin/python examples/lab/async_regimes.py --transfers docs/validation/regimes/traced-w2.json
 
 Every (overlap, workers) configuration is run ``--repeats`` times; each run keeps every
 worker's step completion times, so ``sgdsim.validate.regimes`` can show how long a regime
@@ -40,10 +41,16 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--trace", action="store_true", help="keep per-tensor transfer times")
+    ap.add_argument("--transfers", metavar="RUNS.json",
+                    help="of traced 2-worker runs: each worker's pulls and pushes, step by step")
     args = ap.parse_args()
     if args.report:
         with open(args.report, encoding="utf-8") as f:
             print(report(json.load(f)["runs"]))
+        return
+    if args.transfers:
+        with open(args.transfers, encoding="utf-8") as f:
+            print(transfers(json.load(f)["runs"]))
         return
     if args.compare:
         with open(args.compare, encoding="utf-8") as f:
@@ -121,6 +128,35 @@ def compare(runs: list[dict], hardware: str) -> str:
                  for p in got]
         lines.append(f"| {'yes' if key[0] else 'no'} | {key[1]} | {', '.join(f'{x:.1f}' for x in xs)} | "
                      f"{xs.mean():.1f} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
+def transfers(runs: list[dict]) -> str:
+    """Per traced 2-worker run: where worker 1's pulls start within worker 0's step (0: with
+    it, lock-step; 0.5: half a step later) and every step's pull and push, seconds from the
+    first (validate.regimes.transfer_stats has the same definition of a transfer)."""
+    lines = []
+    for r in runs:
+        ps = {(int(e["rank"]), int(e["step"])): e for e in r["events"][0] if e.get("event") == "ps_step"}
+        steps: dict[int, list] = {0: [], 1: []}
+        for child in r["events"][1:]:
+            for e in child:
+                p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
+                if e.get("event") == "step" and "down_end" in e and p is not None:
+                    steps[int(e["rank"])].append((min(p["down_start"]), max(e["down_end"]),
+                                                  min(e["up_start"]), max(p["up_end"])))
+        a, b = (np.array(sorted(steps[k])) for k in (0, 1))
+        i = np.searchsorted(a[:, 0], b[:, 0]) - 1
+        ok = (i >= 0) & (i < len(a) - 1)
+        phase = (b[ok, 0] - a[i[ok], 0]) / (a[i[ok] + 1, 0] - a[i[ok], 0])
+        lines += [f"run {r['repeat']}: {r['throughput_intervals']:.2f} examples/s; phase of worker 1's "
+                  f"pulls in tenths of worker 0's step: {np.histogram(phase, 10, (0, 1))[0].tolist()}",
+                  "| step | w0 pull | w0 push | w1 pull | w1 push |", "|---:|---|---|---|---|"]
+        t0 = min(a[0, 0], b[0, 0])
+        for k in range(min(len(a), len(b))):
+            cells = [f"{x - t0:.2f}–{y - t0:.2f}" for x, y in ((a[k, 0], a[k, 1]), (a[k, 2], a[k, 3]),
+                                                           (b[k, 0], b[k, 1]), (b[k, 2], b[k, 3]))]
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -20,6 +20,8 @@ a namespace of one machine, one clock): round i starts client k at t0 + i·perio
 Other sizes and offsets: JOINER_BYTES=35000000 JOINER_PERIOD_S=7 JOINER_DELTAS_MS=0,100,200,400,700,1000
 in the environment of the server and both clients (the report reads them from the files);
 JOINER_DIRECTION=push: the clients send the bytes to the server (a gradient push) instead.
+With traffic the other way all along (as in training, where one worker pushes while another
+pulls), a fourth host runs `joiner.py reverse 10.77.0.1` (lab up --hosts 4).
 """
 import os
 import socket
@@ -61,12 +63,29 @@ def serve(c):
         pass
 
 
+def sink(c):
+    try:
+        while c.recv_into(buf):
+            pass
+    except OSError:
+        pass
+
+
 def main():
     if sys.argv[1] == "server":
         s = socket.create_server(("0.0.0.0", 45556))
+        reverse = socket.create_server(("0.0.0.0", 45557))  # background traffic the other way
+        threading.Thread(target=lambda: [threading.Thread(target=sink, args=(reverse.accept()[0],),
+                                                          daemon=True).start() for _ in iter(int, 1)],
+                         daemon=True).start()
         while True:
             c, _ = s.accept()
             threading.Thread(target=serve, args=(c,), daemon=True).start()
+    elif sys.argv[1] == "reverse":  # a third host sends to the server without a pause
+        c = socket.create_connection((sys.argv[2], 45557))
+        block = bytes(1 << 20)
+        while True:
+            c.sendall(block)
     elif sys.argv[1] == "client":
         host, k, t0 = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
         c = socket.create_connection((host, 45556))
