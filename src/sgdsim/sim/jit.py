@@ -41,7 +41,8 @@ def drop_stale_cache(package_dir: str) -> None:
     numba keys a cached function on its own file only: after an edit of
     ``sharing/fair.py`` the engine, which compiled fair's code into itself, would load its old
     machine code and silently run the old policy. One stamp over every compiled source
-    (names, sizes, mtimes) in ``__pycache__/core-sources.stamp`` catches that.
+    (names, sizes, mtimes) in ``__pycache__/core-sources.stamp`` catches that. A cache moved
+    elsewhere with NUMBA_CACHE_DIR is not touched.
     """
     sources = sorted(glob.glob(os.path.join(package_dir, "**", "*.py"), recursive=True))
     stamp = "\n".join(f"{os.path.relpath(p, package_dir)} {os.stat(p).st_size} {os.stat(p).st_mtime_ns}"

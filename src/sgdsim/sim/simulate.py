@@ -85,7 +85,7 @@ class _Sim:
         self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
                                          _share_noise(config, self.info.ps_count),
                                          _two_way_grid(config, W),
-                                         (config.join_boost, config.join_after_s)))
+                                         _join(config, self.info.ps_count)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))
@@ -170,11 +170,16 @@ def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
     return rule.grid(W + 1) if rule.active and config.sharing != "fcfs" else None
 
 
-def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
-    """Lognormal flow weights of mean 1 and CV ``share_cv`` (``sharing/fair.py``)."""
+def _join(config: SimConfig, ps_count: int) -> tuple:
+    """The late-comer's boosts and ages (``sharing/fair.py``): weights, like ``--share-cv``."""
     if config.join_boost != (1.0, 1.0) and ps_count > 1:
         raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --join-boost 1 with this profile")
+    return config.join_boost, config.join_after_s
+
+
+def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
+    """Lognormal flow weights of mean 1 and CV ``share_cv`` (``sharing/fair.py``)."""
     if config.share_cv <= 0:
         return None
     if ps_count > 1:
