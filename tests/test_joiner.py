@@ -130,41 +130,98 @@ BASE_HW = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "lat
            "join_boost": 1.4, "join_after_s": 0.05}
 
 
-def test_the_hardware_files_dynamics_apply_to_async_ps_of_one_server_unless_turned_off():
+def test_the_hardware_files_dynamics_apply_only_when_asked_and_only_to_async_ps_of_one_server():
     hw = hardware_from_dict(BASE_HW)
-    assert "join_boost" not in hw.predict_kwargs("ps")  # no mode given: no dynamics
-    on = hw.predict_kwargs("ps", "async")
+    assert "join_boost" not in hw.predict_kwargs("ps", "async") and "share_cv" not in hw.predict_kwargs("ps")
+    on = hw.predict_kwargs("ps", "async", tcp_dynamics=True)
     assert (on["join_boost"], on["join_after"], on["share_cv"]) == ((1.4, 1.0), (0.05, 0.0), 0.3)
     both = hardware_from_dict({**BASE_HW, "join_boost_push": 1.2, "join_after_push_s": 0.1})
-    assert both.predict_kwargs("ps", "async")["join_boost"] == (1.4, 1.2)
-    for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("allreduce", "sync")):
-        assert "join_boost" not in hw.predict_kwargs(*args) and "share_cv" not in hw.predict_kwargs(*args)
-    assert "join_boost" not in hw.predict_kwargs("ps", "async", tcp_dynamics=False)
+    assert both.predict_kwargs("ps", "async", tcp_dynamics=True)["join_boost"] == (1.4, 1.2)
+    for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("allreduce", "sync"),
+                 ("ps", None)):
+        got = hw.predict_kwargs(*args, tcp_dynamics=True)
+        assert "join_boost" not in got and "share_cv" not in got
     # without a measured boost the spread stays out too: alone it biases the regimes
     no_boost = hardware_from_dict({k: v for k, v in BASE_HW.items() if k != "join_boost"})
-    assert "share_cv" not in no_boost.predict_kwargs("ps", "async")
+    assert "share_cv" not in no_boost.predict_kwargs("ps", "async", tcp_dynamics=True)
     with pytest.raises(Exception, match="join_boost"):
         hardware_from_dict({**BASE_HW, "join_boost": -1})
 
 
-def test_a_grid_turns_the_dynamics_off_with_a_boolean_only(tmp_path):
+def test_a_grid_turns_the_dynamics_on_with_a_boolean_only(tmp_path):
     (tmp_path / "hw.json").write_text(json.dumps(BASE_HW))
     case = {"name": "c", "model": "lab:mlp-10mb", "workers": "1,2", "hardware": "hw.json",
             "batch_size": 16, "bandwidth": "100Mbps"}
-    on = parse_grid({"case": [case]}, str(tmp_path / "g.toml")).cases[0]
-    off = parse_grid({"case": [{**case, "tcp_dynamics": False}]}, str(tmp_path / "g.toml")).cases[0]
+    off = parse_grid({"case": [case]}, str(tmp_path / "g.toml")).cases[0]
+    on = parse_grid({"case": [{**case, "tcp_dynamics": True}]}, str(tmp_path / "g.toml")).cases[0]
     assert on.network()["join_boost"] == (1.4, 1.0) and "join_boost" not in off.network()
     with pytest.raises(ConfigError, match="tcp_dynamics"):
         parse_grid({"case": [{**case, "tcp_dynamics": "yes"}]}, str(tmp_path / "g.toml"))
 
 
-def test_predict_takes_the_hardware_files_boosts_and_an_explicit_option_wins(tmp_path, capsys):
+def test_predict_takes_the_boosts_from_its_options(capsys):
     from sgdsim.cli import main
-    (tmp_path / "hw.json").write_text(json.dumps(BASE_HW))
-    args = ["predict", "examples/profiles/alexnet.json", "--workers", "2", "--hardware",
-            str(tmp_path / "hw.json"), "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]
+    args = ["predict", "examples/profiles/alexnet.json", "--workers", "2", "--bandwidth", "1Gbps",
+            "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]
     rates = []
-    for extra in ([], ["--join-boost", "1", "--share-cv", "0"]):
+    for extra in ([], ["--join-boost", "3,1", "--join-after", "1ms"]):
         assert main(args + extra) == 0
         rates.append(json.loads(capsys.readouterr().out))
     assert rates[0] != rates[1]
+
+
+# ----------------------------------------------------------------------------- the measurement
+
+def test_the_hub_starts_the_second_transfer_at_its_offset_over_loopback():
+    import threading
+
+    from sgdsim.lab import fairness, joiner
+
+    lines, result = [], {}
+    size = 4_000_000
+    t = threading.Thread(target=lambda: result.update(joiner.hub(size, 1, 0.0, announce=lambda m, flush=True: lines.append(m))))
+    t.start()
+    while not lines:
+        threading.Event().wait(0.01)
+    port = int(lines[0].split()[-1])
+    for _ in range(2):
+        threading.Thread(target=fairness.peer, args=("127.0.0.1", port, size), daemon=True).start()
+    t.join(60)
+    assert not t.is_alive()
+    for direction in ("down", "up"):
+        got = result[direction]
+        assert got["lone_s"] > 0 and len(got["rounds"]) == len(joiner.FRACTIONS)
+        for (nominal, gap, started), frac in zip(got["rounds"], joiner.FRACTIONS):
+            assert nominal == pytest.approx(frac * got["lone_s"])
+            assert started == pytest.approx(nominal, abs=0.05)  # the hub keeps the offset
+    fits = joiner.summarize(result)["fits"]
+    assert all(1.0 <= f["boost"] <= 4.0 and f["rms_gap_s"] <= f["equal_rms_gap_s"] + 1e-12
+               for f in fits.values())
+
+
+def test_netbench_joiner_options_are_checked_before_measuring(capsys):
+    from sgdsim.cli import main
+    assert main(["netbench", "--local", "--joiner"]) == 2
+    assert "need --lab" in capsys.readouterr().err
+    assert main(["netbench", "--lab", "--joiner", "--joiner-size", "0"]) == 2
+    assert "--joiner-size" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="the lab needs root")
+def test_joiner_rounds_on_a_real_lab(tmp_path):
+    """Three hosts at 50 Mbit/s: a lone 1 MB transfer takes its shaped time each way, and the
+    late one starts at its offset."""
+    from sgdsim.lab import joiner
+    from sgdsim.lab.cluster import LabCluster, list_namespaces
+
+    if list_namespaces():
+        pytest.skip("sgdsim- namespaces exist; not touching them")
+    with LabCluster(3, 50e6, state_file=str(tmp_path / "lab.json")) as lab:
+        got = joiner.run_lab(1_000_000, repeats=1, idle_s=0.2, lab=lab)
+    for direction in ("down", "up"):
+        m = got["rounds"][direction]
+        assert m["lone_s"] == pytest.approx(8e6 / 50e6, rel=0.3)
+        assert [r[2] for r in m["rounds"]] == pytest.approx([r[0] for r in m["rounds"]], abs=0.05)
+        assert got["fits"][direction]["boost"] >= 1.0
+    assert list_namespaces() == []

@@ -15,6 +15,7 @@ a namespace of one machine, one clock): round i starts client k at t0 + i·perio
     sudo ip netns exec sgdsim-h1 .venv/bin/python examples/lab/joiner.py client 10.77.0.1 0 $T0 > a.txt &
     sudo ip netns exec sgdsim-h2 .venv/bin/python examples/lab/joiner.py client 10.77.0.1 1 $T0 > b.txt
     .venv/bin/python examples/lab/joiner.py report a.txt b.txt     # pairs of runs pool
+    .venv/bin/python examples/lab/joiner.py pool HARDWARE.json down a.txt b.txt  # with netbench --joiner's
     sudo sgdsim lab down
 
 Other sizes and offsets: JOINER_BYTES=35000000 JOINER_PERIOD_S=7 JOINER_DELTAS_MS=0,100,200,400,700,1000
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 
-from sgdsim.lab.joiner import fit_join
+from sgdsim.lab.joiner import fit_join, pooled
 
 M = int(os.environ.get("JOINER_BYTES", 10_000_000))
 PERIOD_S = float(os.environ.get("JOINER_PERIOD_S", 3.0))
@@ -104,6 +105,8 @@ def main():
                 c.sendall(b"p")
                 recv_n(c, M)
             print(i, -1.0 if d is None else d, t, time.time(), flush=True)
+    elif sys.argv[1] == "pool":
+        pool(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         report(sys.argv[2:])
 
@@ -121,6 +124,23 @@ def late_share(lone_s, delta_s, end_a_s, end_b_s):
     if end_b_s <= end_a_s:
         return lone_s / (end_b_s - delta_s)
     return 1.0 - (lone_s - delta_s) / (end_a_s - delta_s)
+
+
+def pool(hardware, direction, paths):
+    """One fit over these rounds and those ``netbench --lab --joiner`` kept in a hardware file."""
+    import json
+
+    rows, lone = [], []
+    for pa, pb in zip(paths[::2], paths[1::2]):
+        a, b = _times(pa), _times(pb)
+        lone += [a[i][2] - a[i][1] for i in range(WARM)]
+        rows += [(a[i][0], b[i][2] - a[i][2]) for i in a if i >= WARM and i in b]
+    with open(hardware, encoding="utf-8") as f:
+        hub = json.load(f)["measured"]["joiner"]["rounds"][direction]
+    sets = [(rows, statistics.median(lone)), ([(r[0], r[1]) for r in hub["rounds"]], hub["lone_s"])]
+    fit = fit_join(*pooled(sets))
+    print(f"pooled {len(rows)} + {len(hub['rounds'])} rounds: join_boost {fit.boost:.2f} from "
+          f"{fit.after_s:.3f} s; rms {fit.rms_gap_s * 1e3:.0f} ms (equal sharing {fit.equal_rms_gap_s * 1e3:.0f} ms)")
 
 
 def report(paths):

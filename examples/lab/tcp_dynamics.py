@@ -1,12 +1,13 @@
-"""Replay validation grids with the measured TCP dynamics off (``tcp_dynamics = false``).
+"""Replay validation grids with the measured TCP dynamics on (``tcp_dynamics = true``).
 
-By default every async PS case of one server takes its hardware file's late-comer boosts
-(join_boost, join_after_s and the push pair: examples/lab/joiner.py) and share spread
-(share_cv: netbench --fanout). This replays the same lab measurements with the same profiles
-and equal shares instead, to compare (docs/validation/regimes/, finding 5).
+Every async PS case of one server then takes its hardware file's late-comer boosts
+(join_boost, join_after_s and the push pair: netbench --lab --joiner) and share spread
+(share_cv: netbench --fanout); predictions leave them out by default. Same lab measurements,
+same profiles: only the model changes (docs/validation/regimes/, finding 5). ``--hardware``
+replaces the files' measured boosts with another file's (to compare fits).
 
-    python examples/lab/tcp_dynamics.py --off -o /tmp/off async cnn allreduce 2ps widecnn
-    python examples/lab/validation_table.py /tmp/off/{async,cnn,allreduce,2ps,widecnn}/points.csv
+    python examples/lab/tcp_dynamics.py -o /tmp/dyn async cnn allreduce 2ps widecnn
+    python examples/lab/validation_table.py /tmp/dyn/{async,cnn,allreduce,2ps,widecnn}/points.csv
 """
 from __future__ import annotations
 
@@ -27,11 +28,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grids", nargs="+", help="names G of examples/grids/lab-G.toml with docs/validation/G/")
     ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--off", action="store_true", help="equal shares (else the default, on)")
+    ap.add_argument("--off", action="store_true", help="equal shares (the default's replay)")
+    ap.add_argument("--boosts", default=None, metavar="K,A,K_PUSH,A_PUSH",
+                    help="these join boosts and ages (s) instead of the hardware files'")
     args = ap.parse_args()
     for name in args.grids:
         points = f"docs/validation/{name}/points.csv"
         grid = with_dynamics(load_grid(f"examples/grids/lab-{name}.toml"), not args.off)
+        if args.boosts:
+            k, a, kp, ap_ = (float(x) for x in args.boosts.split(","))
+            grid = dataclasses.replace(grid, cases=tuple(
+                dataclasses.replace(c, hardware_spec=dataclasses.replace(
+                    c.hardware_spec, join_boost=k, join_after_s=a, join_boost_push=kp, join_after_push_s=ap_))
+                if c.hardware_spec is not None else c for c in grid.cases))
         measure_fn, lab_fn = measured_from_csv(points, grid)
         run_validation(grid, os.path.join(args.output, name), force=True, log=lambda *a: None,
                        profile_fn=_saved_profiles(points), measure_fn=measure_fn, lab_fn=lab_fn)

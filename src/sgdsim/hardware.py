@@ -60,7 +60,7 @@ class Hardware:
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
-    join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner)
+    join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner); opt-in
     join_after_s: float | None = None  # ... once the youngest pull there has run this long
     join_boost_push: float | None = None  # the same for pushes; None: they share equally
     join_after_push_s: float | None = None
@@ -72,10 +72,11 @@ class Hardware:
                    overhead_alpha_s_per_byte=8.0 / bandwidth_bps, overhead_beta_s=0.0)
 
     def predict_kwargs(self, arch: str, mode: str | None = None, ps_count: int | None = None,
-                       sharing: str | None = None, tcp_dynamics: bool = True) -> dict:
+                       sharing: str | None = None, tcp_dynamics: bool = False) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
-        dynamics (join boosts and share spread, where the file has them) apply to async PS
-        with one server (``mode="async"`` given) unless ``tcp_dynamics`` is False
+        dynamics (join boosts and share spread, where the file has them) only with
+        ``tcp_dynamics``, for async PS with one server: their fitted size varies between
+        measurements more than the predictions' intervals allow for
         (docs/validation/regimes/, finding 5)."""
         dynamics = tcp_dynamics and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
             and sharing in (None, "ps", "threshold")

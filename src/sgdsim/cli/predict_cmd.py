@@ -62,16 +62,14 @@ def add_model_arguments(q) -> None:
                         "measured value, else 0.5 as in the papers)")
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
-                        "CV (default: the --hardware file's value where it has join boosts, else "
-                        "0 = equal shares; netbench --fanout records it)")
+                        "CV (default 0 = equal shares; netbench --fanout records a measured value)")
     q.add_argument("--join-boost", default=None, metavar="K[,K_PUSH]",
                    help="PS sharing: a flow joining a busy link gets K times the weight of the "
-                        "others (TCP's late-comer advantage, examples/lab/joiner.py measures it); "
-                        "two values: pulls, pushes (default: the --hardware file's values for "
-                        "async PS with one server, else 1 = equal)")
+                        "others (TCP's late-comer advantage; netbench --lab --joiner measures it "
+                        "into the hardware file); two values: pulls, pushes (default 1 = equal)")
     q.add_argument("--join-after", default=None, metavar="DURATION[,DURATION]",
                    help="--join-boost applies once the youngest flow on the link has run this "
-                        "long; two values: pulls, pushes (default: the --hardware file's, else 0s)")
+                        "long; two values: pulls, pushes (default 0s)")
     q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
                    help="a NIC direction with m more flows the other way loses K·m of its capacity "
                         "(default: the --hardware file's measured table or K, else 0)")
@@ -227,7 +225,7 @@ def network(args) -> dict:
     from ..hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    net = hw.predict_kwargs(args.arch, args.mode, args.ps_count, args.sharing)
+    net = hw.predict_kwargs(args.arch)  # the join boosts and share spread only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, "join_boost": args.join_boost,

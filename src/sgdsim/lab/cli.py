@@ -50,6 +50,12 @@ def _netbench_parser(sub) -> None:
                    help="with --lab: also measure the share a NIC direction keeps against flows "
                         "the other way, for every split of up to 8 flows (the hardware file's "
                         "two_way_table; needs >= 3 hosts, ~7 minutes per round on 9 hosts)")
+    p.add_argument("--joiner", action="store_true",
+                   help="with --lab: also measure how much of host 0's link a transfer that starts "
+                        "late takes from one under way, pulls and pushes (the hardware file's "
+                        "join_boost fields; ~4 minutes at 100 Mbit/s)")
+    p.add_argument("--joiner-size", default="10MB", help="bytes per transfer in the --joiner rounds")
+    p.add_argument("--joiner-rounds", type=int, default=6, metavar="N", help="--joiner rounds per offset")
     p.add_argument("--two-way-rounds", type=int, default=1, metavar="N",
                    help="--two-way: measure every case N times and keep the mean (default 1)")
     p.add_argument("--gloo", type=int, default=0, metavar="N",
@@ -130,9 +136,13 @@ def cmd_netbench(args) -> int:
     if args.output:
         check_output_path(args.output, args.force)  # before measuring, not after
     kw = measure_kwargs(args)
-    if (args.fanout or args.gloo or args.two_way) and not args.lab:
-        raise ConfigError("--fanout, --two-way and --gloo need --lab (they start processes on "
-                          "lab hosts)")
+    if (args.fanout or args.gloo or args.two_way or args.joiner) and not args.lab:
+        raise ConfigError("--fanout, --two-way, --joiner and --gloo need --lab (they start "
+                          "processes on lab hosts)")
+    joiner_size = int(parse_size_bytes(args.joiner_size))
+    if joiner_size < 1 or args.joiner_rounds < 1:
+        raise ConfigError("--joiner-size and --joiner-rounds must be positive, got "
+                          f"{args.joiner_size!r} and {args.joiner_rounds}")
     if args.fanout_rounds < 1:
         raise ConfigError(f"--fanout-rounds must be at least 1, got {args.fanout_rounds}")
     fanout_size = int(parse_size_bytes(args.fanout_size))  # bad options fail before measuring
@@ -145,9 +155,10 @@ def cmd_netbench(args) -> int:
         raise ConfigError(f"--two-way-rounds must be at least 1, got {args.two_way_rounds}")
     if args.interference is not None and args.host:
         raise ConfigError("--interference runs its ranks on loopback (--local) or the lab (--lab)")
-    if args.add_to and not (args.interference or (args.lab and (args.fanout or args.two_way or args.gloo))):
+    if args.add_to and not (args.interference or (args.lab and (args.fanout or args.two_way or args.gloo
+                                                                or args.joiner))):
         raise ConfigError("--add-to needs something to add: --interference, or --lab with --fanout, "
-                          "--two-way or --gloo")
+                          "--two-way, --joiner or --gloo")
     if args.add_to:
         m, hw = None, load_hardware(args.add_to)  # a bad file fails before measuring
     else:
@@ -160,6 +171,9 @@ def cmd_netbench(args) -> int:
         hw = _with_fairness(hw, args, fanout_size)
     if args.two_way:
         hw = _with_two_way(hw, args.two_way_rounds)
+    if args.joiner:
+        from .joiner import with_joiner
+        hw = with_joiner(hw, joiner_size, args.joiner_rounds, say)
     if args.gloo:
         hw = _with_gloo(hw, args.gloo)
     if interference_bytes:
@@ -310,6 +324,11 @@ def _print_extras(hw) -> None:
     if hw.share_cv is not None:
         print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
               f"{hw.share_cv:.2f} (--share-cv)")
+    if hw.join_boost is not None:
+        push = (f"pushes {hw.join_boost_push:.2f} from {hw.join_after_push_s * 1e3:.0f} ms"
+                if hw.join_boost_push is not None else "pushes equal")
+        print(f"late-comer: a transfer that joins one under way gets {hw.join_boost:.2f}× its weight "
+              f"from {(hw.join_after_s or 0) * 1e3:.0f} ms on pulls, {push} (--join-boost, --join-after)")
 
 
 def _beta_text(beta_s: float) -> str:

@@ -12,14 +12,33 @@ has run at least ``after_s`` gets weight ``boost``, the others 1, until the next
 two pulls of one lone-transfer time T each, it gives the ends in closed form
 (``two_flow_ends``); ``fit_join`` picks the (boost, after_s) whose ends best match the rounds'
 measured end_B − end_A in the least-squares sense.
+
+``sgdsim netbench --lab --joiner`` measures the rounds for pulls ("down": lab host 0 sends to
+hosts 1 and 2) and pushes ("up": they send to it), with host 0 timing both transfers and
+starting the second at fractions of T (the peers are ``lab.fairness``'s), and writes both fits
+to the hardware file. Roles: ``python -m sgdsim.lab.joiner hub --size N ...``.
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SgdsimError
+from .fairness import IO_TIMEOUT_S, _drain, _expect, _send, _ACK, _CHUNK, _GO
+from .procs import kill_all, last_line, start_hub
+
+FRACTIONS = (0.0, 0.06, 0.12, 0.25, 0.5, 0.7)  # offsets as fractions of one lone transfer
+LONE = 3  # lone transfers per peer and direction, for T
+_READY = "joiner hub listening on"
 
 BOOSTS = np.round(np.arange(1.0, 4.0001, 0.01), 2)  # the grid fit_join searches
 
@@ -70,3 +89,142 @@ def fit_join(rounds: list[tuple[float, float]], lone_s: float) -> JoinFit:
                 best = (err, float(k), after_s)
     equal = float(np.sqrt(np.mean((model[1.0][index] - gaps) ** 2)))
     return JoinFit(boost=best[1], after_s=best[2], rms_gap_s=best[0], equal_rms_gap_s=equal)
+
+
+def pooled(sets: list[tuple[list[tuple[float, float]], float]]) -> tuple[list[tuple[float, float]], float]:
+    """Rounds of several measurements (each its rounds and lone time) as one set: every offset
+    and gap rescaled to the mean lone time, since the mechanism scales with it to first order."""
+    t_mean = float(np.mean([t for _, t in sets]))
+    return [(d * t_mean / t, g * t_mean / t) for rounds, t in sets for d, g in rounds], t_mean
+
+
+# ----------------------------------------------------------------------------- the hub
+
+def hub(size: int, repeats: int, idle_s: float, port: int = 0, announce=print) -> dict:
+    """Two peers connect; per direction: T from lone transfers, then ``repeats`` rounds at
+    every offset in FRACTIONS · T (interleaved, so drift hits every offset alike)."""
+    srv = _server(port)
+    announce(f"{_READY} {srv.getsockname()[1]}", flush=True)
+    with srv:
+        conns = [srv.accept()[0] for _ in range(2)]
+    for c in conns:
+        c.settimeout(IO_TIMEOUT_S)
+    payload = memoryview(bytes(min(size, _CHUNK)))
+    out = {}
+    try:
+        for direction in ("down", "up"):
+            lone = []
+            for _ in range(LONE):
+                for c in conns:
+                    lone.append(_transfers([c], [0.0], direction, size, payload)[0][1])
+                    time.sleep(idle_s)
+            t_lone = statistics.median(lone)
+            rounds = []
+            for _ in range(repeats):
+                for frac in FRACTIONS:
+                    (sa, ea), (sb, eb) = _transfers(conns, [0.0, frac * t_lone], direction, size, payload)
+                    rounds.append([frac * t_lone, eb - ea, sb - sa])
+                    time.sleep(idle_s)
+            out[direction] = {"lone_s": t_lone, "rounds": rounds}
+    finally:
+        for c in conns:
+            c.close()
+    return out
+
+
+def _server(port: int):
+    import socket
+
+    srv = socket.create_server(("0.0.0.0", port))
+    srv.settimeout(IO_TIMEOUT_S)
+    return srv
+
+
+def _transfers(conns, offsets_s, direction: str, size: int, payload) -> list[tuple[float, float]]:
+    """Transfer ``size`` bytes with each connection, the i-th starting ``offsets_s[i]`` after the
+    first: [(start, end)] in seconds from the first start."""
+    times = [(0.0, 0.0)] * len(conns)
+    t0 = time.monotonic()
+
+    def one(i: int) -> None:
+        time.sleep(max(0.0, t0 + offsets_s[i] - time.monotonic()))
+        start, c = time.monotonic() - t0, conns[i]
+        if direction == "down":
+            c.sendall(_GO + b"d")
+            _send(c, size, payload)
+            _expect(c, _ACK)
+        else:
+            c.sendall(_GO + b"u")
+            _drain(c, size)
+        times[i] = (start, time.monotonic() - t0)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(conns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return times
+
+
+# ----------------------------------------------------------------------------- in the lab
+
+def run_lab(size: int, repeats: int = 6, idle_s: float = 1.0, lab=None) -> dict:
+    """Hub on lab host 0, peers on hosts 1 and 2: the rounds and both directions' fits."""
+    from .cluster import LabCluster
+
+    lab = lab or LabCluster.attach()
+    if lab.hosts < 3:
+        raise ConfigError(f"--joiner needs a lab of at least 3 hosts, this one has {lab.hosts}")
+    hub_p, port = start_hub(lab, [sys.executable, "-m", "sgdsim.lab.joiner", "hub", "--size",
+                                  str(size), "--repeats", str(repeats), "--idle", repr(idle_s)],
+                            _READY, "joiner")
+    procs = [hub_p]
+    try:
+        for i in (1, 2):
+            procs.append(lab.popen(i, [sys.executable, "-m", "sgdsim.lab.fairness", "peer", "--host",
+                                       lab.address(0), "--port", port, "--size", str(size)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        out, err = hub_p.communicate(timeout=(repeats * len(FRACTIONS) + 2 * LONE) * 2 * (idle_s + 60))
+        if hub_p.returncode != 0:
+            raise SgdsimError(f"joiner hub failed: {last_line(err)}")
+        return summarize(json.loads(out))
+    finally:
+        kill_all(procs)
+
+
+def summarize(measured: dict) -> dict:
+    """Both directions' fits (``fit_join`` on the nominal offsets) beside the raw rounds."""
+    fits = {d: fit_join([(r[0], r[1]) for r in m["rounds"]], m["lone_s"]) for d, m in measured.items()}
+    return {"fits": {d: dataclasses.asdict(f) for d, f in fits.items()}, "rounds": measured}
+
+
+def with_joiner(hw, size: int, repeats: int, say):
+    """``hw`` with the lab's measured join boosts (pulls: down, pushes: up)."""
+    say(f"joiner: two transfers of {size} bytes, the second late by 0-70 % of one, "
+        f"{repeats} rounds per offset each way ...")
+    got = run_lab(size, repeats)
+    down, up = got["fits"]["down"], got["fits"]["up"]
+    return dataclasses.replace(hw, join_boost=down["boost"], join_after_s=down["after_s"],
+                               join_boost_push=up["boost"], join_after_push_s=up["after_s"],
+                               measured={**hw.measured, "joiner_size_bytes": size, "joiner": got})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sgdsim.lab.joiner")
+    sub = ap.add_subparsers(dest="role", required=True)
+    h = sub.add_parser("hub")
+    h.add_argument("--size", type=int, required=True)
+    h.add_argument("--repeats", type=int, default=6)
+    h.add_argument("--idle", type=float, default=1.0)
+    h.add_argument("--port", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        print(json.dumps(hub(args.size, args.repeats, args.idle, args.port)))
+        return 0
+    except OSError as exc:
+        print(f"sgdsim: error: joiner hub: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
