@@ -29,7 +29,6 @@ import argparse
 import json
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -38,7 +37,7 @@ import numpy as np
 
 from ..sim.stats import lognormal_factors
 from ..errors import ConfigError, SgdsimError
-from .procs import kill_all, last_line, start_hub
+from .procs import hub_and_peers
 
 _READY = "fairness hub listening on"
 _GO, _ACK = b"G", b"A"
@@ -194,21 +193,16 @@ def run_lab(peers: int, size: int, rounds: int = 6, idle_s: float = 1.0, lab=Non
         raise ConfigError(f"--fanout needs 2..{lab.hosts - 1} peers in a {lab.hosts}-host lab, "
                           f"got {peers}")
     me = [sys.executable, "-m", "sgdsim.lab.fairness"]
-    hub_p, port = start_hub(lab, me + ["hub", "--peers", str(peers), "--size", str(size),
-                                       "--rounds", str(rounds), "--idle", repr(idle_s)],
-                            _READY, "fairness")
-    procs = [hub_p]
-    try:
-        for i in range(1, peers + 1):
-            procs.append(lab.popen(i, me + ["peer", "--host", lab.address(0), "--port", port,
-                                            "--size", str(size)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        out, err = hub_p.communicate(timeout=rounds * 2 * (idle_s + 60))
-        if hub_p.returncode != 0:
-            raise SgdsimError(f"fairness hub failed: {last_line(err)}")
-        return summarize(json.loads(out))
-    finally:
-        kill_all(procs)
+    out = hub_and_peers(lab, me + ["hub", "--peers", str(peers), "--size", str(size), "--rounds",
+                                   str(rounds), "--idle", repr(idle_s)], _READY, "fairness",
+                        lambda port: peer_argv(lab, port, size), peers, rounds * 2 * (idle_s + 60))
+    return summarize(json.loads(out))
+
+
+def peer_argv(lab, port: str, size: int) -> list[str]:
+    """A peer of host 0's hub (this module's and ``lab.joiner``'s)."""
+    return [sys.executable, "-m", "sgdsim.lab.fairness", "peer", "--host", lab.address(0),
+            "--port", port, "--size", str(size)]
 
 
 def main(argv=None) -> int:

@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import json
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -32,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, SgdsimError
-from .fairness import IO_TIMEOUT_S, _drain, _expect, _send, _ACK, _CHUNK, _GO
-from .procs import kill_all, last_line, start_hub
+from ..errors import ConfigError
+from .fairness import IO_TIMEOUT_S, _drain, _expect, _send, _ACK, _CHUNK, _GO, peer_argv
+from .procs import hub_and_peers
 
 FRACTIONS = (0.0, 0.06, 0.12, 0.25, 0.5, 0.7)  # offsets as fractions of one lone transfer
 LONE = 3  # lone transfers per peer and direction, for T
@@ -175,21 +174,11 @@ def run_lab(size: int, repeats: int = 6, idle_s: float = 1.0, lab=None) -> dict:
     lab = lab or LabCluster.attach()
     if lab.hosts < 3:
         raise ConfigError(f"--joiner needs a lab of at least 3 hosts, this one has {lab.hosts}")
-    hub_p, port = start_hub(lab, [sys.executable, "-m", "sgdsim.lab.joiner", "hub", "--size",
-                                  str(size), "--repeats", str(repeats), "--idle", repr(idle_s)],
-                            _READY, "joiner")
-    procs = [hub_p]
-    try:
-        for i in (1, 2):
-            procs.append(lab.popen(i, [sys.executable, "-m", "sgdsim.lab.fairness", "peer", "--host",
-                                       lab.address(0), "--port", port, "--size", str(size)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        out, err = hub_p.communicate(timeout=(repeats * len(FRACTIONS) + 2 * LONE) * 2 * (idle_s + 60))
-        if hub_p.returncode != 0:
-            raise SgdsimError(f"joiner hub failed: {last_line(err)}")
-        return summarize(json.loads(out))
-    finally:
-        kill_all(procs)
+    out = hub_and_peers(lab, [sys.executable, "-m", "sgdsim.lab.joiner", "hub", "--size", str(size),
+                              "--repeats", str(repeats), "--idle", repr(idle_s)], _READY, "joiner",
+                        lambda port: peer_argv(lab, port, size), 2,
+                        (repeats * len(FRACTIONS) + 2 * LONE) * 2 * (idle_s + 60))
+    return summarize(json.loads(out))
 
 
 def summarize(measured: dict) -> dict:

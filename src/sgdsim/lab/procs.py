@@ -31,6 +31,24 @@ def last_line(text: str | None) -> str:
     return lines[-1] if lines else "no message"
 
 
+def hub_and_peers(lab, hub_argv: list[str], ready: str, what: str, peer_argv, peers: int,
+                  timeout_s: float) -> str:
+    """Run a measurement hub on lab host 0 and ``peer_argv(port)`` on hosts 1..peers; the
+    hub's stdout once it exits (its JSON), or one line saying why it failed."""
+    hub, port = start_hub(lab, hub_argv, ready, what)
+    procs = [hub]
+    try:
+        for i in range(1, peers + 1):
+            procs.append(lab.popen(i, peer_argv(port), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE))
+        out, err = hub.communicate(timeout=timeout_s)
+        if hub.returncode != 0:
+            raise SgdsimError(f"{what} hub failed: {last_line(err)}")
+        return out
+    finally:
+        kill_all(procs)
+
+
 def start_hub(lab, argv: list[str], ready: str, what: str) -> tuple[subprocess.Popen, str]:
     """Start a measurement hub on lab host 0 and wait for its ``ready ... PORT`` line."""
     hub = lab.popen(0, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
