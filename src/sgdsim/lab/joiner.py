@@ -189,9 +189,12 @@ def summarize(measured: dict) -> dict:
 
 def with_joiner(hw, size: int, repeats: int, say):
     """``hw`` with the lab's measured join boosts (pulls: down, pushes: up)."""
+    from ..progress import status
+
     say(f"joiner: two transfers of {size} bytes, the second late by 0-70 % of one, "
         f"{repeats} rounds per offset each way ...")
-    got = run_lab(size, repeats)
+    with status("joiner: measuring (about 4 minutes for 10 MB at 100 Mbit/s)"):
+        got = run_lab(size, repeats)
     down, up = got["fits"]["down"], got["fits"]["up"]
     return dataclasses.replace(hw, join_boost=down["boost"], join_after_s=down["after_s"],
                                join_boost_push=up["boost"], join_after_push_s=up["after_s"],
