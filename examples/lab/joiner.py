@@ -126,18 +126,26 @@ def late_share(lone_s, delta_s, end_a_s, end_b_s):
     return 1.0 - (lone_s - delta_s) / (end_a_s - delta_s)
 
 
+def rounds_of(paths):
+    """From pairs of client files (A's, B's) of one or more runs: every reported round as
+    (planned δ, A's start, A's end, B's start, B's end), and the lone transfers' median time."""
+    rounds, lone = [], []
+    for pa, pb in zip(paths[::2], paths[1::2]):
+        a, b = _times(pa), _times(pb)
+        lone += [a[i][2] - a[i][1] for i in range(WARM)]
+        rounds += [(a[i][0], a[i][1], a[i][2], b[i][1], b[i][2]) for i in a if i >= WARM and i in b]
+    return rounds, statistics.median(lone)
+
+
 def pool(hardware, direction, paths):
     """One fit over these rounds and those ``netbench --lab --joiner`` kept in a hardware file."""
     import json
 
-    rows, lone = [], []
-    for pa, pb in zip(paths[::2], paths[1::2]):
-        a, b = _times(pa), _times(pb)
-        lone += [a[i][2] - a[i][1] for i in range(WARM)]
-        rows += [(a[i][0], b[i][2] - a[i][2]) for i in a if i >= WARM and i in b]
+    rounds, t_lone = rounds_of(paths)
+    rows = [(d, eb - ea) for d, _, ea, _, eb in rounds]
     with open(hardware, encoding="utf-8") as f:
         hub = json.load(f)["measured"]["joiner"]["rounds"][direction]
-    sets = [(rows, statistics.median(lone)), ([(r[0], r[1]) for r in hub["rounds"]], hub["lone_s"])]
+    sets = [(rows, t_lone), ([(r[0], r[1]) for r in hub["rounds"]], hub["lone_s"])]
     fit = fit_join(*pooled(sets))
     print(f"pooled {len(rows)} + {len(hub['rounds'])} rounds: join_boost {fit.boost:.2f} from "
           f"{fit.after_s:.3f} s; rms {fit.rms_gap_s * 1e3:.0f} ms (equal sharing {fit.equal_rms_gap_s * 1e3:.0f} ms)")
@@ -145,29 +153,24 @@ def pool(hardware, direction, paths):
 
 def report(paths):
     """Pooled over pairs of client files (A's, B's) of one or more runs."""
-    rows, lone = {}, []
-    for pa, pb in zip(paths[::2], paths[1::2]):
-        a, b = _times(pa), _times(pb)
-        lone += [a[i][2] - a[i][1] for i in range(WARM)]
-        for i in a:
-            if i >= WARM and i in b:
-                rows.setdefault(a[i][0], []).append(((b[i][2] - a[i][2]) * 1e3, (b[i][2] - b[i][1]) * 1e3,
-                                                     (a[i][1], a[i][2], b[i][1], b[i][2])))
-    t_lone = statistics.median(lone)
+    rounds, t_lone = rounds_of(paths)
+    by_delta = {}
+    for r in rounds:
+        by_delta.setdefault(r[0], []).append(r[1:])
     print(f"lone transfer T = {t_lone * 1e3:.0f} ms; equal sharing predicts "
           "end_B - end_A = δ, FCFS predicts T")
     print("| δ (ms) | rounds where the late pull ended less than δ behind | end_B − end_A (ms), "
           "median [min, max] | the late pull's time (ms), median | the late pull's share φ, median |")
     print("|---:|---:|---:|---:|---:|")
-    for d in sorted(rows):
-        gaps = [g for g, _, _ in rows[d]]
+    for d in sorted(by_delta):
+        gaps = [(eb - ea) * 1e3 for _, ea, _, eb in by_delta[d]]
         closer = f"{sum(g < d * 1e3 for g in gaps)} of {len(gaps)}" if d > 0 else "-"
         # the measured start of each pull, not the planned one: the clients wake a little late
-        phis = [late_share(t_lone, sb - sa, ea - sa, eb - sa) for _, _, (sa, ea, sb, eb) in rows[d]]
+        phis = [late_share(t_lone, sb - sa, ea - sa, eb - sa) for sa, ea, sb, eb in by_delta[d]]
+        late = [(eb - sb) * 1e3 for _, _, sb, eb in by_delta[d]]
         print(f"| {d * 1e3:.0f} | {closer} | {statistics.median(gaps):.0f} [{min(gaps):.0f}, "
-              f"{max(gaps):.0f}] | {statistics.median(t for _, t, _ in rows[d]):.0f} | "
-              f"{statistics.median(phis):.2f} |")
-    fit = fit_join([(d, g / 1e3) for d in rows for g, _, _ in rows[d]], t_lone)
+              f"{max(gaps):.0f}] | {statistics.median(late):.0f} | {statistics.median(phis):.2f} |")
+    fit = fit_join([(d, eb - ea) for d, _, ea, _, eb in rounds], t_lone)
     print(f"fit (sgdsim.lab.joiner.fit_join): join_boost {fit.boost:.2f} once the incumbent has run "
           f"join_after_s {fit.after_s:.3f}; rms error of end_B - end_A {fit.rms_gap_s * 1e3:.0f} ms "
           f"(equal sharing: {fit.equal_rms_gap_s * 1e3:.0f} ms)")

@@ -10,7 +10,7 @@ from .evaluate import Cluster, Control, Job, Strategy, evaluate
 from .evaluate.executors import Executor
 from .evaluate.inputs import DEFAULT_RHO_THRESHOLD
 from .point import PredictionPoint
-from .sim.config import MAX_WORKERS
+from .sim.config import MAX_WORKERS, pair
 from .profile.io import load_profile
 from .profile.model import Profile
 from .units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
@@ -139,8 +139,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         bandwidth_bps=parse_bandwidth_bps(bandwidth),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
-        join_boost=_pair(join_boost, _number, "join boost"),
-        join_after_s=_pair(join_after, parse_duration_s, "join after"),
+        join_boost=pair(_parts(join_boost)),
+        join_after_s=pair(tuple(parse_duration_s(p) for p in _parts(join_after)), "--join-after"),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
@@ -156,20 +156,11 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
 
 
-def _pair(value, parse, what: str) -> tuple:
-    """One value for pulls and pushes, or two: "1.4,1.2", (1.4, 1.2)."""
-    parts = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (tuple, list)) else [value]
-    if len(parts) not in (1, 2):
-        raise ConfigError(f"{what} takes one value or two (pulls,pushes), got {value!r}")
-    values = tuple(parse(p) for p in parts)
-    return values * 2 if len(values) == 1 else values
-
-
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"expected a number, got {value!r}") from None
+def _parts(value) -> tuple:
+    """One value for pulls and pushes, or two: "1.4,1.2", (1.4, 1.2) (``sim.config.pair``)."""
+    if isinstance(value, str):
+        return tuple(value.split(","))
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 def _non_negative(value, what: str) -> float:

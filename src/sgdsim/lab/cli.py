@@ -325,7 +325,7 @@ def _print_extras(hw) -> None:
         print(f"unequal shares: the first of them ends early, as with per-flow weights of CV "
               f"{hw.share_cv:.2f} (--share-cv)")
     if hw.join_boost is not None:
-        push = (f"pushes {hw.join_boost_push:.2f} from {hw.join_after_push_s * 1e3:.0f} ms"
+        push = (f"pushes {hw.join_boost_push:.2f} from {(hw.join_after_push_s or 0) * 1e3:.0f} ms"
                 if hw.join_boost_push is not None else "pushes equal")
         print(f"late-comer: a transfer that joins one under way gets {hw.join_boost:.2f}× its weight "
               f"from {(hw.join_after_s or 0) * 1e3:.0f} ms on pulls, {push} (--join-boost, --join-after)")

@@ -108,7 +108,7 @@ def hub(peers: int, size: int, rounds: int, idle_s: float, port: int = 0, announ
             conn, _ = srv.accept()
             conn.settimeout(IO_TIMEOUT_S)
             conns.append(conn)
-    payload = memoryview(bytes(min(size, _CHUNK)))
+    payload = payload_of(size)
     out = []
     try:
         for r in range(rounds):
@@ -123,10 +123,18 @@ def hub(peers: int, size: int, rounds: int, idle_s: float, port: int = 0, announ
 
 
 def _round(conns, direction: str, size: int, payload) -> list[float]:
-    done = [0.0] * len(conns)
+    return [end for _, end in transfers(conns, [0.0] * len(conns), direction, size, payload)]
+
+
+def transfers(conns, offsets_s, direction: str, size: int, payload) -> list[tuple[float, float]]:
+    """Each connection moves ``size`` bytes ("down": to its peer, "up": from it), the i-th
+    starting ``offsets_s[i]`` after the first: [(start, end)], seconds from the first start."""
+    times = [(0.0, 0.0)] * len(conns)
     t0 = time.monotonic()
 
-    def one(i: int, c: socket.socket) -> None:
+    def one(i: int) -> None:
+        time.sleep(max(0.0, t0 + offsets_s[i] - time.monotonic()))
+        start, c = time.monotonic() - t0, conns[i]
         if direction == "down":
             c.sendall(_GO + b"d")
             _send(c, size, payload)
@@ -134,19 +142,24 @@ def _round(conns, direction: str, size: int, payload) -> list[float]:
         else:
             c.sendall(_GO + b"u")
             _drain(c, size)
-        done[i] = time.monotonic() - t0
+        times[i] = (start, time.monotonic() - t0)
 
-    threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(conns)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(conns))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return done
+    return times
+
+
+def payload_of(size: int) -> memoryview:
+    """The bytes a hub sends, reused chunk by chunk."""
+    return memoryview(bytes(min(size, _CHUNK)))
 
 
 def peer(host: str, port: int, size: int) -> None:
     c = socket.create_connection((host, port), timeout=IO_TIMEOUT_S)
-    payload = memoryview(bytes(min(size, _CHUNK)))
+    payload = payload_of(size)
     with c:
         while True:
             cmd = c.recv(2)

@@ -23,16 +23,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import socket
 import statistics
 import sys
-import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ConfigError
-from .fairness import IO_TIMEOUT_S, _drain, _expect, _send, _ACK, _CHUNK, _GO, peer_argv
+from .fairness import IO_TIMEOUT_S, payload_of, peer_argv, transfers
 from .procs import hub_and_peers
 
 FRACTIONS = (0.0, 0.06, 0.12, 0.25, 0.5, 0.7)  # offsets as fractions of one lone transfer
@@ -102,26 +102,27 @@ def pooled(sets: list[tuple[list[tuple[float, float]], float]]) -> tuple[list[tu
 def hub(size: int, repeats: int, idle_s: float, port: int = 0, announce=print) -> dict:
     """Two peers connect; per direction: T from lone transfers, then ``repeats`` rounds at
     every offset in FRACTIONS · T (interleaved, so drift hits every offset alike)."""
-    srv = _server(port)
+    srv = socket.create_server(("0.0.0.0", port))
+    srv.settimeout(IO_TIMEOUT_S)
     announce(f"{_READY} {srv.getsockname()[1]}", flush=True)
     with srv:
         conns = [srv.accept()[0] for _ in range(2)]
     for c in conns:
         c.settimeout(IO_TIMEOUT_S)
-    payload = memoryview(bytes(min(size, _CHUNK)))
+    payload = payload_of(size)
     out = {}
     try:
         for direction in ("down", "up"):
             lone = []
             for _ in range(LONE):
                 for c in conns:
-                    lone.append(_transfers([c], [0.0], direction, size, payload)[0][1])
+                    lone.append(transfers([c], [0.0], direction, size, payload)[0][1])
                     time.sleep(idle_s)
             t_lone = statistics.median(lone)
             rounds = []
             for _ in range(repeats):
                 for frac in FRACTIONS:
-                    (sa, ea), (sb, eb) = _transfers(conns, [0.0, frac * t_lone], direction, size, payload)
+                    (sa, ea), (sb, eb) = transfers(conns, [0.0, frac * t_lone], direction, size, payload)
                     rounds.append([frac * t_lone, eb - ea, sb - sa])
                     time.sleep(idle_s)
             out[direction] = {"lone_s": t_lone, "rounds": rounds}
@@ -129,40 +130,6 @@ def hub(size: int, repeats: int, idle_s: float, port: int = 0, announce=print) -
         for c in conns:
             c.close()
     return out
-
-
-def _server(port: int):
-    import socket
-
-    srv = socket.create_server(("0.0.0.0", port))
-    srv.settimeout(IO_TIMEOUT_S)
-    return srv
-
-
-def _transfers(conns, offsets_s, direction: str, size: int, payload) -> list[tuple[float, float]]:
-    """Transfer ``size`` bytes with each connection, the i-th starting ``offsets_s[i]`` after the
-    first: [(start, end)] in seconds from the first start."""
-    times = [(0.0, 0.0)] * len(conns)
-    t0 = time.monotonic()
-
-    def one(i: int) -> None:
-        time.sleep(max(0.0, t0 + offsets_s[i] - time.monotonic()))
-        start, c = time.monotonic() - t0, conns[i]
-        if direction == "down":
-            c.sendall(_GO + b"d")
-            _send(c, size, payload)
-            _expect(c, _ACK)
-        else:
-            c.sendall(_GO + b"u")
-            _drain(c, size)
-        times[i] = (start, time.monotonic() - t0)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(conns))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return times
 
 
 # ----------------------------------------------------------------------------- in the lab

@@ -162,7 +162,7 @@ class SimConfig:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
             object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
         object.__setattr__(self, "join_boost", pair(self.join_boost))
-        object.__setattr__(self, "join_after_s", pair(self.join_after_s))
+        object.__setattr__(self, "join_after_s", pair(self.join_after_s, "--join-after"))
         check_join(self.join_boost, self.join_after_s, self.sharing, self.flow_cap_bps)
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
@@ -201,14 +201,14 @@ def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ConfigError(f"unknown {what} {value!r} (choose from {', '.join(allowed)})")
 
 
-def pair(value) -> tuple[float, float]:
+def pair(value, what: str = "--join-boost") -> tuple[float, float]:
     """(pulls, pushes) from one number for both or two."""
     try:
         values = tuple(float(v) for v in value) if isinstance(value, (tuple, list)) else (float(value),)
     except (TypeError, ValueError):
-        raise ConfigError(f"expected a number or two (pulls, pushes), got {value!r}") from None
+        raise ConfigError(f"{what} expects a number or two (pulls, pushes), got {value!r}") from None
     if len(values) not in (1, 2):
-        raise ConfigError(f"expected one value or two (pulls, pushes), got {value!r}")
+        raise ConfigError(f"{what} expects one value or two (pulls, pushes), got {value!r}")
     return values * 2 if len(values) == 1 else values
 
 
