@@ -16,13 +16,15 @@ a namespace of one machine, one clock): round i starts client k at t0 + i·perio
     sudo ip netns exec sgdsim-h2 .venv/bin/python examples/lab/joiner.py client 10.77.0.1 1 $T0 > b.txt
     .venv/bin/python examples/lab/joiner.py report a.txt b.txt     # pairs of runs pool
     .venv/bin/python examples/lab/joiner.py pool HARDWARE.json down a.txt b.txt  # with netbench --joiner's
+    .venv/bin/python examples/lab/joiner.py stalls a.txt b.txt   # rounds with traffic the other way
     sudo sgdsim lab down
 
 Other sizes and offsets: JOINER_BYTES=35000000 JOINER_PERIOD_S=7 JOINER_DELTAS_MS=0,100,200,400,700,1000
 in the environment of the server and both clients (the report reads them from the files);
 JOINER_DIRECTION=push: the clients send the bytes to the server (a gradient push) instead.
 With traffic the other way all along (as in training, where one worker pushes while another
-pulls), a fourth host runs `joiner.py reverse 10.77.0.1` (lab up --hosts 4).
+pulls), a fourth host runs `joiner.py reverse 10.77.0.1` (lab up --hosts 4); with
+JOINER_DIRECTION=push it receives from the server all along instead.
 """
 import os
 import socket
@@ -30,6 +32,8 @@ import statistics
 import sys
 import threading
 import time
+
+import numpy as np
 
 from sgdsim.lab.joiner import fit_join, pooled
 
@@ -65,7 +69,12 @@ def serve(c):
 
 
 def sink(c):
+    """Background traffic the other way: the fourth host's first byte says which way."""
     try:
+        if c.recv(1) == b"r":  # it receives: the server sends without a pause (against pushes)
+            block = bytes(1 << 20)
+            while True:
+                c.sendall(block)
         while c.recv_into(buf):
             pass
     except OSError:
@@ -82,9 +91,13 @@ def main():
         while True:
             c, _ = s.accept()
             threading.Thread(target=serve, args=(c,), daemon=True).start()
-    elif sys.argv[1] == "reverse":  # a third host sends to the server without a pause
+    elif sys.argv[1] == "reverse":  # a fourth host sends to the server without a pause
         c = socket.create_connection((sys.argv[2], 45557))
+        if PUSH:  # against pushes the traffic the other way is the server's: receive it
+            c.sendall(b"r")
+            sink(c)
         block = bytes(1 << 20)
+        c.sendall(b"s")
         while True:
             c.sendall(block)
     elif sys.argv[1] == "client":
@@ -107,6 +120,8 @@ def main():
             print(i, -1.0 if d is None else d, t, time.time(), flush=True)
     elif sys.argv[1] == "pool":
         pool(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif sys.argv[1] == "stalls":
+        stalls(sys.argv[2:])
     else:
         report(sys.argv[2:])
 
@@ -149,6 +164,21 @@ def pool(hardware, direction, paths):
     fit = fit_join(*pooled(sets))
     print(f"pooled {len(rows)} + {len(hub['rounds'])} rounds: join_boost {fit.boost:.2f} from "
           f"{fit.after_s:.3f} s; rms {fit.rms_gap_s * 1e3:.0f} ms (equal sharing {fit.equal_rms_gap_s * 1e3:.0f} ms)")
+
+
+def stalls(paths):
+    """The stall fit (sgdsim.lab.stalls) of rounds measured with traffic the other way."""
+    from sgdsim.lab.stalls import NOISE_S, fit_stalls, measured_idle_s
+
+    rounds, t_lone = rounds_of(paths)
+    rows = [(sb - sa, ea - sa, eb - sa) for _, sa, ea, sb, eb in rounds]
+    idle = measured_idle_s(t_lone, rows)
+    fit = fit_stalls(rows, t_lone)
+    print(f"lone transfer T = {t_lone * 1e3:.0f} ms; {len(rows)} rounds, {fit.stalled_rounds} with the "
+          f"link idle over {NOISE_S * 1e3:.0f} ms (idle: median {np.median(idle) * 1e3:.0f} ms, "
+          f"90th percentile {np.quantile(idle, 0.9) * 1e3:.0f} ms, max {idle.max() * 1e3:.0f} ms)")
+    print(f"stall_prob {fit.prob:.2f}, stall_mean_s {fit.mean_s:.2f} "
+          f"(Cramér-von Mises distance {fit.distance:.4f})")
 
 
 def report(paths):

@@ -1,10 +1,11 @@
 """Replay validation grids with the measured TCP dynamics on (``tcp_dynamics = true``).
 
 Every async PS case of one server then takes its hardware file's late-comer boosts
-(join_boost, join_after_s and the push pair: netbench --lab --joiner) and share spread
-(share_cv: netbench --fanout); predictions leave them out by default. Same lab measurements,
-same profiles: only the model changes (docs/validation/regimes/, finding 5). ``--hardware``
-replaces the files' measured boosts with another file's (to compare fits).
+(join_boost, join_after_s and the push pair: netbench --lab --joiner), share spread
+(share_cv: netbench --fanout) and stalls (stall_*: examples/lab/incumbent.py); predictions
+leave them out by default. Same lab measurements, same profiles: only the model changes
+(docs/validation/regimes/, findings 5 and 6). ``--boosts`` and ``--set FIELD=VALUE`` replace
+the files' measured values (to compare fits).
 
     python examples/lab/tcp_dynamics.py -o /tmp/dyn async cnn allreduce 2ps widecnn
     python examples/lab/validation_table.py /tmp/dyn/{async,cnn,allreduce,2ps,widecnn}/points.csv
@@ -31,6 +32,8 @@ def main() -> None:
     ap.add_argument("--off", action="store_true", help="equal shares (the default's replay)")
     ap.add_argument("--boosts", default=None, metavar="K,A,K_PUSH,A_PUSH",
                     help="these join boosts and ages (s) instead of the hardware files'")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="replace a hardware field in every case (e.g. stall_prob=0, join_boost=1)")
     args = ap.parse_args()
     for name in args.grids:
         points = f"docs/validation/{name}/points.csv"
@@ -40,6 +43,10 @@ def main() -> None:
             grid = dataclasses.replace(grid, cases=tuple(
                 dataclasses.replace(c, hardware_spec=dataclasses.replace(
                     c.hardware_spec, join_boost=k, join_after_s=a, join_boost_push=kp, join_after_push_s=ap_))
+                if c.hardware_spec is not None else c for c in grid.cases))
+        for field, value in (s.split("=") for s in args.set):
+            grid = dataclasses.replace(grid, cases=tuple(
+                dataclasses.replace(c, hardware_spec=dataclasses.replace(c.hardware_spec, **{field: float(value)}))
                 if c.hardware_spec is not None else c for c in grid.cases))
         measure_fn, lab_fn = measured_from_csv(points, grid)
         run_validation(grid, os.path.join(args.output, name), force=True, log=lambda *a: None,

@@ -64,6 +64,14 @@ class Hardware:
     join_after_s: float | None = None  # ... once the youngest pull there has run this long
     join_boost_push: float | None = None  # the same for pushes; None: they share equally
     join_after_push_s: float | None = None
+    stall_prob: float | None = None  # of a pull that starts against traffic the other way (lab.stalls)
+    stall_mean_s: float | None = None  # ... its exponential wait's mean
+    stall_prob_push: float | None = None  # the same for pushes
+    stall_mean_push_s: float | None = None
+    stall_incumbent_prob: float | None = None  # of a pull under way when a push starts (lab.stalls)
+    stall_incumbent_mean_s: float | None = None
+    stall_incumbent_prob_push: float | None = None  # of a push under way when a pull starts
+    stall_incumbent_mean_push_s: float | None = None
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -74,7 +82,7 @@ class Hardware:
     def predict_kwargs(self, arch: str, mode: str | None = None, ps_count: int | None = None,
                        sharing: str | None = None, tcp_dynamics: bool = False) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
-        dynamics (join boosts and share spread, where the file has them) only with
+        dynamics (join boosts, share spread and stalls, where the file has them) only with
         ``tcp_dynamics``, for async PS with one server: their fitted size varies between
         measurements more than the predictions' intervals allow for
         (docs/validation/regimes/, finding 5)."""
@@ -95,14 +103,24 @@ class Hardware:
     def _tcp_dynamics(self) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
         the unequal shares push them out; both or neither (docs/validation/regimes/, findings 3
-        and 5; alone, either one biases the regime). Sync PS already has its unequal shares as
+        and 5; alone, either one biases the regime). Stalls against traffic the other way
+        (finding 6) where the file has them. Sync PS already has its unequal shares as
         the hybrid FCFS weight, and several PS water-fill worker NICs, which weights do not
         compose with yet."""
-        if self.join_boost is None:
-            return {}
-        return {"join_boost": (self.join_boost, self.join_boost_push or 1.0),
-                "join_after": (self.join_after_s or 0.0, self.join_after_push_s or 0.0),
-                "share_cv": self.share_cv or 0.0}
+        out = {}
+        if self.join_boost is not None:
+            out = {"join_boost": (self.join_boost, self.join_boost_push or 1.0),
+                   "join_after": (self.join_after_s or 0.0, self.join_after_push_s or 0.0),
+                   "share_cv": self.share_cv or 0.0}
+        if self.stall_prob is not None or self.stall_prob_push is not None:
+            out |= {"stall_prob": (self.stall_prob or 0.0, self.stall_prob_push or 0.0),
+                    "stall_mean": (self.stall_mean_s or 0.0, self.stall_mean_push_s or 0.0)}
+        if self.stall_incumbent_prob is not None or self.stall_incumbent_prob_push is not None:
+            out |= {"stall_incumbent": (self.stall_incumbent_prob or 0.0,
+                                        self.stall_incumbent_prob_push or 0.0),
+                    "stall_incumbent_mean": (self.stall_incumbent_mean_s or 0.0,
+                                             self.stall_incumbent_mean_push_s or 0.0)}
+        return out
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
@@ -198,7 +216,12 @@ _FIELDS = (  # key, required, rule
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
     ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
     ("join_after_s", False, "non-negative"), ("join_boost_push", False, "positive"),
-    ("join_after_push_s", False, "non-negative"))
+    ("join_after_push_s", False, "non-negative"), ("stall_prob", False, "in [0, 1]"),
+    ("stall_mean_s", False, "non-negative"), ("stall_prob_push", False, "in [0, 1]"),
+    ("stall_mean_push_s", False, "non-negative"), ("stall_incumbent_prob", False, "in [0, 1]"),
+    ("stall_incumbent_mean_s", False, "non-negative"),
+    ("stall_incumbent_prob_push", False, "in [0, 1]"),
+    ("stall_incumbent_mean_push_s", False, "non-negative"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:

@@ -14,7 +14,7 @@ from .tables import format_points
 from ..progress import say
 
 SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed", "join_boost",
-                  "join_after")
+                  "join_after", "stall_prob", "stall_mean", "stall_incumbent", "stall_incumbent_mean")
 
 
 def register(sub) -> dict:
@@ -70,6 +70,17 @@ def add_model_arguments(q) -> None:
     q.add_argument("--join-after", default=None, metavar="DURATION[,DURATION]",
                    help="--join-boost applies once the youngest flow on the link has run this "
                         "long; two values: pulls, pushes (default 0s)")
+    q.add_argument("--stall-prob", default=None, metavar="P[,P_PUSH]",
+                   help="PS: a transfer that starts against traffic the other way stalls with this "
+                        "probability (TCP timeouts; measured by examples/lab/joiner.py reverse "
+                        "runs); two values: pulls, pushes (default 0)")
+    q.add_argument("--stall-mean", default=None, metavar="DURATION[,DURATION]",
+                   help="--stall-prob: the mean of a stall's exponential length (default 0s)")
+    q.add_argument("--stall-incumbent", default=None, metavar="P[,P_PUSH]",
+                   help="PS: a transfer under way stalls with this probability when one starts the "
+                        "other way (examples/lab/incumbent.py measures it); pulls, pushes (default 0)")
+    q.add_argument("--stall-incumbent-mean", default=None, metavar="DURATION[,DURATION]",
+                   help="--stall-incumbent: the mean of its stall's exponential length (default 0s)")
     q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
                    help="a NIC direction with m more flows the other way loses K·m of its capacity "
                         "(default: the --hardware file's measured table or K, else 0)")
@@ -196,6 +207,8 @@ def check_relevance(args) -> None:
         ("host_cores", args.mode != "sync", "--mode sync (async workers compute at different times)"),
         *((opt, (args.mode, args.arch) != ("async", "ps"), "--mode async --arch ps")
           for opt in ("join_boost", "join_after")),
+        *((opt, args.arch != "ps", "--arch ps")
+          for opt in ("stall_prob", "stall_mean", "stall_incumbent", "stall_incumbent_mean")),
         ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
         ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
          or args.mode != "async" or args.sharing not in (None, "threshold"),
@@ -229,7 +242,10 @@ def network(args) -> dict:
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, "join_boost": args.join_boost,
-             "join_after": args.join_after, "two_way_penalty": args.two_way_penalty,
+             "join_after": args.join_after, "stall_prob": args.stall_prob,
+             "stall_mean": args.stall_mean, "stall_incumbent": args.stall_incumbent,
+             "stall_incumbent_mean": args.stall_incumbent_mean,
+             "two_way_penalty": args.two_way_penalty,
              "ring_latency": args.ring_latency,
              "allreduce_compute_share": args.allreduce_compute_share,
              "host_cores": args.host_cores}

@@ -86,6 +86,10 @@ class SimConfig:
     share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
     join_boost: tuple = (1.0, 1.0)  # PS sharing: weight of a flow joining a busy link, (pulls, pushes)
     join_after_s: tuple = (0.0, 0.0)  # ... once the youngest flow there has run this long (sharing/fair.py)
+    stall_prob: tuple = (0.0, 0.0)  # a transfer starting against traffic the other way stalls, (pulls, pushes)
+    stall_mean_s: tuple = (0.0, 0.0)  # ... for an exponential time of this mean (sim/stalls.py)
+    stall_incumbent_prob: tuple = (0.0, 0.0)  # a transfer under way stalls when one starts the other way
+    stall_incumbent_mean_s: tuple = (0.0, 0.0)
     two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (analytic/two_way.py)
     two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
@@ -164,6 +168,15 @@ class SimConfig:
         object.__setattr__(self, "join_boost", pair(self.join_boost))
         object.__setattr__(self, "join_after_s", pair(self.join_after_s, "--join-after"))
         check_join(self.join_boost, self.join_after_s, self.sharing, self.flow_cap_bps)
+        object.__setattr__(self, "stall_prob", pair(self.stall_prob, "--stall-prob"))
+        object.__setattr__(self, "stall_mean_s", pair(self.stall_mean_s, "--stall-mean"))
+        object.__setattr__(self, "stall_incumbent_prob",
+                           pair(self.stall_incumbent_prob, "--stall-incumbent"))
+        object.__setattr__(self, "stall_incumbent_mean_s",
+                           pair(self.stall_incumbent_mean_s, "--stall-incumbent-mean"))
+        check_stalls(self.stall_prob + self.stall_incumbent_prob,
+                     self.stall_mean_s + self.stall_incumbent_mean_s, self.arch, self.sharing,
+                     self.flow_cap_bps)
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
         if self.ps_count is not None and not 1 <= self.ps_count <= MAX_PS_COUNT:
@@ -210,6 +223,21 @@ def pair(value, what: str = "--join-boost") -> tuple[float, float]:
     if len(values) not in (1, 2):
         raise ConfigError(f"{what} expects one value or two (pulls, pushes), got {value!r}")
     return values * 2 if len(values) == 1 else values
+
+
+def check_stalls(probs, means_s, arch: str, sharing: str, flow_cap_bps: float | None) -> None:
+    """Stalls (sim/stalls.py) hit transfers to and from a parameter server under PS sharing
+    (a paused flow is one the fair policy serves at weight 0)."""
+    for prob, mean_s in zip(probs, means_s):
+        if not 0 <= prob <= 1:
+            raise ConfigError(f"--stall-prob and --stall-incumbent must be probabilities in [0, 1], got {prob}")
+        if not 0 <= mean_s <= MAX_OVERHEAD_BETA_S:
+            raise ConfigError(f"--stall-mean and --stall-incumbent-mean must be durations from 0 to 1h, "
+                              f"got {mean_s} s")
+    if any(p > 0 and m > 0 for p, m in zip(probs, means_s)) and (
+            arch != "ps" or sharing != "ps" or flow_cap_bps is not None):
+        raise ConfigError("--stall-prob and --stall-incumbent (TCP stalls against traffic the other way) "
+                          "apply to --arch ps with --sharing ps, without --flow-cap")
 
 
 def check_join(boosts, afters_s, sharing: str, flow_cap_bps: float | None) -> None:

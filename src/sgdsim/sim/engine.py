@@ -3,8 +3,8 @@
 Resources per worker: ``0`` = worker compute, and per parameter server p: ``1+3p`` downlink,
 ``2+3p`` uplink, ``3+3p`` PS compute. Compute resources are exclusive per worker (Share = 1);
 downlink/uplink of PS p are shared links (``links``) unless the plan maps them to exclusive
-resources (all-reduce). Kernel timers: ``w*R + r`` for exclusive resource r of worker w, then
-``W*R + l`` for link l.
+resources (all-reduce). Kernel timers: ``w*R + r`` for exclusive resource r of worker w (for a
+link resource, the end of a stalled transfer's wait, ``stalls.py``), then ``W*R + l`` for link l.
 
 Everything here works on flat arrays so the same code runs compiled (numba) or as Python.
 ``P`` is the read-only plan (``plan.py``), ``S`` the mutable state (``state.py``).
@@ -15,7 +15,10 @@ from .heap import heap_pop, heap_set
 from .jit import jit, jit_inline
 from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
-from .sharing.fair import coupled
+from .flows import remaining
+from .sharing.fair import coupled, set_rate
+from .stalls import INCUMBENT, MIN_BYTES, draw, pause, resume, stall_s
+from .stalls import on as stalls_on
 from .streams import chunk_bytes, queue_key
 
 # counters in S.ctr
@@ -71,9 +74,9 @@ def sync_links(S, LK, now):
 
 @jit_inline
 def _event(P, S, K, LK, Q, timer, now):
-    """One timer: an exclusive resource's op ends, a link's first flow ends a chunk, or a
-    worker's delayed first step starts. Each handler is called from one place: the handlers
-    are inlined (``jit_inline``), so every call site is another copy to compile."""
+    """One timer: an exclusive resource's op ends, a stall ends, a link's first flow ends a
+    chunk, or a worker's delayed first step starts. Each handler is called from one place:
+    the handlers are inlined (``jit_inline``), so every call site is another copy to compile."""
     WR = P.W * P.R
     if timer >= WR + len(P.link_res):
         _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), now)
@@ -81,6 +84,13 @@ def _event(P, S, K, LK, Q, timer, now):
     if timer < WR:
         w = timer // P.R
         r = timer - w * P.R
+        l = P.res_link[r]
+        if l >= 0:  # a link's slot timer only ever ends a stall (stalls.py)
+            if LK.on[l * P.W + w]:
+                _resume_flow(P, K, LK, l, w, now)
+            else:
+                _join_link(P, K, LK, l, w, S.run_bytes[timer], now)
+            return
         done = S.run_op[timer]
         _chunk_end(S, timer, w, r, done, now)
         l = -1
@@ -182,12 +192,51 @@ def _try_start(P, S, K, LK, Q, w, r, now):
         return
     size = chunk_bytes(P, S, item)
     S.run_bytes[slot] = size
-    joined = LK.on[l * P.W + w] == 0
-    if joined:
-        add_flow(LK, l, w, size, now, next_seq(K))
-    else:
-        continue_flow(LK, l, w, size, now, next_seq(K))
-    _reschedule(P, K, LK, l, now, joined)
+    if LK.on[l * P.W + w] == 0:
+        if stalls_on(LK):  # (a sequence number drawn only then: the share noise is indexed by them)
+            wait = stall_s(LK, l, next_seq(K), now)
+            if wait > 0.0:  # the transfer stalls before it joins: its slot's own timer ends that
+                schedule(K, slot, now + wait)
+                return
+        _join_link(P, K, LK, l, w, size, now)
+        return
+    continue_flow(LK, l, w, size, now, next_seq(K))
+    _reschedule(P, K, LK, l, now, False)
+
+
+@jit  # not inlined: two call sites, one of them inside the inlined _try_start
+def _join_link(P, K, LK, l, w, size, now):
+    add_flow(LK, l, w, size, now, next_seq(K))
+    _reschedule(P, K, LK, l, now, True)
+    if stalls_on(LK):
+        _hit_incumbents(P, K, LK, l ^ 1, now)
+
+
+@jit
+def _hit_incumbents(P, K, LK, m, now):
+    """A transfer joined the other direction of link m: each flow moving on m may stall, its
+    wait ended by its slot's timer (stalls.py)."""
+    hit = False
+    for v in range(P.W):
+        g = m * P.W + v
+        if LK.on[g] and LK.weight[g] > 0.0 and remaining(LK, m, g) > MIN_BYTES:
+            wait = draw(LK, INCUMBENT, m, next_seq(K))
+            if wait > 0.0:
+                advance(LK, m, now)
+                pause(LK, m, g)
+                schedule(K, v * P.R + P.link_res[m], now + wait)
+                hit = True
+    if hit:
+        set_rate(LK, m)
+        _reschedule(P, K, LK, m, now, False)
+
+
+@jit
+def _resume_flow(P, K, LK, l, w, now):
+    advance(LK, l, now)
+    resume(LK, l, l * P.W + w, next_seq(K))
+    set_rate(LK, l)
+    _reschedule(P, K, LK, l, now, False)
 
 
 @jit_inline

@@ -17,6 +17,7 @@ from .jit import announce_compile
 from .kernel import make_kernel
 from .links import POLICIES, make_links
 from .plan import build_plan
+from .stalls import stall_pool
 from .state import SAMPLES_PER_WORKER, for_backend, make_state
 from .stats import Estimate, estimate, lognormal_factors
 
@@ -85,7 +86,8 @@ class _Sim:
         self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
                                          _share_noise(config, self.info.ps_count),
                                          _two_way_grid(config, W),
-                                         _join(config, self.info.ps_count)))
+                                         _join(config, self.info.ps_count),
+                                         _stalls(config, self.info.ps_count)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))
@@ -176,6 +178,16 @@ def _join(config: SimConfig, ps_count: int) -> tuple:
         raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --join-boost 1 with this profile")
     return config.join_boost, config.join_after_s
+
+
+def _stalls(config: SimConfig, ps_count: int) -> np.ndarray | None:
+    """The seeded pool of waits of transfers that start against traffic (``sim/stalls.py``)."""
+    if ps_count > 1 and any(p > 0 for p in config.stall_prob + config.stall_incumbent_prob):
+        raise ConfigError("--stall-prob and --stall-incumbent apply to one parameter server: use 0 "
+                          "with this profile")
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 17]))
+    return stall_pool(rng, config.stall_prob, config.stall_mean_s, config.stall_incumbent_prob,
+                      config.stall_incumbent_mean_s)
 
 
 def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..flows import reweight, serve
 from ..jit import jit
+from ..stalls import on as stalls_on
 
 
 @jit
@@ -51,7 +52,8 @@ def set_rate(LK, l):
 
 @jit
 def weighted(LK):
-    return len(LK.noise) > 1 or LK.join_boost[0] != 1.0 or LK.join_boost[1] != 1.0
+    # with stalls a paused flow stays counted in n but moves nothing: rate by weights
+    return len(LK.noise) > 1 or LK.join_boost[0] != 1.0 or LK.join_boost[1] != 1.0 or stalls_on(LK)
 
 
 @jit

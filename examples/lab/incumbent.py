@@ -1,0 +1,136 @@
+"""Does a transfer stall when one starts the other way? The incumbent's side of finding 6.
+
+``joiner.py reverse`` measured transfers that start against traffic already flowing the other
+way. In training the other way is a transfer too, and it starts and stops: one worker's push
+starts while another's pull runs. Here host 1 runs one long transfer (the incumbent), logging
+its progress, while host 2 starts a transfer the other way every PERIOD seconds (the
+arrivals). A stall is a gap in the incumbent's progress, or an arrival that takes longer than
+its bytes need.
+
+    sudo sgdsim lab up --hosts 3 --bandwidth 100Mbit/s
+    sudo ip netns exec sgdsim-h0 .venv/bin/python examples/lab/incumbent.py server &
+    T0=$(python3 -c 'import time; print(time.time() + 3)')
+    sudo ip netns exec sgdsim-h1 .venv/bin/python examples/lab/incumbent.py long 10.77.0.1 pull 800MB $T0 > inc.txt &
+    sudo ip netns exec sgdsim-h2 .venv/bin/python examples/lab/incumbent.py arrivals 10.77.0.1 push 10MB 2.5 24 $T0 > arr.txt
+    .venv/bin/python examples/lab/incumbent.py report inc.txt arr.txt
+"""
+import socket
+import struct
+import sys
+import threading
+import time
+
+import numpy as np
+
+from sgdsim.lab.stalls import fit_waits
+from sgdsim.units import parse_size_bytes
+
+PORT = 45558
+RECORD_BYTES = 1 << 18  # the incumbent logs its progress every 256 KiB
+GAP_S = 0.15  # a progress gap longer than this is a stall (records come every ~21 ms at 100 Mbit/s)
+buf = bytearray(1 << 16)
+
+
+def recv_n(c, n, every=0, log=None):
+    done = mark = 0
+    while done < n:
+        k = c.recv_into(buf, min(n - done, len(buf)))
+        if k == 0:
+            raise EOFError
+        done += k
+        if every and done - mark >= every:
+            mark = done
+            log(done)
+
+
+def send_n(c, n, every=0, log=None):
+    block, done = bytes(1 << 16), 0
+    while done < n:
+        k = c.send(memoryview(block)[:min(len(block), n - done)])
+        done += k
+        if every and done // every != (done - k) // every:
+            log(done)
+
+
+def serve(c):
+    try:
+        while True:
+            head = c.recv(9, socket.MSG_WAITALL)
+            if len(head) < 9:
+                return
+            kind, n = head[:1], struct.unpack("!Q", head[1:])[0]
+            if kind == b"p":  # the client pulls n bytes
+                send_n(c, n)
+            else:  # the client pushes n bytes, acknowledged with one
+                recv_n(c, n)
+                c.sendall(b"a")
+    except OSError:
+        pass
+
+
+def transfer(c, kind, n, every=0, log=None):
+    c.sendall((b"p" if kind == "pull" else b"u") + struct.pack("!Q", n))
+    if kind == "pull":
+        recv_n(c, n, every, log)
+    else:
+        send_n(c, n, every, log)
+        recv_n(c, 1)
+
+
+def main():
+    role = sys.argv[1]
+    if role == "server":
+        s = socket.create_server(("0.0.0.0", PORT))
+        while True:
+            threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+    elif role == "long":  # HOST KIND SIZE T0: one transfer, a line per 256 KiB
+        host, kind, n, t0 = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4])), float(sys.argv[5])
+        c = socket.create_connection((host, PORT))
+        time.sleep(max(0.0, t0 - time.time()))
+        print(f"start {time.time()}", flush=True)
+        out = []
+        transfer(c, kind, n, RECORD_BYTES, lambda done: out.append((time.time(), done)))
+        print("\n".join(f"{t} {b}" for t, b in out), flush=True)
+    elif role == "arrivals":  # HOST KIND SIZE PERIOD N T0: transfers the other way
+        host, kind, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
+        period, count, t0 = float(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+        c = socket.create_connection((host, PORT))
+        for i in range(-2, count):  # two lone transfers first, before the incumbent starts
+            time.sleep(max(0.0, t0 + i * period + (0 if i >= 0 else -0.5 * period) - time.time()))
+            t = time.time()
+            transfer(c, kind, n)
+            print(i, t, time.time(), flush=True)
+    elif role == "report":
+        report(sys.argv[2], sys.argv[3])
+
+
+def report(incumbent_path, arrivals_path):
+    """Per arrival: the incumbent's longest progress gap while it ran, and its own time."""
+    lines = open(incumbent_path).read().split("\n")
+    prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:] if ln.strip()])
+    arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
+    lone = np.median([e - s for i, s, e in arr if i < 0])
+    gaps, slow = [], []
+    for i, s, e in arr:
+        if i < 0 or e > prog[-1, 0]:
+            continue
+        inside = prog[(prog[:, 0] >= s) & (prog[:, 0] <= e + GAP_S), 0]
+        gaps.append(float(np.max(np.diff(inside))) if len(inside) > 1 else e - s)
+        slow.append((e - s) - lone)
+    gaps, slow = np.array(gaps), np.array(slow)
+    rate = (prog[-1, 1] - prog[0, 1]) / (prog[-1, 0] - prog[0, 0]) * 8e-6
+    print(f"incumbent {rate:.1f} Mbit/s over {prog[-1, 0] - prog[0, 0]:.0f} s; {len(gaps)} arrivals, "
+          f"lone arrival {lone * 1e3:.0f} ms")
+    print(f"incumbent stalls (progress gap > {GAP_S * 1e3:.0f} ms) during {np.sum(gaps > GAP_S)} "
+          f"of {len(gaps)} arrivals; gaps: {', '.join(f'{g * 1e3:.0f}' for g in sorted(gaps)[-8:])} ms (largest)")
+    print(f"arrivals over their lone time by > {GAP_S * 1e3:.0f} ms: {np.sum(slow > GAP_S)} of {len(slow)}; "
+          f"excess: {', '.join(f'{x * 1e3:.0f}' for x in sorted(slow)[-8:])} ms (largest)")
+    fit = fit_waits(slow)  # alone in its direction, a stalled arrival's link idles: excess = wait
+    hit = gaps[gaps > GAP_S]
+    print(f"arrivals (fit_waits): stall_prob {fit.prob:.2f}, stall_mean_s {fit.mean_s:.2f}; "
+          f"incumbent: stall_incumbent_prob {len(hit) / len(gaps):.2f}, stall_incumbent_mean_s "
+          f"{hit.mean() if len(hit) else 0.0:.2f} (its gaps over {GAP_S * 1e3:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()
