@@ -13,6 +13,8 @@ with probability p, an exponential time of mean m before its first byte moves. `
 gives one round's idle time for given waits; ``fit_stalls`` picks the (p, m) whose idle times,
 simulated over the rounds' offsets with seeded draws, are closest in distribution (the
 Cramér-von Mises distance of the two empirical distributions) to the measured ones.
+``fit_waits`` does the same for single transfers that ran alone in their direction
+(``examples/lab/incumbent.py``), whose time over a lone transfer's is their wait.
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ DRAWS = 64  # simulated rounds per measured round
 class StallFit:
     prob: float  # of a transfer that starts against traffic the other way
     mean_s: float  # of its exponential wait
-    rounds: int
-    stalled_rounds: int  # measured rounds whose link stood idle more than NOISE_S
+    rounds: int  # (or transfers, fit_waits)
+    stalled_rounds: int  # measured ones whose link stood idle more than NOISE_S
     distance: float  # Cramér-von Mises distance of the fit's idle times to the measured ones
 
 
@@ -59,38 +61,36 @@ def fit_stalls(rounds, lone_s: float, seed: int = 0) -> StallFit:
     """(p, m) from rounds of (δ, end_A, end_B) in seconds, ends counted from A's start."""
     if len(rounds) < 4 or not lone_s > 0:
         raise ConfigError("fit_stalls needs at least four rounds and a positive lone transfer time")
-    measured = np.sort(_floor(measured_idle_s(lone_s, rounds)))
     deltas = np.repeat([r[0] for r in rounds], DRAWS)
     rng = np.random.default_rng(seed)
     u_hit, u_len = rng.random((2, deltas.size)), rng.exponential(1.0, (2, deltas.size))
-    best = None
-    for p in PROBS:
-        hit = u_hit < p
-        for m in MEANS_S[:1] if p == 0 else MEANS_S:  # without stalls every mean is the same
-            waits = np.where(hit, u_len * m, 0.0)
-            sim = _floor(idle_s(lone_s, deltas, waits[0], waits[1]))  # both start against traffic
-            dist = _cvm(measured, np.sort(sim))
-            if best is None or dist < best[0] - 1e-12:
-                best = (dist, float(p), float(m))
-    dist, p, m = best
-    return StallFit(prob=p, mean_s=m if p > 0 else 0.0, rounds=len(rounds),
-                    stalled_rounds=int(np.sum(measured > NOISE_S)), distance=dist)
+
+    def idle_of(p, m):  # both transfers start against traffic the other way
+        waits = np.where(u_hit < p, u_len * m, 0.0)
+        return idle_s(lone_s, deltas, waits[0], waits[1])
+
+    return _best_fit(measured_idle_s(lone_s, rounds), idle_of)
 
 
 def fit_waits(excess_s, seed: int = 0) -> StallFit:
     """(p, m) from transfers that ran alone in their direction against traffic the other way
     (``examples/lab/incumbent.py``'s arrivals): a stalled one leaves its link idle, so its
     time over a lone transfer's is its wait."""
-    measured = np.sort(_floor(np.asarray(excess_s, float)))
-    if len(measured) < 4:
+    if len(excess_s) < 4:
         raise ConfigError("fit_waits needs at least four transfers")
     rng = np.random.default_rng(seed)
-    size = len(measured) * DRAWS
+    size = len(excess_s) * DRAWS
     u_hit, u_len = rng.random(size), rng.exponential(1.0, size)
+    return _best_fit(np.asarray(excess_s, float), lambda p, m: np.where(u_hit < p, u_len * m, 0.0))
+
+
+def _best_fit(measured_idle: np.ndarray, idle_of) -> StallFit:
+    """The grid's (p, m) whose simulated idle times ``idle_of(p, m)`` are closest to these."""
+    measured = np.sort(_floor(measured_idle))
     best = None
     for p in PROBS:
-        for m in MEANS_S[:1] if p == 0 else MEANS_S:
-            dist = _cvm(measured, np.sort(_floor(np.where(u_hit < p, u_len * m, 0.0))))
+        for m in MEANS_S[:1] if p == 0 else MEANS_S:  # without stalls every mean is the same
+            dist = _cvm(measured, np.sort(_floor(idle_of(p, m))))
             if best is None or dist < best[0] - 1e-12:
                 best = (dist, float(p), float(m))
     dist, p, m = best

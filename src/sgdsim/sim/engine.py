@@ -216,13 +216,13 @@ def _join_link(P, K, LK, l, w, size, now):
 def _hit_incumbents(P, K, LK, m, now):
     """A transfer joined the other direction of link m: each flow moving on m may stall, its
     wait ended by its slot's timer (stalls.py)."""
+    advance(LK, m, now)
     hit = False
     for v in range(P.W):
         g = m * P.W + v
         if LK.on[g] and LK.weight[g] > 0.0 and remaining(LK, m, g) > MIN_BYTES:
             wait = draw(LK, INCUMBENT, m, next_seq(K))
             if wait > 0.0:
-                advance(LK, m, now)
                 pause(LK, m, g)
                 schedule(K, v * P.R + P.link_res[m], now + wait)
                 hit = True

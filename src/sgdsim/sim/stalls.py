@@ -1,19 +1,21 @@
 """Stalls: a TCP transfer that starts against traffic the other way may wait before it moves.
 
-On the lab, two pulls that share a link with a fourth host sending to the server all along
-lose whole round-trip timeouts: 14 % of rounds take over 1.3× the time their bytes need, up to
-3× (docs/validation/regimes/, finding 6), where every round with an idle return path takes
-its bytes' time. The pulls' acknowledgements queue behind the other direction's data in the
-server NIC's 50 ms queue and some are lost; the sender then waits for its retransmission
-timer, 200 ms and doubling. The two-way rule (``sharing/fair.py``) takes a mean capacity off
-a direction; a stall is different: the transfer stops for a random time while the others on
-its link take the bandwidth, which moves workers' phases.
+On the lab, two transfers that share a link while a fourth host keeps the other direction
+busy leave the link idle in 19-36 % of rounds, for up to 3.5 s (docs/validation/regimes/,
+finding 6); with a quiet return path, never. Their acknowledgements queue behind the other
+direction's data in the NIC's 50 ms queue and some are lost; the sender then waits for its
+retransmission timer, 200 ms and doubling. The two-way rule (``sharing/fair.py``) takes a
+mean capacity off a direction; a stall is different: the transfer stops for a random time
+while the others on its link take the bandwidth, which moves workers' phases.
 
 Model: a transfer (a flow joining its link) that starts while its NIC's other direction
-carries a flow waits, with probability ``stall_prob``, an exponential time of mean
-``stall_mean_s`` before its first byte moves; pulls and pushes have their own pair. The
-draws come from a seeded pool, like the share noise, so the compiled core needs no random
-state.
+moves bytes waits, with probability ``stall_prob``, an exponential time of mean
+``stall_mean_s`` before its first byte moves (the engine ends the wait on the transfer's
+slot timer); each flow moving the other way then pauses with ``stall_incumbent_prob`` for
+its own exponential time. Pulls and pushes have their own pairs (``sgdsim.lab.stalls`` fits
+them). The draws come from a seeded pool, like the share noise, so the compiled core needs
+no random state. A paused flow is served at weight 0, so the fair policy rates links by
+weights while stalls are on.
 """
 from __future__ import annotations
 
