@@ -163,6 +163,8 @@ def test_a_lone_worker_and_lock_step_workers_never_stall():
     (dict(stall_incumbent_prob=0.1, stall_incumbent_mean_s=1.0, sharing="fcfs"), "--sharing ps"),
     (dict(stall_prob=0.1, stall_mean_s=1.0, flow_cap_bps=1e8), "without --flow-cap"),
     (dict(stall_incumbent_prob=-0.1), "probabilities"),
+    (dict(stall_prob=0.2), "needs its mean"),
+    (dict(stall_incumbent_mean_s=(0.0, 1.0)), "needs its mean"),
 ])
 def test_bad_stalls_are_refused_at_the_boundary(kw, match):
     with pytest.raises(ConfigError, match=match):

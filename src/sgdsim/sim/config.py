@@ -234,6 +234,10 @@ def check_stalls(probs, means_s, arch: str, sharing: str, flow_cap_bps: float | 
         if not 0 <= mean_s <= MAX_OVERHEAD_BETA_S:
             raise ConfigError(f"--stall-mean and --stall-incumbent-mean must be durations from 0 to 1h, "
                               f"got {mean_s} s")
+        if (prob > 0) != (mean_s > 0):  # one without the other would silently do nothing
+            raise ConfigError("a stall probability needs its mean length and a mean its probability: "
+                              "give --stall-prob with --stall-mean, --stall-incumbent with "
+                              "--stall-incumbent-mean")
     if any(p > 0 and m > 0 for p, m in zip(probs, means_s)) and (
             arch != "ps" or sharing != "ps" or flow_cap_bps is not None):
         raise ConfigError("--stall-prob and --stall-incumbent (TCP stalls against traffic the other way) "
