@@ -13,6 +13,11 @@ its bytes need.
     sudo ip netns exec sgdsim-h1 .venv/bin/python examples/lab/incumbent.py long 10.77.0.1 pull 800MB $T0 > inc.txt &
     sudo ip netns exec sgdsim-h2 .venv/bin/python examples/lab/incumbent.py arrivals 10.77.0.1 push 10MB 2.5 24 $T0 > arr.txt
     .venv/bin/python examples/lab/incumbent.py report inc.txt arr.txt
+    .venv/bin/python examples/lab/incumbent.py record HARDWARE.json pull inc.txt arr.txt  # its fields
+
+Run it with a pull incumbent and pushes arriving, and with a push incumbent and pulls
+arriving (``long ... push``, ``arrivals ... pull``): each run records half of the eight
+``stall_*`` fields.
 """
 import socket
 import struct
@@ -102,10 +107,32 @@ def main():
             print(i, t, time.time(), flush=True)
     elif role == "report":
         report(sys.argv[2], sys.argv[3])
+    elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
+        record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+
+
+def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
+    """Write the fits into a hardware file: with a pull incumbent the arrivals are pushes."""
+    import dataclasses
+
+    from sgdsim.hardware import load_hardware, save_hardware
+
+    arrivals, incumbent = report(incumbent_path, arrivals_path)
+    if incumbent_kind not in ("pull", "push"):
+        sys.exit(f"incumbent kind must be pull or push, got {incumbent_kind!r}")
+    new, old = ("_push", "") if incumbent_kind == "pull" else ("", "_push")
+    hw = load_hardware(hardware)
+    hw = dataclasses.replace(hw, **{
+        f"stall_prob{new}": arrivals[0], f"stall_mean{new}_s": arrivals[1],
+        f"stall_incumbent_prob{old}": incumbent[0], f"stall_incumbent_mean{old}_s": incumbent[1]})
+    save_hardware(hw, hardware, force=True)
+    print(f"wrote the stalls of {'pushes' if new else 'pulls'} arriving and of {incumbent_kind}{'s' if new else 'es'} under way "
+          f"to {hardware}")
 
 
 def report(incumbent_path, arrivals_path):
-    """Per arrival: the incumbent's longest progress gap while it ran, and its own time."""
+    """Per arrival: the incumbent's longest progress gap while it ran, and its own time; returns
+    the arrivals' and the incumbent's (probability, mean)."""
     lines = open(incumbent_path).read().split("\n")
     prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:] if ln.strip()])
     arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
@@ -130,6 +157,7 @@ def report(incumbent_path, arrivals_path):
     print(f"arrivals (fit_waits): stall_prob {fit.prob:.2f}, stall_mean_s {fit.mean_s:.2f}; "
           f"incumbent: stall_incumbent_prob {len(hit) / len(gaps):.2f}, stall_incumbent_mean_s "
           f"{hit.mean() if len(hit) else 0.0:.2f} (its gaps over {GAP_S * 1e3:.0f} ms)")
+    return (fit.prob, fit.mean_s), (len(hit) / len(gaps), float(hit.mean()) if len(hit) else 0.0)
 
 
 if __name__ == "__main__":
