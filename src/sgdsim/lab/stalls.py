@@ -26,7 +26,8 @@ from ..errors import ConfigError
 
 PROBS = np.round(np.arange(0.0, 1.0001, 0.01), 2)  # the grid fit_stalls searches
 MEANS_S = np.round(np.arange(0.02, 3.0001, 0.02), 2)
-DRAWS = 64  # simulated rounds per measured round
+DRAWS = 64  # simulated rounds per measured round ...
+SIM_SAMPLES = 8192  # ... fewer for large sets: the search's cost grows with the samples
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def fit_stalls(rounds, lone_s: float, seed: int = 0) -> StallFit:
     """(p, m) from rounds of (δ, end_A, end_B) in seconds, ends counted from A's start."""
     if len(rounds) < 4 or not lone_s > 0:
         raise ConfigError("fit_stalls needs at least four rounds and a positive lone transfer time")
-    deltas = np.repeat([r[0] for r in rounds], DRAWS)
+    deltas = np.repeat([r[0] for r in rounds], _draws(len(rounds)))
     rng = np.random.default_rng(seed)
     u_hit, u_len = rng.random((2, deltas.size)), rng.exponential(1.0, (2, deltas.size))
 
@@ -79,9 +80,13 @@ def fit_waits(excess_s, seed: int = 0) -> StallFit:
     if len(excess_s) < 4:
         raise ConfigError("fit_waits needs at least four transfers")
     rng = np.random.default_rng(seed)
-    size = len(excess_s) * DRAWS
+    size = len(excess_s) * _draws(len(excess_s))
     u_hit, u_len = rng.random(size), rng.exponential(1.0, size)
     return _best_fit(np.asarray(excess_s, float), lambda p, m: np.where(u_hit < p, u_len * m, 0.0))
+
+
+def _draws(n: int) -> int:
+    return max(8, min(DRAWS, SIM_SAMPLES // n))
 
 
 def _best_fit(measured_idle: np.ndarray, idle_of) -> StallFit:
