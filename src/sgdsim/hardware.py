@@ -109,18 +109,21 @@ class Hardware:
         compose with yet."""
         out = {}
         if self.join_boost is not None:
-            out = {"join_boost": (self.join_boost, self.join_boost_push or 1.0),
-                   "join_after": (self.join_after_s or 0.0, self.join_after_push_s or 0.0),
-                   "share_cv": self.share_cv or 0.0}
-        if self.stall_prob is not None or self.stall_prob_push is not None:
-            out |= {"stall_prob": (self.stall_prob or 0.0, self.stall_prob_push or 0.0),
-                    "stall_mean": (self.stall_mean_s or 0.0, self.stall_mean_push_s or 0.0)}
-        if self.stall_incumbent_prob is not None or self.stall_incumbent_prob_push is not None:
-            out |= {"stall_incumbent": (self.stall_incumbent_prob or 0.0,
-                                        self.stall_incumbent_prob_push or 0.0),
-                    "stall_incumbent_mean": (self.stall_incumbent_mean_s or 0.0,
-                                             self.stall_incumbent_mean_push_s or 0.0)}
+            out = {"join_boost": self._directions("join_boost", 1.0),
+                   "join_after": self._directions("join_after_s"), "share_cv": self.share_cv or 0.0}
+        for prob, mean, prob_kw, mean_kw in (
+                ("stall_prob", "stall_mean_s", "stall_prob", "stall_mean"),
+                ("stall_incumbent_prob", "stall_incumbent_mean_s", "stall_incumbent", "stall_incumbent_mean")):
+            if self._directions(prob, None) != (None, None):
+                out |= {prob_kw: self._directions(prob), mean_kw: self._directions(mean)}
         return out
+
+    def _directions(self, field_name: str, default: float | None = 0.0) -> tuple:
+        """(pulls, pushes) of a field and its ``_push`` twin, ``default`` where not measured."""
+        push = (field_name[:-2] + "_push_s" if field_name.endswith("_s")
+                else field_name + "_push")
+        values = (getattr(self, field_name), getattr(self, push))
+        return tuple(default if v is None else v for v in values)
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""

@@ -142,13 +142,12 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         bandwidth_bps=parse_bandwidth_bps(bandwidth),
         flow_cap_bps=None if flow_cap is None else parse_bandwidth_bps(flow_cap),
         fcfs_weight=float(fcfs_weight), share_cv=float(share_cv),
-        join_boost=pair(_parts(join_boost)),
-        join_after_s=pair(tuple(parse_duration_s(p) for p in _parts(join_after)), "--join-after"),
-        stall_prob=pair(_parts(stall_prob), "--stall-prob"),
-        stall_mean_s=pair(tuple(parse_duration_s(p) for p in _parts(stall_mean)), "--stall-mean"),
-        stall_incumbent_prob=pair(_parts(stall_incumbent), "--stall-incumbent"),
-        stall_incumbent_mean_s=pair(tuple(parse_duration_s(p) for p in _parts(stall_incumbent_mean)),
-                                    "--stall-incumbent-mean"),
+        join_boost=_pair(join_boost, "--join-boost"),
+        join_after_s=_pair(join_after, "--join-after", duration=True),
+        stall_prob=_pair(stall_prob, "--stall-prob"),
+        stall_mean_s=_pair(stall_mean, "--stall-mean", duration=True),
+        stall_incumbent_prob=_pair(stall_incumbent, "--stall-incumbent"),
+        stall_incumbent_mean_s=_pair(stall_incumbent_mean, "--stall-incumbent-mean", duration=True),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
@@ -164,11 +163,14 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
 
 
-def _parts(value) -> tuple:
-    """One value for pulls and pushes, or two: "1.4,1.2", (1.4, 1.2) (``sim.config.pair``)."""
+def _pair(value, what: str, duration: bool = False) -> tuple[float, float]:
+    """One value for pulls and pushes, or two: "1.4,1.2", (1.4, 1.2), durations with units
+    (``sim.config.pair`` checks the numbers)."""
     if isinstance(value, str):
-        return tuple(value.split(","))
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        parts = tuple(value.split(","))
+    else:
+        parts = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    return pair(tuple(parse_duration_s(p) for p in parts) if duration else parts, what)
 
 
 def _non_negative(value, what: str) -> float:

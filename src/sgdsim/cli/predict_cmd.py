@@ -13,8 +13,27 @@ from .common import add_executor_arguments, executor_from
 from .tables import format_points
 from ..progress import say
 
-SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed", "join_boost",
-                  "join_after", "stall_prob", "stall_mean", "stall_incumbent", "stall_incumbent_mean")
+# The measured TCP dynamics, one value for pulls and pushes or two: (dest, metavar, help,
+# whether they apply to async PS only, or to PS of either mode).
+TCP_PAIRS = (
+    ("join_boost", "K[,K_PUSH]", "PS sharing: a flow joining a busy link gets K times the weight of "
+     "the others (TCP's late-comer advantage; netbench --lab --joiner measures it into the hardware "
+     "file); two values: pulls, pushes (default 1 = equal)", True),
+    ("join_after", "DURATION[,DURATION]", "--join-boost applies once the youngest flow on the link "
+     "has run this long; two values: pulls, pushes (default 0s)", True),
+    ("stall_prob", "P[,P_PUSH]", "PS: a transfer that starts against traffic the other way stalls "
+     "with this probability (TCP timeouts; measured by examples/lab/joiner.py reverse runs); two "
+     "values: pulls, pushes (default 0)", False),
+    ("stall_mean", "DURATION[,DURATION]", "--stall-prob: the mean of a stall's exponential length "
+     "(default 0s)", False),
+    ("stall_incumbent", "P[,P_PUSH]", "PS: a transfer under way stalls with this probability when "
+     "one starts the other way (examples/lab/incumbent.py measures it); pulls, pushes (default 0)",
+     False),
+    ("stall_incumbent_mean", "DURATION[,DURATION]", "--stall-incumbent: the mean of its stall's "
+     "exponential length (default 0s)", False),
+)
+SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed",
+                  *(dest for dest, *_ in TCP_PAIRS))
 
 
 def register(sub) -> dict:
@@ -63,24 +82,8 @@ def add_model_arguments(q) -> None:
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
-    q.add_argument("--join-boost", default=None, metavar="K[,K_PUSH]",
-                   help="PS sharing: a flow joining a busy link gets K times the weight of the "
-                        "others (TCP's late-comer advantage; netbench --lab --joiner measures it "
-                        "into the hardware file); two values: pulls, pushes (default 1 = equal)")
-    q.add_argument("--join-after", default=None, metavar="DURATION[,DURATION]",
-                   help="--join-boost applies once the youngest flow on the link has run this "
-                        "long; two values: pulls, pushes (default 0s)")
-    q.add_argument("--stall-prob", default=None, metavar="P[,P_PUSH]",
-                   help="PS: a transfer that starts against traffic the other way stalls with this "
-                        "probability (TCP timeouts; measured by examples/lab/joiner.py reverse "
-                        "runs); two values: pulls, pushes (default 0)")
-    q.add_argument("--stall-mean", default=None, metavar="DURATION[,DURATION]",
-                   help="--stall-prob: the mean of a stall's exponential length (default 0s)")
-    q.add_argument("--stall-incumbent", default=None, metavar="P[,P_PUSH]",
-                   help="PS: a transfer under way stalls with this probability when one starts the "
-                        "other way (examples/lab/incumbent.py measures it); pulls, pushes (default 0)")
-    q.add_argument("--stall-incumbent-mean", default=None, metavar="DURATION[,DURATION]",
-                   help="--stall-incumbent: the mean of its stall's exponential length (default 0s)")
+    for dest, metavar, text, _ in TCP_PAIRS:
+        q.add_argument("--" + dest.replace("_", "-"), default=None, metavar=metavar, help=text)
     q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
                    help="a NIC direction with m more flows the other way loses K·m of its capacity "
                         "(default: the --hardware file's measured table or K, else 0)")
@@ -205,10 +208,9 @@ def check_relevance(args) -> None:
         ("window", args.streams != "http2", "--streams http2"),
         ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
         ("host_cores", args.mode != "sync", "--mode sync (async workers compute at different times)"),
-        *((opt, (args.mode, args.arch) != ("async", "ps"), "--mode async --arch ps")
-          for opt in ("join_boost", "join_after")),
-        *((opt, args.arch != "ps", "--arch ps")
-          for opt in ("stall_prob", "stall_mean", "stall_incumbent", "stall_incumbent_mean")),
+        *((dest, (args.mode, args.arch) != ("async", "ps") if async_only else args.arch != "ps",
+           "--mode async --arch ps" if async_only else "--arch ps")
+          for dest, _, _, async_only in TCP_PAIRS),
         ("fcfs_weight", sharing != "hybrid", "hybrid sharing (--sharing hybrid; the default for sync PS)"),
         ("rho_threshold", args.model not in ("coarse", "all") or args.arch != "ps"
          or args.mode != "async" or args.sharing not in (None, "threshold"),
@@ -241,10 +243,7 @@ def network(args) -> dict:
     net = hw.predict_kwargs(args.arch)  # the join boosts and share spread only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
-             "share_cv": args.share_cv, "join_boost": args.join_boost,
-             "join_after": args.join_after, "stall_prob": args.stall_prob,
-             "stall_mean": args.stall_mean, "stall_incumbent": args.stall_incumbent,
-             "stall_incumbent_mean": args.stall_incumbent_mean,
+             "share_cv": args.share_cv, **{dest: getattr(args, dest) for dest, *_ in TCP_PAIRS},
              "two_way_penalty": args.two_way_penalty,
              "ring_latency": args.ring_latency,
              "allreduce_compute_share": args.allreduce_compute_share,

@@ -165,15 +165,9 @@ class SimConfig:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
             object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
-        object.__setattr__(self, "join_boost", pair(self.join_boost))
-        object.__setattr__(self, "join_after_s", pair(self.join_after_s, "--join-after"))
+        for name, option in _PAIRS:
+            object.__setattr__(self, name, pair(getattr(self, name), option))
         check_join(self.join_boost, self.join_after_s, self.sharing, self.flow_cap_bps)
-        object.__setattr__(self, "stall_prob", pair(self.stall_prob, "--stall-prob"))
-        object.__setattr__(self, "stall_mean_s", pair(self.stall_mean_s, "--stall-mean"))
-        object.__setattr__(self, "stall_incumbent_prob",
-                           pair(self.stall_incumbent_prob, "--stall-incumbent"))
-        object.__setattr__(self, "stall_incumbent_mean_s",
-                           pair(self.stall_incumbent_mean_s, "--stall-incumbent-mean"))
         check_stalls(self.stall_prob + self.stall_incumbent_prob,
                      self.stall_mean_s + self.stall_incumbent_mean_s, self.arch, self.sharing,
                      self.flow_cap_bps)
@@ -212,6 +206,12 @@ class WorkerClass:
 def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigError(f"unknown {what} {value!r} (choose from {', '.join(allowed)})")
+
+
+_PAIRS = (("join_boost", "--join-boost"), ("join_after_s", "--join-after"),  # (pulls, pushes)
+          ("stall_prob", "--stall-prob"), ("stall_mean_s", "--stall-mean"),
+          ("stall_incumbent_prob", "--stall-incumbent"),
+          ("stall_incumbent_mean_s", "--stall-incumbent-mean"))
 
 
 def pair(value, what: str = "--join-boost") -> tuple[float, float]:

@@ -15,9 +15,8 @@ from .heap import heap_pop, heap_set
 from .jit import jit, jit_inline
 from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
-from .flows import remaining
 from .sharing.fair import coupled, set_rate
-from .stalls import INCUMBENT, MIN_BYTES, draw, pause, resume, stall_s
+from .stalls import INCUMBENT, draw, moving, pause, resume, stall_s
 from .stalls import on as stalls_on
 from .streams import chunk_bytes, queue_key
 
@@ -220,7 +219,7 @@ def _hit_incumbents(P, K, LK, m, now):
     hit = False
     for v in range(P.W):
         g = m * P.W + v
-        if LK.on[g] and LK.weight[g] > 0.0 and remaining(LK, m, g) > MIN_BYTES:
+        if moving(LK, m, g):
             wait = draw(LK, INCUMBENT, m, next_seq(K))
             if wait > 0.0:
                 pause(LK, m, g)

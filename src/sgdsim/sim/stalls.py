@@ -89,7 +89,12 @@ def _carries_bytes(LK, m, now):
         return False
     advance(LK, m, now)
     for v in range(LK.W):
-        g = m * LK.W + v
-        if LK.on[g] and LK.weight[g] > 0.0 and remaining(LK, m, g) > MIN_BYTES:
+        if moving(LK, m, m * LK.W + v):
             return True
     return False
+
+
+@jit
+def moving(LK, m, g):
+    """Flow g of link m (brought up to date) is served and has bytes left."""
+    return LK.on[g] and LK.weight[g] > 0.0 and remaining(LK, m, g) > MIN_BYTES
