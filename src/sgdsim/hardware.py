@@ -14,7 +14,7 @@ from typing import Any
 
 from .tagged_json import read_json
 from .errors import ConfigError, ProfileError
-from .analytic.two_way import check_table
+from .analytic.two_way import check_table, with_busy
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
@@ -58,6 +58,8 @@ class Hardware:
     run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
     ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
+    two_way_busy: float | None = None  # downlink share in training traffic, both ways busy (lab.busy)
+    two_way_busy_push: float | None = None  # the same for the uplink
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
     join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner); opt-in
@@ -91,14 +93,24 @@ class Hardware:
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
-                **({"two_way_table": self.two_way_table} if self.two_way_table is not None
-                   else {"two_way_penalty": self.two_way_penalty or 0.0}),
+                **self._two_way(ps_count or 1),
                 "run_spread": self.run_spread_rel or 0.0,
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
                 **(self._tcp_dynamics() if dynamics else {}),
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if arch == "allreduce" else {})}
+
+    def _two_way(self, ps_count: int) -> dict:
+        """The measured table, with the busy shares of training traffic where measured. They
+        were measured with one PS, whose NIC carries every transfer; with several, each NIC
+        carries a share of the bytes, and the lab's 2-PS runs match the table without them
+        (docs/validation/regimes/, finding 7)."""
+        if self.two_way_table is None:
+            return {"two_way_penalty": self.two_way_penalty or 0.0}
+        busy = self._directions("two_way_busy", None) if ps_count == 1 else (None, None)
+        table = self.two_way_table if busy == (None, None) else with_busy(self.two_way_table, busy)
+        return {"two_way_table": table}
 
     def _tcp_dynamics(self) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
@@ -207,7 +219,7 @@ def load_hardware(path: str | os.PathLike) -> Hardware:
 
 
 _WHOLE = "a whole number >= 1"  # the one rule whose values are ints
-_RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0,
+_RULES = {"positive": lambda v: v > 0, "non-negative": lambda v: v >= 0, "in (0, 1]": lambda v: 0 < v <= 1,
           "in [0, 1]": lambda v: 0 <= v <= 1, "in [0, 1)": lambda v: 0 <= v < 1,
           _WHOLE: lambda v: v >= 1 and float(v).is_integer()}
 _FIELDS = (  # key, required, rule
@@ -216,6 +228,7 @@ _FIELDS = (  # key, required, rule
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
+    ("two_way_busy", False, "in (0, 1]"), ("two_way_busy_push", False, "in (0, 1]"),
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
     ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
     ("join_after_s", False, "non-negative"), ("join_boost_push", False, "positive"),
@@ -252,6 +265,10 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             values["two_way_table"] = check_table(data["two_way_table"])
         except ConfigError as exc:
             bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
+    busy = [k for k in ("two_way_busy", "two_way_busy_push") if k in values]
+    if busy and "two_way_table" not in values:
+        bad(f"field {busy[0]!r} corrects a measured two_way_table, and the file has none "
+            "(netbench --lab --two-way)")
     measured = data.get("measured", {})
     if not isinstance(measured, dict):
         bad("field 'measured' must be an object")

@@ -7,6 +7,13 @@ direction's ACKs queue behind the majority's data; docs/validation/async/two-way
 ``TwoWay.grid`` turns either into one array that the simulator (``sim/sharing/fair.py``) and
 the coarse model share.
 
+``netbench`` measures the table with flows that run for seconds in a fixed split. Training
+traffic is different: transfers of one model's size start and end all the time, and a NIC
+that carries 3 or more of them with both directions busy delivers a nearly flat share of
+each direction, whatever the split (traced lab runs: 0.68-0.80 at 4 and 8 workers, where the
+table says 0.61-0.99; docs/validation/regimes/, finding 7). ``with_busy`` puts that measured
+share (``sgdsim.lab.busy``) into those entries of the table.
+
 In the coarse model, MVA knows only mean queue lengths, and the penalty lives in the
 fluctuations (8 workers average 4 each way but spend time at 1 against 7), so the occupancy is
 taken as multinomial: each of the K workers is at the uplink with probability Q_U/K and at the
@@ -59,6 +66,25 @@ def _grid(rule: TwoWay, size: int) -> np.ndarray:
         out = np.stack([_filled(np.array(rule.table[d], dtype=float), size) for d in (OUT, IN)])
     out.flags.writeable = False
     return out
+
+
+BUSY_FLOWS = 3  # from this many flows on a NIC busy both ways, the measured share is flat
+
+
+def with_busy(table, shares) -> tuple:
+    """``table`` with every measured split of n >= 1 flows against m >= 1, n + m >=
+    ``BUSY_FLOWS``, set to ``shares[d]`` for direction d (None: that direction as measured)."""
+    t = [[list(row) for row in d] for d in check_table(table)]
+    for d, share in enumerate(shares):
+        if share is None:
+            continue
+        if not 0 < share <= 1:
+            raise ConfigError(f"two-way busy share must be in (0, 1], got {share}")
+        for n, row in enumerate(t[d]):
+            for m, v in enumerate(row):
+                if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
+                    row[m] = float(share)
+    return check_table(t)
 
 
 def check_table(table) -> tuple:

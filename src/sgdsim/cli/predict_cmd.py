@@ -240,7 +240,7 @@ def network(args) -> dict:
     from ..hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    net = hw.predict_kwargs(args.arch)  # the join boosts and share spread only when asked
+    net = hw.predict_kwargs(args.arch, ps_count=args.ps_count)  # TCP dynamics only when asked
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, **{dest: getattr(args, dest) for dest, *_ in TCP_PAIRS},

@@ -110,15 +110,8 @@ def transfer_stats(events, model_bytes: float | None = None) -> dict:
     own PULL timestamp is not used: it sends PULL while its gradients are still in its socket
     buffer, so that time belongs to the push.
     """
-    ps = {(int(e["rank"]), int(e["step"])): e for e in events[0] if e.get("event") == "ps_step"}
-    down, up = [], []
-    for child in events[1:]:
-        for e in child:
-            p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
-            if e.get("event") != "step" or "down_end" not in e or p is None:
-                continue
-            down.append((min(p["down_start"]), max(e["down_end"])))
-            up.append((min(e["up_start"]), max(p["up_end"])))
+    ps = _ps_steps(events)
+    down, up = pulls_pushes(events)
     gaps = [min(ps[(r, s + 1)]["down_start"]) - max(e["up_end"])
             for (r, s), e in ps.items() if (r, s + 1) in ps]
     out = {"pulling": concurrency_shares(down), "pushing": concurrency_shares(up), "steps": len(down),
@@ -131,6 +124,25 @@ def transfer_stats(events, model_bytes: float | None = None) -> dict:
             busy = span * (1.0 - shares.get(0, 0.0))
             out[f"{name}_busy_bps"] = 8.0 * model_bytes * len(iv) / busy if busy > 0 else float("nan")
     return out
+
+
+def pulls_pushes(events) -> tuple[list, list]:
+    """(pulls, pushes) of a traced PS run as (start, end) pairs, defined as in
+    ``transfer_stats``."""
+    ps = _ps_steps(events)
+    down, up = [], []
+    for child in events[1:]:
+        for e in child:
+            p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
+            if e.get("event") != "step" or "down_end" not in e or p is None:
+                continue
+            down.append((min(p["down_start"]), max(e["down_end"])))
+            up.append((min(e["up_start"]), max(p["up_end"])))
+    return down, up
+
+
+def _ps_steps(events) -> dict:
+    return {(int(e["rank"]), int(e["step"])): e for e in events[0] if e.get("event") == "ps_step"}
 
 
 def concurrency_shares(intervals) -> dict[int, float]:

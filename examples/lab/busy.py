@@ -1,0 +1,61 @@
+"""Busy shares of a PS's NIC in training traffic, from traced async PS runs (docs/validation/
+regimes/, finding 7; ``sgdsim.lab.busy``).
+
+    sudo .venv/bin/python examples/lab/async_regimes.py -o traced.json --workers 4,8 \\
+        --overlap no --repeats 2 --duration 90 --trace        # ~9 min; add --bandwidth 200Mbps
+    .venv/bin/python examples/lab/busy.py traced.json HARDWARE.json            # the fits
+    .venv/bin/python examples/lab/busy.py traced.json HARDWARE.json --record   # into the file
+
+The table of ``netbench --lab --two-way`` must already be in HARDWARE.json: the fit is what
+training traffic delivers beyond it. The runs' model (``lab:...``) gives the bytes of a
+transfer; it needs torch.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from sgdsim.errors import SgdsimError
+from sgdsim.hardware import load_hardware, save_hardware
+from sgdsim.lab.busy import busy_shares
+
+
+def model_bytes(spec: str, batch_size: int) -> int:
+    from sgdsim.lab.train.models import load_workload
+
+    return 4 * sum(p.numel() for p in load_workload(spec, batch_size).model.parameters())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traced", help="async_regimes.py --trace output")
+    ap.add_argument("hardware", help="hardware file with the two-way table")
+    ap.add_argument("--record", action="store_true", help="write the pooled fit into the file")
+    args = ap.parse_args()
+    try:
+        with open(args.traced, encoding="utf-8") as f:
+            runs = [r for r in json.load(f)["runs"] if r.get("events")]
+        hw = load_hardware(args.hardware)
+        if hw.two_way_table is None:
+            raise SgdsimError(f"{args.hardware} has no two_way_table (netbench --lab --two-way)")
+        size = model_bytes(runs[0]["model"], int(runs[0]["batch_size"]))
+        for r in runs:
+            c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table)
+            print(f"W = {r['workers']}, run {r['repeat']}: pulls {c[0]:.3f}, pushes {c[1]:.3f}")
+        c = busy_shares([r["events"] for r in runs], size, hw.bandwidth_bps, hw.two_way_table)
+    except (OSError, KeyError, IndexError, ValueError, SgdsimError) as exc:
+        sys.exit(f"busy.py: error: {exc}")
+    print(f"pooled ({len(runs)} runs, {size} bytes a transfer): pulls {c[0]:.3f}, pushes {c[1]:.3f}")
+    if args.record:
+        hw = dataclasses.replace(hw, two_way_busy=round(c[0], 3), two_way_busy_push=round(c[1], 3),
+                                 measured={**hw.measured, "busy": {
+                                     "traced": args.traced, "model_bytes": size,
+                                     "runs": [[r["workers"], r["repeat"]] for r in runs]}})
+        save_hardware(hw, args.hardware, force=True)
+        print(f"wrote two_way_busy and two_way_busy_push to {args.hardware}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Busy shares: the two-way table corrected for training traffic (sgdsim.lab.busy).
+
+Oracles: hand-checked table entries; the fit recovering the exact share from fluid traffic
+that follows the model (workers cycling pull, compute, push, with the table's shares and the
+busy share as the rates); invariance where the correction cannot act (2 workers never put 3
+flows on the NIC); the hardware file's one-line errors.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from sgdsim import predict
+from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, with_busy
+from sgdsim.errors import ConfigError
+from sgdsim.hardware import hardware_from_dict
+from sgdsim.lab.busy import busy_shares
+
+SIDE = 6  # splits of up to 5 flows measured
+
+
+def _table(seed=0):
+    rng = np.random.default_rng(seed)
+    t = [[[None] * SIDE for _ in range(SIDE)] for _ in range(2)]
+    for d in range(2):
+        for n in range(1, SIDE):
+            for m in range(SIDE - n):
+                t[d][n][m] = 1.0 if m == 0 else float(rng.uniform(0.3, 1.0))
+    return t
+
+
+def test_with_busy_replaces_exactly_the_splits_busy_both_ways_with_three_flows_or_more():
+    t = _table()
+    out = with_busy(t, (0.7, None))
+    for n in range(1, SIDE):
+        for m in range(SIDE - n):
+            busy = m >= 1 and n + m >= BUSY_FLOWS
+            assert out[0][n][m] == (0.7 if busy else t[0][n][m])
+            assert out[1][n][m] == t[1][n][m]  # None: the push direction as measured
+    assert out[0][1][1] == t[0][1][1] and out[0][4][0] == 1.0
+    assert out[0][3][3] is None  # beyond the measured total stays a gap (the grid extrapolates)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.5, float("nan")])
+def test_with_busy_refuses_shares_outside_zero_one(share):
+    with pytest.raises(ConfigError, match="busy share"):
+        with_busy(_table(), (share, None))
+
+
+def _fluid(table, busy, gaps, size, rate, cycles):
+    """Workers cycling pull, gap, push, gap over one PS NIC; each direction moves
+    rate·f(n, m) (``busy`` where both directions carry flows, n + m >= 3) shared equally."""
+    grid = TwoWay(table=with_busy(table, busy)).grid(len(gaps) + 1)
+    W = len(gaps)
+    left = np.full(W, size, float)
+    phase = np.zeros(W, int)  # 0 pull, 1 gap, 2 push, 3 gap
+    wake = np.array(gaps, float) * np.arange(W) / W  # staggered first pulls
+    phase[:] = 3
+    start = np.zeros(W)
+    done = [[], []]
+    t, steps = 0.0, np.zeros(W, int)
+    while True:
+        draining = steps.min() >= cycles  # no new transfers; those under way end
+        n = [(phase == 0).sum(), (phase == 2).sum()]
+        if draining and not any(n):
+            return done[0], done[1]
+        speed = np.zeros(W)
+        for d, ph in ((0, 0), (1, 2)):
+            if n[d]:
+                speed[phase == ph] = rate * grid[d][n[d], n[1 - d]] / n[d]
+        moving = speed > 0
+        dt_move = np.min(np.where(moving, left / np.where(moving, speed, 1), np.inf))
+        dt_wake = np.inf if draining else np.min(np.where(~moving, wake - t, np.inf))
+        dt = min(dt_move, dt_wake)
+        left -= speed * dt
+        t += dt
+        for w in range(W):
+            if moving[w] and left[w] <= size * 1e-12:
+                done[phase[w] // 2].append((start[w], t))
+                phase[w] += 1
+                wake[w] = t + gaps[w]
+                steps[w] += phase[w] == 3  # a push ended: one step done
+            elif not moving[w] and wake[w] <= t and not draining:
+                phase[w] = (phase[w] + 1) % 4
+                left[w], start[w] = size, t
+
+
+@pytest.mark.parametrize("gaps,busy", [((0.01, 0.02, 0.03, 0.05), (0.7, 0.8)),
+                                       ((0.2, 0.0, 0.1), (0.55, 0.9)),
+                                       ((0.05, 0.3, 0.01, 0.02, 0.04), (0.9, 0.6))])
+def test_the_fit_recovers_the_busy_share_of_traffic_that_follows_the_model(gaps, busy):
+    table, size, rate = _table(1), 1e6, 1e7
+    runs = [_fluid(table, busy, gaps, size, rate, cycles=12)]
+    got = busy_shares(runs, size, 8 * rate, table)
+    assert got == pytest.approx(busy, rel=1e-6)
+
+
+def test_the_fit_needs_runs_busy_both_ways_with_three_transfers():
+    table = _table()
+    two = [_fluid(table, (0.5, 0.5), (0.01, 0.02), 1e6, 1e7, cycles=5)]
+    with pytest.raises(ConfigError, match="4 or more workers"):
+        busy_shares(two, 1e6, 8e7, table)
+
+
+def _hardware(**extra):
+    t = _table(2)
+    return {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,
+            "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0, "two_way_table": t, **extra}
+
+
+def test_the_hardware_file_applies_its_busy_shares_to_its_table_and_round_trips():
+    hw = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75))
+    t = hw.predict_kwargs("ps")["two_way_table"]
+    assert t[0][2][1] == 0.6 and t[1][1][2] == 0.75 and t[0][1][1] == hw.two_way_table[0][1][1]
+    assert hardware_from_dict(json.loads(json.dumps(hw.to_dict()))) == hw
+    plain = hardware_from_dict(_hardware())
+    assert plain.predict_kwargs("ps")["two_way_table"] == plain.two_way_table
+
+
+@pytest.mark.parametrize("extra,match", [
+    ({"two_way_busy": 0}, "'two_way_busy' must be in \\(0, 1\\]"),
+    ({"two_way_busy_push": 1.2}, "'two_way_busy_push' must be in \\(0, 1\\]"),
+    ({"two_way_busy": "0.7"}, "'two_way_busy' must be a finite number"),
+    ({"two_way_busy": 0.7, "two_way_table": None}, "has none"),
+])
+def test_bad_busy_fields_are_one_line_errors(extra, match):
+    with pytest.raises(Exception, match=match) as err:
+        hardware_from_dict(_hardware(**extra))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("model", ["fine", "coarse"])
+def test_two_workers_never_see_it_and_four_workers_slow_with_a_lower_share(model):
+    kw = dict(coarse="size=10MB,fwd=5ms,bwd=5ms,batch=16", mode="async", arch="ps", model=model,
+              **({"replications": 2, "steps": 40, "warmup": 5, "seed": 3} if model == "fine" else {}))
+    out = {}
+    for name, extra in (("none", {}), ("low", {"two_way_busy": 0.4, "two_way_busy_push": 0.4})):
+        hw = hardware_from_dict(_hardware(**extra))
+        out[name] = predict(workers=[2, 4], **hw.predict_kwargs("ps", "async"), **kw)
+    assert out["low"][0].throughput == out["none"][0].throughput
+    assert out["low"][1].throughput < 0.9 * out["none"][1].throughput
