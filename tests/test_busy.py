@@ -13,6 +13,7 @@ import pytest
 from sgdsim import predict
 from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, with_busy
 from sgdsim.errors import ConfigError
+from sgdsim.evaluate.inputs import Cluster
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.busy import busy_shares
 
@@ -108,13 +109,22 @@ def _hardware(**extra):
             "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0, "two_way_table": t, **extra}
 
 
-def test_the_hardware_file_applies_its_busy_shares_to_its_table_and_round_trips():
+def test_the_hardware_file_applies_its_busy_shares_with_one_ps_and_round_trips():
     hw = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75))
-    t = hw.predict_kwargs("ps")["two_way_table"]
+    cluster = Cluster.from_hardware(hw, "ps")
+    t = cluster.two_way_table_for(1)
     assert t[0][2][1] == 0.6 and t[1][1][2] == 0.75 and t[0][1][1] == hw.two_way_table[0][1][1]
+    assert cluster.two_way_table_for(2) == hw.two_way_table  # measured with one PS
     assert hardware_from_dict(json.loads(json.dumps(hw.to_dict()))) == hw
-    plain = hardware_from_dict(_hardware())
-    assert plain.predict_kwargs("ps")["two_way_table"] == plain.two_way_table
+    plain = Cluster.from_hardware(hardware_from_dict(_hardware()), "ps")
+    assert plain.two_way_table_for(1) == plain.two_way_table
+    # an explicit two-way rule replaces the file's table, and its busy shares with it
+    assert Cluster.from_hardware(hw, "ps", two_way_penalty=0.1).two_way_table_for(1) is None
+
+
+def test_busy_shares_without_a_table_are_refused_in_one_line():
+    with pytest.raises(ConfigError, match="give the table too"):
+        Cluster(bandwidth_bps=1e8, two_way_busy=(0.7, None))
 
 
 @pytest.mark.parametrize("extra,match", [
@@ -137,5 +147,7 @@ def test_two_workers_never_see_it_and_four_workers_slow_with_a_lower_share(model
     for name, extra in (("none", {}), ("low", {"two_way_busy": 0.4, "two_way_busy_push": 0.4})):
         hw = hardware_from_dict(_hardware(**extra))
         out[name] = predict(workers=[2, 4], **hw.predict_kwargs("ps", "async"), **kw)
+        out[name + "2ps"] = predict(workers=4, ps_count=2, **hw.predict_kwargs("ps", "async"), **kw)
     assert out["low"][0].throughput == out["none"][0].throughput
     assert out["low"][1].throughput < 0.9 * out["none"][1].throughput
+    assert out["low2ps"][0].throughput == out["none2ps"][0].throughput  # one PS only

@@ -14,7 +14,7 @@ from typing import Any
 
 from .tagged_json import read_json
 from .errors import ConfigError, ProfileError
-from .analytic.two_way import check_table, with_busy
+from .analytic.two_way import check_table
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
@@ -93,7 +93,7 @@ class Hardware:
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
-                **self._two_way(ps_count or 1),
+                **self._two_way(),
                 "run_spread": self.run_spread_rel or 0.0,
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
                 **(self._tcp_dynamics() if dynamics else {}),
@@ -101,16 +101,14 @@ class Hardware:
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if arch == "allreduce" else {})}
 
-    def _two_way(self, ps_count: int) -> dict:
-        """The measured table, with the busy shares of training traffic where measured. They
-        were measured with one PS, whose NIC carries every transfer; with several, each NIC
-        carries a share of the bytes, and the lab's 2-PS runs match the table without them
-        (docs/validation/regimes/, finding 7)."""
+    def _two_way(self) -> dict:
+        """The measured table, and the busy shares of training traffic where measured (the
+        models apply them with one PS: ``Cluster.two_way``)."""
         if self.two_way_table is None:
             return {"two_way_penalty": self.two_way_penalty or 0.0}
-        busy = self._directions("two_way_busy", None) if ps_count == 1 else (None, None)
-        table = self.two_way_table if busy == (None, None) else with_busy(self.two_way_table, busy)
-        return {"two_way_table": table}
+        busy = self._directions("two_way_busy", None)
+        return {"two_way_table": self.two_way_table,
+                **({"two_way_busy": busy} if busy != (None, None) else {})}
 
     def _tcp_dynamics(self) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and

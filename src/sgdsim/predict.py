@@ -81,7 +81,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             stall_prob: float | str | tuple = 0.0, stall_mean: str | float | tuple = 0.0,
             stall_incumbent: float | str | tuple = 0.0,
             stall_incumbent_mean: str | float | tuple = 0.0,
-            two_way_penalty: float = 0.0, two_way_table=None, run_spread: float = 0.0,
+            two_way_penalty: float = 0.0, two_way_table=None, two_way_busy=None,
+            run_spread: float = 0.0,
             ring_latency: str | float = 0.0, allreduce_compute_share: float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
@@ -107,7 +108,9 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     (lognormal weights of that CV, as measured by ``netbench --lab --fanout``).
     ``two_way_penalty`` k > 0: a NIC direction with m more flows the other way loses k·m of its
     capacity; ``two_way_table[d][n][m]`` gives the measured shares instead (``netbench --lab
-    --two-way`` measures both; ``analytic/two_way.py``). ``ring_latency``
+    --two-way`` measures both; ``analytic/two_way.py``). ``two_way_busy`` (pull, push): the
+    shares training traffic gets while the NIC carries 3 or more transfers both ways
+    (``sgdsim.lab.busy``); they replace those entries of the table, with one PS. ``ring_latency``
     (all-reduce): the fixed cost of every ring step of every call, e.g. ``"2ms"`` (``netbench
     --lab --gloo`` measures it); a call of M bytes on N ranks takes 2(N−1)·(M/(N·B) + latency).
     ``allreduce_compute_share`` (all-reduce, Tianshu §3.3): the fraction of a worker's compute
@@ -149,6 +152,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         stall_incumbent_prob=_pair(stall_incumbent, "--stall-incumbent"),
         stall_incumbent_mean_s=_pair(stall_incumbent_mean, "--stall-incumbent-mean", duration=True),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
+        two_way_busy=(None, None) if two_way_busy is None else tuple(two_way_busy),
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
         gpus_per_node=int(gpus_per_node),

@@ -55,7 +55,7 @@ def run_analytic(model: str, classes: list[tuple[CoarseProfile, int]], Ks: list[
     c = classes[0][0]
     B, sharing, rho = cluster.bandwidth_bps, strategy.sharing, strategy.rho_threshold
     if strategy.mode == "async" and model == "coarse":
-        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho, two_way=cluster.two_way,
+        return async_ps_sweep(c, B, Ks, sharing or "threshold", rho, two_way=cluster.two_way(strategy.ps_count),
                               fractions=fractions)
     if strategy.mode == "async" and model == "lin":
         return lin_sweep(c, B, Ks, sharing or "threshold", rho)

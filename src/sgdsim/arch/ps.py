@@ -35,4 +35,4 @@ class ParameterServers:
             return sync_ps(classes, cluster.bandwidth_bps, sharing or "hybrid",
                            fcfs_weight=cluster.fcfs_weight, fractions=fractions)
         return async_ps(classes, cluster.bandwidth_bps, sharing or "threshold", strategy.rho_threshold,
-                        two_way=cluster.two_way)
+                        two_way=cluster.two_way(strategy.ps_count))

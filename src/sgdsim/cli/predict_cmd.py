@@ -250,6 +250,7 @@ def network(args) -> dict:
              "host_cores": args.host_cores}
     if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
         net.pop("two_way_table", None)
+        net.pop("two_way_busy", None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analytic.coarse_profile import CoarseProfile, from_profile, to_profile
-from ..analytic.two_way import TwoWay, check_table
+from ..analytic.two_way import TwoWay, check_table, with_busy
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..profile.model import Profile
@@ -148,6 +148,7 @@ class Cluster:
     stall_incumbent_mean_s: tuple = (0.0, 0.0)
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
+    two_way_busy: tuple = (None, None)  # training traffic's shares busy both ways (lab.busy)
     ring_latency_s: float = 0.0
     allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
     gpus_per_node: int = 1  # devices per node, sharing its NIC (bandwidth_bps is per node)
@@ -165,6 +166,11 @@ class Cluster:
             if self.two_way_penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
             object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
+        if self.two_way_busy != (None, None):
+            if self.two_way_table is None:
+                raise ConfigError("the two-way busy shares correct a measured two-way table: "
+                                  "give the table too (a hardware file's two_way_table)")
+            with_busy(self.two_way_table, self.two_way_busy)  # checks the shares
         if not 0 <= self.run_spread_rel < 1:
             raise ConfigError(f"run spread must be a fraction in [0, 1), got {self.run_spread_rel}")
         for what, price in (("--price-per-node-hour", self.price_per_node_hour),
@@ -172,9 +178,17 @@ class Cluster:
             if price is not None and not 0 <= price <= MAX_PRICE:
                 raise ConfigError(f"{what} must be a number from 0 to {MAX_PRICE:g}, got {price}")
 
-    @property
-    def two_way(self) -> TwoWay:
-        return TwoWay(self.two_way_penalty, self.two_way_table)
+    def two_way(self, ps_count: int | None = 1) -> TwoWay:
+        return TwoWay(self.two_way_penalty, self.two_way_table_for(ps_count))
+
+    def two_way_table_for(self, ps_count: int | None) -> tuple | None:
+        """The table, with the busy shares where the PS count is one: they were measured with
+        one PS, whose NIC carries every transfer; with several each NIC carries a share of the
+        bytes, and the lab's 2-PS runs match the table without them
+        (docs/validation/regimes/, finding 7)."""
+        if self.two_way_table is None or (ps_count or 1) != 1 or self.two_way_busy == (None, None):
+            return self.two_way_table
+        return with_busy(self.two_way_table, self.two_way_busy)
 
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
@@ -186,6 +200,7 @@ class Cluster:
         base = dict(bandwidth_bps=kw["bandwidth"], fcfs_weight=kw["fcfs_weight"],
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
                     two_way_table=table, run_spread_rel=kw["run_spread"],
+                    two_way_busy=kw.get("two_way_busy", (None, None)) if table is not None else (None, None),
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
                     host_cores=kw.get("host_cores"))
@@ -227,7 +242,8 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         stall_prob=cluster.stall_prob, stall_mean_s=cluster.stall_mean_s,
         stall_incumbent_prob=cluster.stall_incumbent_prob,
         stall_incumbent_mean_s=cluster.stall_incumbent_mean_s,
-        two_way_penalty=cluster.two_way_penalty, two_way_table=cluster.two_way_table,
+        two_way_penalty=cluster.two_way_penalty,
+        two_way_table=cluster.two_way_table_for(strategy.ps_count),
         ring_latency_s=cluster.ring_latency_s,
         allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,
         collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
