@@ -6,6 +6,9 @@ busy share as the rates); invariance where the correction cannot act (2 workers 
 flows on the NIC); the hardware file's one-line errors.
 """
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,3 +154,28 @@ def test_two_workers_never_see_it_and_four_workers_slow_with_a_lower_share(model
     assert out["low"][0].throughput == out["none"][0].throughput
     assert out["low"][1].throughput < 0.9 * out["none"][1].throughput
     assert out["low2ps"][0].throughput == out["none2ps"][0].throughput  # one PS only
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _busy_script(*args):
+    return subprocess.run([sys.executable, "examples/lab/busy.py", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.mark.parametrize("traced,hardware", [("traced-w48.json", "hardware-lab-100mbps.json"),
+                                             ("traced200-w48.json", "hardware-lab-200mbps.json")])
+def test_the_lab_files_busy_shares_come_from_the_committed_traces(traced, hardware):
+    pytest.importorskip("torch")  # the script sizes a transfer from the lab's model
+    out = _busy_script(f"docs/validation/regimes/{traced}", f"examples/grids/{hardware}")
+    assert out.returncode == 0, out.stderr
+    pooled = out.stdout.strip().splitlines()[-1]
+    hw = json.loads((ROOT / "examples/grids" / hardware).read_text())
+    assert f"pulls {hw['two_way_busy']:.3f}, pushes {hw['two_way_busy_push']:.3f}" in pooled
+
+
+def test_the_script_refuses_untraced_runs_in_one_line():
+    out = _busy_script("docs/validation/regimes/runs.json", "examples/grids/hardware-lab-100mbps.json")
+    assert out.returncode == 2 and "no traced runs" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -28,6 +28,17 @@ def model_bytes(spec: str, batch_size: int) -> int:
     return 4 * sum(p.numel() for p in load_workload(spec, batch_size).model.parameters())
 
 
+def traced_runs(path: str) -> list[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            runs = [r for r in json.load(f)["runs"] if r.get("events")]
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise SgdsimError(f"{path} is not an async_regimes.py file ({type(exc).__name__}: {exc})") from None
+    if not runs:
+        raise SgdsimError(f"{path} holds no traced runs (measure them with --trace)")
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traced", help="async_regimes.py --trace output")
@@ -35,8 +46,7 @@ def main() -> None:
     ap.add_argument("--record", action="store_true", help="write the pooled fit into the file")
     args = ap.parse_args()
     try:
-        with open(args.traced, encoding="utf-8") as f:
-            runs = [r for r in json.load(f)["runs"] if r.get("events")]
+        runs = traced_runs(args.traced)
         hw = load_hardware(args.hardware)
         if hw.two_way_table is None:
             raise SgdsimError(f"{args.hardware} has no two_way_table (netbench --lab --two-way)")
@@ -45,8 +55,9 @@ def main() -> None:
             c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table)
             print(f"W = {r['workers']}, run {r['repeat']}: pulls {c[0]:.3f}, pushes {c[1]:.3f}")
         c = busy_shares([r["events"] for r in runs], size, hw.bandwidth_bps, hw.two_way_table)
-    except (OSError, KeyError, IndexError, ValueError, SgdsimError) as exc:
-        sys.exit(f"busy.py: error: {exc}")
+    except (OSError, KeyError, TypeError, ValueError, SgdsimError) as exc:
+        print(f"busy.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     print(f"pooled ({len(runs)} runs, {size} bytes a transfer): pulls {c[0]:.3f}, pushes {c[1]:.3f}")
     if args.record:
         hw = dataclasses.replace(hw, two_way_busy=round(c[0], 3), two_way_busy_push=round(c[1], 3),
