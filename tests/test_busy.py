@@ -179,3 +179,16 @@ def test_the_script_refuses_untraced_runs_in_one_line():
     out = _busy_script("docs/validation/regimes/runs.json", "examples/grids/hardware-lab-100mbps.json")
     assert out.returncode == 2 and "no traced runs" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("busy,match", [("x", "a share or two"), ((0.5, 0.5, 0.5), "a share or two"),
+                                        (1.5, "in \\(0, 1\\]"), (float("nan"), "in \\(0, 1\\]")])
+def test_predict_refuses_bad_busy_shares_in_one_line(busy, match):
+    with pytest.raises(ConfigError, match=match):
+        predict(coarse="size=10MB,fwd=5ms,bwd=5ms,batch=16", workers=4, model="coarse",
+                two_way_table=_table(), two_way_busy=busy)
+
+
+def test_one_busy_share_serves_both_directions():
+    kw = dict(coarse="size=10MB,fwd=5ms,bwd=5ms,batch=16", workers=4, model="coarse", two_way_table=_table())
+    assert predict(two_way_busy=0.6, **kw)[0].throughput == predict(two_way_busy=(0.6, 0.6), **kw)[0].throughput

@@ -152,7 +152,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         stall_incumbent_prob=_pair(stall_incumbent, "--stall-incumbent"),
         stall_incumbent_mean_s=_pair(stall_incumbent_mean, "--stall-incumbent-mean", duration=True),
         two_way_penalty=float(two_way_penalty), two_way_table=two_way_table,
-        two_way_busy=(None, None) if two_way_busy is None else tuple(two_way_busy),
+        two_way_busy=_busy(two_way_busy),
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
         gpus_per_node=int(gpus_per_node),
@@ -175,6 +175,19 @@ def _pair(value, what: str, duration: bool = False) -> tuple[float, float]:
     else:
         parts = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     return pair(tuple(parse_duration_s(p) for p in parts) if duration else parts, what)
+
+
+def _busy(value) -> tuple:
+    """Busy shares (pulls, pushes): None, one share for both, or two (None: as the table)."""
+    if value is None:
+        return (None, None)
+    parts = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return tuple(None if v is None else float(v) for v in parts)
+    except (TypeError, ValueError):
+        raise ConfigError(f"two_way_busy expects a share or two (pulls, pushes), got {value!r}") from None
 
 
 def _non_negative(value, what: str) -> float:
