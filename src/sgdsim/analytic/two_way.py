@@ -11,7 +11,7 @@ the coarse model share.
 traffic is different: transfers of one model's size start and end all the time, and a NIC
 that carries 3 or more of them with both directions busy delivers a nearly flat share of
 each direction, whatever the split (traced lab runs: 0.68-0.80 at 4 and 8 workers, where the
-table says 0.61-0.99; docs/validation/regimes/, finding 7). ``with_busy`` puts that measured
+table says 0.57-0.99; docs/validation/regimes/, finding 7). ``with_busy`` puts that measured
 share (``sgdsim.lab.busy``) into those entries of the table.
 
 In the coarse model, MVA knows only mean queue lengths, and the penalty lives in the

@@ -3,7 +3,7 @@
 ``netbench --lab --two-way`` holds each split of flows (n out of the PS, m into it) for
 seconds. In async PS training, transfers of one model's size start and end all the time, and
 traced lab runs of 4 and 8 workers deliver 0.68-0.80 of each direction once the NIC carries 3
-or more of them both ways, where the table holds 0.61-0.99 depending on the split
+or more of them both ways, where the table holds 0.57-0.99 depending on the split
 (docs/validation/regimes/, finding 7).
 
 Fit, from traced runs (``run_training(..., trace=True)``): between consecutive starts and
