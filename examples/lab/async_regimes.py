@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--trace", action="store_true", help="keep per-tensor transfer times")
+    ap.add_argument("--ps-count", type=int, default=1, help="parameter servers sharing the layers")
     ap.add_argument("--transfers", metavar="RUNS.json",
                     help="of traced 2-worker runs: each worker's pulls and pushes, step by step")
     args = ap.parse_args()
@@ -65,14 +66,16 @@ def main() -> None:
     bw = parse_bandwidth_bps(args.bandwidth)
     from sgdsim.lab.cluster import LabCluster
     from sgdsim.lab.train import run_training
+    from sgdsim.lab.train.runner import lab_hosts
 
     runs = []
-    with LabCluster(max(counts) + 1, bw) as lab:
+    with LabCluster(lab_hosts(max(counts), "ps", args.ps_count), bw) as lab:
         for overlap in [o == "yes" for o in args.overlap.split(",")]:
             for W in counts:
                 for rep in range(args.repeats):
                     r = run_training(args.model, W, args.batch_size, bw, "ps", "async", overlap,
-                                     args.duration, args.warmup, lab=lab, trace=args.trace)
+                                     args.duration, args.warmup, lab=lab, trace=args.trace,
+                                     ps_count=args.ps_count)
                     runs.append({"repeat": rep, **r.to_dict(with_times=True)})
                     print(f"overlap={overlap} W={W} rep={rep}: {r.throughput_intervals:.2f} ex/s",
                           flush=True)
