@@ -7,6 +7,7 @@ Units everywhere: bytes, seconds; ``Bps`` means bytes/s (``SimConfig`` takes bit
 """
 from __future__ import annotations
 
+import json
 from collections import namedtuple
 from pathlib import Path
 
@@ -128,6 +129,20 @@ def op_chunks(result, op_id: str, worker: int = 0, step: int | None = None) -> l
     """(start, end) of every chunk of ``op_id`` run by ``worker`` (in ``step`` if given)."""
     return [(c.start, c.end) for c in chunks(result)
             if c.op == op_id and c.worker == worker and (step is None or c.step == step)]
+
+
+def cli_predictions(capsys, workers: int, *extras) -> list:
+    """``sgdsim predict`` of the bundled AlexNet at 1 Gbps (one short replication, JSON) once
+    per list of extra options: what each run printed."""
+    from sgdsim.cli import main
+
+    args = ["predict", "examples/profiles/alexnet.json", "--workers", str(workers), "--bandwidth",
+            "1Gbps", "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]
+    out = []
+    for extra in extras:
+        assert main(args + list(extra)) == 0
+        out.append(json.loads(capsys.readouterr().out))
+    return out
 
 
 def approx(x, rel: float = 1e-9):

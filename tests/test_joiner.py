@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import layered_profile, run_sim
+from conftest import cli_predictions, layered_profile, run_sim
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.joiner import fit_join, two_flow_ends
@@ -160,13 +160,7 @@ def test_a_grid_turns_the_dynamics_on_with_a_boolean_only(tmp_path):
 
 
 def test_predict_takes_the_boosts_from_its_options(capsys):
-    from sgdsim.cli import main
-    args = ["predict", "examples/profiles/alexnet.json", "--workers", "2", "--bandwidth", "1Gbps",
-            "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]
-    rates = []
-    for extra in ([], ["--join-boost", "3,1", "--join-after", "1ms"]):
-        assert main(args + extra) == 0
-        rates.append(json.loads(capsys.readouterr().out))
+    rates = cli_predictions(capsys, 2, [], ["--join-boost", "3,1", "--join-after", "1ms"])
     assert rates[0] != rates[1]
 
 

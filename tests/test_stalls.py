@@ -6,12 +6,11 @@ from the model (and on rounds without stalls), the engine's timeline against the
 then), and a lone worker or lock-step workers, which never meet traffic the other way.
 """
 import importlib
-import json
 
 import numpy as np
 import pytest
 
-from conftest import chunks, layered_profile, run_sim
+from conftest import chunks, cli_predictions, layered_profile, run_sim
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.stalls import fit_stalls, fit_waits, idle_s, measured_idle_s
@@ -198,11 +197,5 @@ def test_predict_refuses_bad_stall_options_in_one_line(capsys, extra, message):
 
 
 def test_predict_takes_the_stalls_from_its_options(capsys):
-    from sgdsim.cli import main
-    args = ["predict", "examples/profiles/alexnet.json", "--workers", "4", "--bandwidth", "1Gbps",
-            "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]
-    rates = []
-    for extra in ([], ["--stall-prob", "0.5", "--stall-mean", "200ms"]):
-        assert main(args + extra) == 0
-        rates.append(json.loads(capsys.readouterr().out))
+    rates = cli_predictions(capsys, 4, [], ["--stall-prob", "0.5", "--stall-mean", "200ms"])
     assert rates[0] != rates[1]

@@ -23,9 +23,11 @@ from sgdsim.lab.busy import busy_shares
 
 
 def model_bytes(spec: str, batch_size: int) -> int:
+    """The bytes the lab's PS sends a worker each step (its parameters, layer by layer)."""
     from sgdsim.lab.train.models import load_workload
+    from sgdsim.lab.train.timing import layer_bytes
 
-    return 4 * sum(p.numel() for p in load_workload(spec, batch_size).model.parameters())
+    return int(sum(layer_bytes(load_workload(spec, batch_size).model).values()))
 
 
 def traced_runs(path: str) -> list[dict]:

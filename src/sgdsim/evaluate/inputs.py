@@ -149,6 +149,7 @@ class Cluster:
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     two_way_busy: tuple = (None, None)  # training traffic's shares busy both ways (lab.busy)
+    _busy_table: tuple | None = field(default=None, init=False, repr=False, compare=False)
     ring_latency_s: float = 0.0
     allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
     gpus_per_node: int = 1  # devices per node, sharing its NIC (bandwidth_bps is per node)
@@ -170,7 +171,7 @@ class Cluster:
             if self.two_way_table is None:
                 raise ConfigError("the two-way busy shares correct a measured two-way table: "
                                   "give the table too (a hardware file's two_way_table)")
-            with_busy(self.two_way_table, self.two_way_busy)  # checks the shares
+            object.__setattr__(self, "_busy_table", with_busy(self.two_way_table, self.two_way_busy))
         if not 0 <= self.run_spread_rel < 1:
             raise ConfigError(f"run spread must be a fraction in [0, 1), got {self.run_spread_rel}")
         for what, price in (("--price-per-node-hour", self.price_per_node_hour),
@@ -186,9 +187,9 @@ class Cluster:
         one PS, whose NIC carries every transfer; with several each NIC carries a share of the
         bytes, and the lab's 2-PS runs match the table without them
         (docs/validation/regimes/, finding 7)."""
-        if self.two_way_table is None or (ps_count or 1) != 1 or self.two_way_busy == (None, None):
+        if self._busy_table is None or (ps_count or 1) != 1:
             return self.two_way_table
-        return with_busy(self.two_way_table, self.two_way_busy)
+        return self._busy_table
 
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
