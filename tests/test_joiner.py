@@ -23,7 +23,7 @@ from sgdsim.validate.grid import parse_grid
 
 def _links(boost, after_s, W=3):
     """Link 0 (the PS's downlink, pulls) has the boost; link 1 (pushes) shares equally."""
-    return make_links(2, W, 0, np.full(2, 1.0), np.full(2, np.inf), join=((boost, 1.0), (after_s, 0.0)))
+    return make_links(2, W, 0, np.full(2, 1.0), np.full(2, np.inf), join=((boost, 1.0), (after_s, 0.0), (0.0, 0.0)))
 
 
 def test_a_late_joiner_gets_its_boost_and_ends_first():

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from sgdsim.lab.onset import joiner_shares, onset_delay
 from sgdsim.lab.stalls import fit_waits
 from sgdsim.units import parse_size_bytes
 
@@ -66,6 +67,11 @@ def serve(c):
             kind, n = head[:1], struct.unpack("!Q", head[1:])[0]
             if kind == b"p":  # the client pulls n bytes
                 send_n(c, n)
+            elif kind == b"L":  # a long push, its progress logged where the bytes arrive
+                out = []
+                recv_n(c, n, RECORD_BYTES, lambda done: out.append((time.time(), done)))
+                c.sendall(b"a")
+                print(f"start {out[0][0]}\n" + "\n".join(f"{t} {b}" for t, b in out), flush=True)
             else:  # the client pushes n bytes, acknowledged with one
                 recv_n(c, n)
                 c.sendall(b"a")
@@ -74,7 +80,7 @@ def serve(c):
 
 
 def transfer(c, kind, n, every=0, log=None):
-    c.sendall((b"p" if kind == "pull" else b"u") + struct.pack("!Q", n))
+    c.sendall({"pull": b"p", "push": b"u", "logged-push": b"L"}[kind] + struct.pack("!Q", n))
     if kind == "pull":
         recv_n(c, n, every, log)
     else:
@@ -107,8 +113,19 @@ def main():
             print(i, t, time.time(), flush=True)
     elif role == "report":
         report(sys.argv[2], sys.argv[3])
+    elif role == "ramp":  # incumbent.txt arrivals.txt [...]: arrivals the same way
+        ramp(_pairs(sys.argv[2:]))
+    elif role == "record-onset":  # HARDWARE.json [--both] incumbent.txt arrivals.txt [...]
+        rest = [a for a in sys.argv[3:] if a != "--both"]
+        record_onset(sys.argv[2], _pairs(rest), "--both" in sys.argv[3:])
     elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+
+
+def _pairs(paths):
+    if not paths or len(paths) % 2:
+        sys.exit("give incumbent.txt arrivals.txt pairs, one per run")
+    return paths
 
 
 def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
@@ -158,6 +175,56 @@ def report(incumbent_path, arrivals_path):
           f"incumbent: stall_incumbent_prob {len(hit) / len(gaps):.2f}, stall_incumbent_mean_s "
           f"{hit.mean() if len(hit) else 0.0:.2f} (its gaps over {GAP_S * 1e3:.0f} ms)")
     return (fit.prob, fit.mean_s), (len(hit) / len(gaps), float(hit.mean()) if len(hit) else 0.0)
+
+
+def ramp_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
+    """One ramp run: the joiners' shares per bin (``sgdsim.lab.onset.joiner_shares``) and the
+    incumbent's rate alone (the median over the gaps between arrivals)."""
+    lines = open(incumbent_path).read().split("\n")
+    prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:] if ln.strip()])
+    arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
+    arr = [(s, e) for i, s, e in arr if i >= 0 and prog[0, 0] < s and e < prog[-1, 0]]
+    at = lambda t: np.interp(t, prog[:, 0], prog[:, 1])  # noqa: E731
+    alone = [(e + 0.3, s2 - 0.1) for (_, e), (s2, _) in zip(arr, arr[1:]) if s2 - e > 0.7]
+    rate = float(np.median([(at(b) - at(a)) / (b - a) for a, b in alone]))  # arrivals can overrun
+    return joiner_shares(prog, arr, rate, bin_s, span_s), rate
+
+
+def ramp(paths, bin_s=0.05):
+    """Runs with arrivals the same way as the incumbent (pairs incumbent.txt arrivals.txt): the
+    joiner's share per bin after its start, and the fitted onset delay of its advantage
+    (``sgdsim.lab.onset``), per run and pooled. Returns the pooled delay (s), None without one."""
+    runs = [ramp_shares(a, b, bin_s) for a, b in zip(paths[::2], paths[1::2])]
+    shares = np.vstack([sh for sh, _ in runs])
+    mean = np.nanmean(shares, axis=0)
+    print(f"{len(runs)} run(s), {len(shares)} arrivals, incumbent alone "
+          f"{', '.join(f'{r * 8e-6:.1f}' for _, r in runs)} Mbit/s; the joiner's share "
+          f"(mean, quartiles) per {bin_s * 1e3:.0f} ms after its start:")
+    for j in range(10):
+        q = np.nanquantile(shares[:, j], [0.25, 0.75])
+        print(f"  {j * bin_s * 1e3:4.0f}-{(j + 1) * bin_s * 1e3:4.0f} ms: {mean[j]:.2f} [{q[0]:.2f}, {q[1]:.2f}]")
+    show = lambda d: "no advantage" if d is None else f"{d:.3f} s"  # noqa: E731
+    print("onset delay per run: " + ", ".join(show(onset_delay(sh, bin_s)) for sh, _ in runs))
+    delay = onset_delay(shares, bin_s)
+    print("pooled, by fit window: " + ", ".join(
+        f"{w:.1f} s: {show(onset_delay(shares, bin_s, w))}" for w in (0.4, 0.5, 0.7, 1.0)))
+    return delay
+
+
+def record_onset(hardware, paths, both: bool):
+    """Write the pooled onset of pull runs into a hardware file (``join_delay_s``; ``both``:
+    also ``join_delay_push_s``, where push runs show no advantage to time)."""
+    import dataclasses
+
+    from sgdsim.hardware import load_hardware, save_hardware
+
+    delay = ramp(paths)
+    if delay is None:
+        sys.exit("no late-comer advantage in these runs: nothing to delay, nothing written")
+    fields = ["join_delay_s", "join_delay_push_s"] if both else ["join_delay_s"]
+    save_hardware(dataclasses.replace(load_hardware(hardware), **{f: round(delay, 3) for f in fields}),
+                  hardware, force=True)
+    print(f"wrote {' and '.join(fields)} = {delay:.3f} s to {hardware}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
-"""Replay validation grids with the measured TCP dynamics on (``tcp_dynamics = true``).
+"""Replay validation grids with other TCP dynamics than the default's.
 
-Every async PS case of one server then takes its hardware file's late-comer boosts
-(join_boost, join_after_s and the push pair: netbench --lab --joiner), share spread
-(share_cv: netbench --fanout) and stalls (stall_*: examples/lab/incumbent.py); predictions
-leave them out by default. Same lab measurements, same profiles: only the model changes
-(docs/validation/regimes/, findings 5 and 6). ``--boosts`` and ``--set FIELD=VALUE`` replace
-the files' measured values (to compare fits).
+By default every async PS case of one server takes its hardware file's late-comer boosts
+(join_boost, join_after_s: netbench --lab --joiner; their onset join_delay_s:
+examples/lab/incumbent.py ramp; and the push pairs) with the share spread (share_cv: netbench
+--fanout). ``--stalls`` adds the stalls (stall_*: examples/lab/incumbent.py;
+``tcp_dynamics = true``), ``--off`` drops them all (equal shares; ``tcp_dynamics = false``).
+Same lab measurements, same profiles: only the model changes (docs/validation/regimes/,
+findings 5, 6 and 8). ``--boosts`` and ``--set FIELD=VALUE`` replace the files' measured
+values (to compare fits).
 
-    python examples/lab/tcp_dynamics.py -o /tmp/dyn async cnn allreduce 2ps widecnn
+    python examples/lab/tcp_dynamics.py -o /tmp/dyn --off async cnn allreduce 2ps widecnn
     python examples/lab/validation_table.py /tmp/dyn/{async,cnn,allreduce,2ps,widecnn}/points.csv
 """
 from __future__ import annotations
@@ -21,15 +23,18 @@ from sgdsim.validate.grid import load_grid
 from sgdsim.validate.run import measured_from_csv, run_validation
 
 
-def with_dynamics(grid, on: bool):
-    return dataclasses.replace(grid, cases=tuple(dataclasses.replace(c, tcp_dynamics=on) for c in grid.cases))
+def with_dynamics(grid, dynamics: bool | None):
+    return dataclasses.replace(grid, cases=tuple(dataclasses.replace(c, tcp_dynamics=dynamics)
+                                                 for c in grid.cases))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grids", nargs="+", help="names G of examples/grids/lab-G.toml with docs/validation/G/")
     ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--off", action="store_true", help="equal shares (the default's replay)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--off", action="store_true", help="equal shares, no stalls")
+    which.add_argument("--stalls", action="store_true", help="the default's dynamics and the stalls")
     ap.add_argument("--boosts", default=None, metavar="K,A,K_PUSH,A_PUSH",
                     help="these join boosts and ages (s) instead of the hardware files'")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -37,7 +42,8 @@ def main() -> None:
     args = ap.parse_args()
     for name in args.grids:
         points = f"docs/validation/{name}/points.csv"
-        grid = with_dynamics(load_grid(f"examples/grids/lab-{name}.toml"), not args.off)
+        grid = with_dynamics(load_grid(f"examples/grids/lab-{name}.toml"),
+                             False if args.off else True if args.stalls else None)
         if args.boosts:
             k, a, kp, ap_ = (float(x) for x in args.boosts.split(","))
             grid = dataclasses.replace(grid, cases=tuple(

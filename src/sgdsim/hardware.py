@@ -62,10 +62,12 @@ class Hardware:
     two_way_busy_push: float | None = None  # the same for the uplink
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
-    join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner); opt-in
+    join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner)
     join_after_s: float | None = None  # ... once the youngest pull there has run this long
     join_boost_push: float | None = None  # the same for pushes; None: they share equally
     join_after_push_s: float | None = None
+    join_delay_s: float | None = None  # ... after the joiner has run this long (incumbent.py ramp)
+    join_delay_push_s: float | None = None
     stall_prob: float | None = None  # of a pull that starts against traffic the other way (lab.stalls)
     stall_mean_s: float | None = None  # ... its exponential wait's mean
     stall_prob_push: float | None = None  # the same for pushes
@@ -82,13 +84,12 @@ class Hardware:
                    overhead_alpha_s_per_byte=8.0 / bandwidth_bps, overhead_beta_s=0.0)
 
     def predict_kwargs(self, arch: str, mode: str | None = None, ps_count: int | None = None,
-                       sharing: str | None = None, tcp_dynamics: bool = False) -> dict:
+                       sharing: str | None = None, tcp_dynamics: bool | None = None) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
-        dynamics (join boosts, share spread and stalls, where the file has them) only with
-        ``tcp_dynamics``, for async PS with one server: their fitted size varies between
-        measurements more than the predictions' intervals allow for
-        (docs/validation/regimes/, finding 5)."""
-        dynamics = tcp_dynamics and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
+        dynamics apply to async PS with one server (``_tcp_dynamics``). ``tcp_dynamics``: None
+        (the default) takes the late-comer's boost where the file has its onset delay; True
+        also the stalls (and a boost without a delay); False none (equal shares)."""
+        dynamics = tcp_dynamics is not False and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
             and sharing in (None, "ps", "threshold")
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
@@ -96,7 +97,7 @@ class Hardware:
                 **self._two_way(),
                 "run_spread": self.run_spread_rel or 0.0,
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
-                **(self._tcp_dynamics() if dynamics else {}),
+                **(self._tcp_dynamics(bool(tcp_dynamics)) if dynamics else {}),
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if arch == "allreduce" else {})}
@@ -110,17 +111,22 @@ class Hardware:
         return {"two_way_table": self.two_way_table,
                 **({"two_way_busy": busy} if busy != (None, None) else {})}
 
-    def _tcp_dynamics(self) -> dict:
+    def _tcp_dynamics(self, stalls: bool) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
         the unequal shares push them out; both or neither (docs/validation/regimes/, findings 3
-        and 5; alone, either one biases the regime). Stalls against traffic the other way
-        (finding 6) where the file has them. Sync PS already has its unequal shares as
-        the hybrid FCFS weight, and several PS water-fill worker NICs, which weights do not
-        compose with yet."""
+        and 5; alone, either one biases the regime). The boost only with its onset delay
+        (finding 8: without it, a transfer joining one about to end locks workers the lab does
+        not), unless ``stalls``: then also a boost without a delay, and the stalls against
+        traffic the other way (finding 6), which the validation grid does not support yet. Sync
+        PS already has its unequal shares as the hybrid FCFS weight, and several PS water-fill
+        worker NICs, which weights do not compose with yet."""
         out = {}
-        if self.join_boost is not None:
+        if self.join_boost is not None and (stalls or self.join_delay_s is not None):
             out = {"join_boost": self._directions("join_boost", 1.0),
-                   "join_after": self._directions("join_after_s"), "share_cv": self.share_cv or 0.0}
+                   "join_after": self._directions("join_after_s"),
+                   "join_delay": self._directions("join_delay_s"), "share_cv": self.share_cv or 0.0}
+        if not stalls:
+            return out
         for prob, mean, prob_kw, mean_kw in (
                 ("stall_prob", "stall_mean_s", "stall_prob", "stall_mean"),
                 ("stall_incumbent_prob", "stall_incumbent_mean_s", "stall_incumbent", "stall_incumbent_mean")):
@@ -230,7 +236,8 @@ _FIELDS = (  # key, required, rule
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
     ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
     ("join_after_s", False, "non-negative"), ("join_boost_push", False, "positive"),
-    ("join_after_push_s", False, "non-negative"), ("stall_prob", False, "in [0, 1]"),
+    ("join_after_push_s", False, "non-negative"), ("join_delay_s", False, "non-negative"),
+    ("join_delay_push_s", False, "non-negative"), ("stall_prob", False, "in [0, 1]"),
     ("stall_mean_s", False, "non-negative"), ("stall_prob_push", False, "in [0, 1]"),
     ("stall_mean_push_s", False, "non-negative"), ("stall_incumbent_prob", False, "in [0, 1]"),
     ("stall_incumbent_mean_s", False, "non-negative"),

@@ -21,6 +21,9 @@ TCP_PAIRS = (
      "file); two values: pulls, pushes (default 1 = equal)", True),
     ("join_after", "DURATION[,DURATION]", "--join-boost applies once the youngest flow on the link "
      "has run this long; two values: pulls, pushes (default 0s)", True),
+    ("join_delay", "DURATION[,DURATION]", "--join-boost applies once the joiner itself has run this "
+     "long (its slow start; examples/lab/incumbent.py ramp measures it); pulls, pushes (default "
+     "0s, or the --hardware file's)", True),
     ("stall_prob", "P[,P_PUSH]", "PS: a transfer that starts against traffic the other way stalls "
      "with this probability (TCP timeouts; measured by examples/lab/joiner.py reverse runs); two "
      "values: pulls, pushes (default 0)", False),
@@ -240,7 +243,7 @@ def network(args) -> dict:
     from ..hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    net = hw.predict_kwargs(args.arch, ps_count=args.ps_count)  # TCP dynamics only when asked
+    net = hw.predict_kwargs(args.arch, args.mode, args.ps_count, args.sharing)
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, **{dest: getattr(args, dest) for dest, *_ in TCP_PAIRS},

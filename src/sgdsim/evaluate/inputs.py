@@ -142,6 +142,7 @@ class Cluster:
     share_cv: float = 0.0
     join_boost: tuple = (1.0, 1.0)  # weight of a TCP flow joining a busy link, (pulls, pushes)
     join_after_s: tuple = (0.0, 0.0)  # ... once the youngest flow there has run this long
+    join_delay_s: tuple = (0.0, 0.0)  # ... and the joiner itself this long (its onset)
     stall_prob: tuple = (0.0, 0.0)  # a transfer against traffic the other way stalls (sim/stalls.py)
     stall_mean_s: tuple = (0.0, 0.0)  # ... for an exponential time of this mean
     stall_incumbent_prob: tuple = (0.0, 0.0)  # a transfer under way stalls when one starts the other way
@@ -240,6 +241,7 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         bandwidth_bps=cluster.bandwidth_bps, mode=strategy.mode, arch=strategy.arch,
         sharing=strategy.fine_sharing, fcfs_weight=cluster.fcfs_weight, share_cv=cluster.share_cv,
         join_boost=cluster.join_boost, join_after_s=cluster.join_after_s,
+        join_delay_s=cluster.join_delay_s,
         stall_prob=cluster.stall_prob, stall_mean_s=cluster.stall_mean_s,
         stall_incumbent_prob=cluster.stall_incumbent_prob,
         stall_incumbent_mean_s=cluster.stall_incumbent_mean_s,

@@ -86,6 +86,7 @@ class SimConfig:
     share_cv: float = 0.0  # PS sharing: flows draw lognormal weights of this CV (sharing/fair.py)
     join_boost: tuple = (1.0, 1.0)  # PS sharing: weight of a flow joining a busy link, (pulls, pushes)
     join_after_s: tuple = (0.0, 0.0)  # ... once the youngest flow there has run this long (sharing/fair.py)
+    join_delay_s: tuple = (0.0, 0.0)  # ... and only after the joiner itself has run this long
     stall_prob: tuple = (0.0, 0.0)  # a transfer starting against traffic the other way stalls, (pulls, pushes)
     stall_mean_s: tuple = (0.0, 0.0)  # ... for an exponential time of this mean (sim/stalls.py)
     stall_incumbent_prob: tuple = (0.0, 0.0)  # a transfer under way stalls when one starts the other way
@@ -167,7 +168,8 @@ class SimConfig:
             object.__setattr__(self, "two_way_table", check_table(self.two_way_table))
         for name, option in _PAIRS:
             object.__setattr__(self, name, pair(getattr(self, name), option))
-        check_join(self.join_boost, self.join_after_s, self.sharing, self.flow_cap_bps)
+        check_join(self.join_boost, self.join_after_s + self.join_delay_s, self.sharing,
+                   self.flow_cap_bps)
         check_stalls(self.stall_prob + self.stall_incumbent_prob,
                      self.stall_mean_s + self.stall_incumbent_mean_s, self.arch, self.sharing,
                      self.flow_cap_bps)
@@ -209,6 +211,7 @@ def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 _PAIRS = (("join_boost", "--join-boost"), ("join_after_s", "--join-after"),  # (pulls, pushes)
+          ("join_delay_s", "--join-delay"),
           ("stall_prob", "--stall-prob"), ("stall_mean_s", "--stall-mean"),
           ("stall_incumbent_prob", "--stall-incumbent"),
           ("stall_incumbent_mean_s", "--stall-incumbent-mean"))
@@ -244,13 +247,16 @@ def check_stalls(probs, means_s, arch: str, sharing: str, flow_cap_bps: float | 
                           "apply to --arch ps with --sharing ps, without --flow-cap")
 
 
-def check_join(boosts, afters_s, sharing: str, flow_cap_bps: float | None) -> None:
-    """The late-comer's boost (sharing/fair.py) is a weight of PS sharing without a flow cap."""
-    for boost, after_s in zip(boosts, afters_s):
+def check_join(boosts, durations_s, sharing: str, flow_cap_bps: float | None) -> None:
+    """The late-comer's boost (sharing/fair.py) is a weight of PS sharing without a flow cap.
+    ``durations_s``: its ages (--join-after) and delays (--join-delay), pulls and pushes each."""
+    for boost in boosts:
         if not 0 < boost <= 100:
             raise ConfigError(f"--join-boost must be a weight in (0, 100], got {boost}")
-        if not 0 <= after_s <= MAX_OVERHEAD_BETA_S:
-            raise ConfigError(f"--join-after must be a duration from 0 to 1h, got {after_s} s")
+    for duration_s in durations_s:
+        if not 0 <= duration_s <= MAX_OVERHEAD_BETA_S:
+            raise ConfigError(f"--join-after and --join-delay must be durations from 0 to 1h, got "
+                              f"{duration_s} s")
     if boosts != (1.0, 1.0) and (sharing != "ps" or flow_cap_bps is not None):
         raise ConfigError("--join-boost (a TCP flow joining a busy link) applies to --sharing ps "
                           "without --flow-cap")

@@ -11,11 +11,13 @@ Everything here works on flat arrays so the same code runs compiled (numba) or a
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .heap import heap_pop, heap_set
 from .jit import jit, jit_inline
 from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
-from .sharing.fair import coupled, set_rate
+from .sharing.fair import apply_due_boost, coupled, set_rate
 from .stalls import INCUMBENT, draw, moving, pause, resume, stall_s
 from .stalls import on as stalls_on
 from .streams import chunk_bytes, queue_key
@@ -84,9 +86,9 @@ def _event(P, S, K, LK, Q, timer, now):
         w = timer // P.R
         r = timer - w * P.R
         l = P.res_link[r]
-        if l >= 0:  # a link's slot timer only ever ends a stall (stalls.py)
+        if l >= 0:  # a link's slot timer ends a stall (stalls.py) or starts a delayed boost
             if LK.on[l * P.W + w]:
-                _resume_flow(P, K, LK, l, w, now)
+                _slot_on_link(P, K, LK, l, w, now)
             else:
                 _join_link(P, K, LK, l, w, S.run_bytes[timer], now)
             return
@@ -100,6 +102,8 @@ def _event(P, S, K, LK, Q, timer, now):
         _complete_op(P, S, K, LK, Q, w, done, now)
     _try_start(P, S, K, LK, Q, w, r, now)
     if l >= 0 and S.run_op[w * P.R + r] < 0:  # else it went on with the next chunk, re-timing l
+        if LK.join_delay_s[l & 1] > 0.0:  # a boost timer may still be pending: it must not fire
+            schedule(K, w * P.R + r, np.inf)
         remove_flow(LK, l, w, now, next_seq(K))
         _reschedule(P, K, LK, l, now, True)
 
@@ -207,6 +211,8 @@ def _try_start(P, S, K, LK, Q, w, r, now):
 def _join_link(P, K, LK, l, w, size, now):
     add_flow(LK, l, w, size, now, next_seq(K))
     _reschedule(P, K, LK, l, now, True)
+    if LK.boost_due[l * P.W + w] >= 0.0:
+        schedule(K, w * P.R + P.link_res[l], LK.boost_due[l * P.W + w])
     if stalls_on(LK):
         _hit_incumbents(P, K, LK, l ^ 1, now)
 
@@ -228,6 +234,21 @@ def _hit_incumbents(P, K, LK, m, now):
     if hit:
         set_rate(LK, m)
         _reschedule(P, K, LK, m, now, False)
+
+
+@jit
+def _slot_on_link(P, K, LK, l, w, now):
+    """The slot timer of a flow on link l: its stall ends, or its delayed boost comes due, or
+    both (a boost that came due while it was paused applies when it resumes)."""
+    f = l * P.W + w
+    advance(LK, l, now)
+    if LK.weight[f] == 0.0:  # paused: a stall ends; a boost that came due meanwhile applies now
+        _resume_flow(P, K, LK, l, w, now)
+        if LK.boost_due[f] > now:
+            schedule(K, w * P.R + P.link_res[l], LK.boost_due[f])
+            return
+    if apply_due_boost(LK, l, f, next_seq(K)):
+        _reschedule(P, K, LK, l, now, False)
 
 
 @jit

@@ -173,11 +173,11 @@ def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
 
 
 def _join(config: SimConfig, ps_count: int) -> tuple:
-    """The late-comer's boosts and ages (``sharing/fair.py``): weights, like ``--share-cv``."""
+    """The late-comer's boosts, ages and delays (``sharing/fair.py``): weights, like ``--share-cv``."""
     if config.join_boost != (1.0, 1.0) and ps_count > 1:
         raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --join-boost 1 with this profile")
-    return config.join_boost, config.join_after_s
+    return config.join_boost, config.join_after_s, config.join_delay_s
 
 
 def _stalls(config: SimConfig, ps_count: int) -> np.ndarray | None:

@@ -33,7 +33,7 @@ REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
-            "calibrate": False, "ps_count": 1, "tcp_dynamics": False}
+            "calibrate": False, "ps_count": 1, "tcp_dynamics": None}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -67,7 +67,7 @@ class Case:
     replications: int | None = None  # independent simulator runs per point (fine); None: auto
     calibrate: bool = False       # fit the hardware to the measured 1-worker (2-rank) step first
     ps_count: int = 1             # parameter servers (arch ps): the lab shards layers as predict does
-    tcp_dynamics: bool = False    # the hardware file's join boosts and share spread (opt-in)
+    tcp_dynamics: bool | None = None  # the file's TCP dynamics: None the default, True + stalls, False none
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -198,7 +198,7 @@ def _build(v: dict, base: str) -> Case:
         raise ConfigError(f"model {model!r} names no lab model (e.g. lab:mlp-20mb)")
     overlap, calibrate, dynamics = v["overlap"], v["calibrate"], v["tcp_dynamics"]
     for key, value in (("overlap", overlap), ("calibrate", calibrate), ("tcp_dynamics", dynamics)):
-        if not isinstance(value, bool):
+        if not isinstance(value, bool) and not (key == "tcp_dynamics" and value is None):
             raise ConfigError(f"{key!r} must be true or false, got {value!r}")
     workers = _workers(v["workers"])
     ps_count = _int(v, "ps_count", 1)

@@ -73,6 +73,11 @@ def _join_boost(LK, l, f, seq):
     the youngest incumbent started at least ``join_after_s[d]`` ago, 1 otherwise, d = l & 1
     (pulls and pushes differ: at 100 Mbit/s only pulls have it). Only the latest
     joiner holds the advantage: O(W log W) per arrival, only when the boost is on.
+
+    With ``join_delay_s[d]`` > 0 the joiner first shares equally: the advantage comes from its
+    slow start overshooting the queue, which takes a few round trips (finding 8: ~0.2 s at
+    100 Mbit/s, ~0.05 s at 200). It is due then (``boost_due``; the engine's timer calls
+    ``apply_due_boost``), so a transfer that joins one about to end takes nothing from it.
     """
     youngest = -1.0
     for v in range(LK.W):
@@ -81,9 +86,25 @@ def _join_boost(LK, l, f, seq):
             youngest = LK.since[g] if LK.since[g] > youngest else youngest
             if LK.weight[g] != LK.base[g]:
                 reweight(LK, l, g, LK.base[g], seq)
+        LK.boost_due[g] = -1.0
+    LK.boost_due[f] = -1.0
     if youngest >= 0.0 and LK.t[l] - youngest >= LK.join_after_s[l & 1]:
+        if LK.join_delay_s[l & 1] > 0.0:
+            LK.boost_due[f] = LK.t[l] + LK.join_delay_s[l & 1]
+            return 1.0
         return LK.join_boost[l & 1]
     return 1.0
+
+
+@jit
+def apply_due_boost(LK, l, f, seq):
+    """Flow f's delayed boost comes due: it takes it unless a later arrival cancelled it."""
+    if LK.boost_due[f] < 0.0 or LK.weight[f] <= 0.0:
+        return False
+    LK.boost_due[f] = -1.0
+    reweight(LK, l, f, LK.base[f] * LK.join_boost[l & 1], seq)
+    set_rate(LK, l)
+    return True
 
 
 @jit
