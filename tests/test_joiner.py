@@ -130,7 +130,8 @@ BASE_HW = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "lat
            "join_boost": 1.4, "join_after_s": 0.05}
 
 
-def test_the_hardware_files_dynamics_apply_only_when_asked_and_only_to_async_ps_of_one_server():
+def test_a_boost_without_its_onset_applies_only_when_asked_and_only_to_async_ps_of_one_server():
+    # (with a measured onset, join_delay_s, it is the default: tests/test_onset.py)
     hw = hardware_from_dict(BASE_HW)
     assert "join_boost" not in hw.predict_kwargs("ps", "async") and "share_cv" not in hw.predict_kwargs("ps")
     on = hw.predict_kwargs("ps", "async", tcp_dynamics=True)

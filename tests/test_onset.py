@@ -1,0 +1,177 @@
+"""The join boost's onset delay: a late-comer shares equally for ``join_delay_s``, then boosts.
+
+Oracles: hand-computed link timelines (the boost comes due, or a later arrival cancels it),
+the two-worker timeline of tests/test_joiner.py with the delay, the engine against equal
+sharing when the delay outlasts every overlap (a pending boost timer must never fire after
+its flow left), the onset fit on synthetic ramps whose delay is known, and the hardware
+file's and the grid's switches.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import chunks, cli_predictions, layered_profile, run_sim
+from sgdsim.errors import ConfigError
+from sgdsim.hardware import hardware_from_dict
+from sgdsim.lab.onset import joiner_shares, onset_delay
+from sgdsim.sim import SimConfig
+from sgdsim.sim.flows import make_links
+from sgdsim.sim.links import add_flow, advance, next_flow, next_time
+from sgdsim.sim.sharing.fair import apply_due_boost
+from sgdsim.validate.grid import parse_grid
+
+
+def _links(delay_s, boost=2.0, after_s=0.3, W=3):
+    return make_links(2, W, 0, np.full(2, 1.0), np.full(2, np.inf),
+                      join=((boost, 1.0), (after_s, 0.0), (delay_s, 0.0)))
+
+
+def test_the_joiner_shares_equally_until_its_boost_comes_due():
+    # B = 1 byte/s. A: 1 byte from 0; B: 1 byte from 0.4 (A is old enough), due at 0.9.
+    # 0.4-0.9 equal: A 0.6 -> 0.35, B -> 0.75. Then B 2/3, A 1/3: A ends 0.9 + 1.05 = 1.95,
+    # B has 0.75 - 0.7 = 0.05 left, alone: 2.0 (the link never idles).
+    LK = _links(0.5)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    advance(LK, 0, 0.4)
+    add_flow(LK, 0, 1, 1.0, 0.4, 1)
+    assert LK.weight[1] == 1.0 and LK.boost_due[1] == pytest.approx(0.9)
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(0.4 + 2 * 0.6)  # equal so far
+    advance(LK, 0, 0.9)
+    assert apply_due_boost(LK, 0, 1, 2) and LK.weight[1] == 2.0 and LK.boost_due[1] == -1.0
+    assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(1.95)
+
+
+def test_a_transfer_joining_one_about_to_end_takes_nothing_from_it():
+    # A has 0.1 left when B joins at 0.9: with the boost A would end at 0.9 + 0.3 = 1.2;
+    # with a 0.5 s delay it ends at 0.9 + 0.2 = 1.1, as under equal sharing.
+    for delay_s, end in ((0.0, 1.2), (0.5, 1.1)):
+        LK = _links(delay_s)
+        add_flow(LK, 0, 0, 1.0, 0.0, 0)
+        advance(LK, 0, 0.9)
+        add_flow(LK, 0, 1, 1.0, 0.9, 1)
+        assert next_flow(LK, 0) == 0 and next_time(LK, 0) == pytest.approx(end)
+
+
+def test_a_later_arrival_cancels_a_pending_boost():
+    LK = _links(0.5)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    advance(LK, 0, 0.4)
+    add_flow(LK, 0, 1, 1.0, 0.4, 1)
+    advance(LK, 0, 0.6)
+    add_flow(LK, 0, 2, 1.0, 0.6, 2)  # B is 0.2 old: C gets no boost, and B's is cancelled
+    assert list(LK.boost_due[:3]) == [-1.0, -1.0, -1.0]
+    advance(LK, 0, 0.9)
+    assert not apply_due_boost(LK, 0, 1, 3) and list(LK.weight[:3]) == [1.0, 1.0, 1.0]
+
+
+# the two-worker oracle of tests/test_joiner.py: T = 1 s per transfer, c = 0.25 s
+S, BPS, BATCH, C = 1e6, 1e6, 10, 0.25
+PROFILE = layered_profile([S], [0.1], [0.15], overlap=False, batch=BATCH)
+KW = dict(workers=2, Bps=BPS, mode="async", sharing="ps", start_point=(0.3,))
+
+
+def test_the_first_overlap_of_two_async_workers_follows_the_hand_timeline():
+    # B starts 0.675 s after A; A has 0.325 left. Equal for 0.2 s (A 0.225 left, B 0.9), then
+    # weight 3: A ends 0.875 + 0.9 = 1.775, B has 0.9 - 0.675 = 0.225 left: 2.0. Without the
+    # delay they end 25 ms apart (tests/test_joiner.py); with it, 225 ms.
+    res = run_sim(PROFILE, steps=1, warmup=0, join_boost=3.0, join_after_s=0.05, join_delay_s=0.2, **KW)
+    pulls = {c.worker: c.end for c in chunks(res) if c.op.startswith("down") and c.step == 0}
+    assert pulls[0] == pytest.approx(1.775) and pulls[1] == pytest.approx(2.0)
+
+
+def test_a_delay_longer_than_every_overlap_is_equal_sharing_and_zero_is_the_plain_boost():
+    kw = dict(steps=30, warmup=5, timeline=False, **KW)
+    equal = run_sim(PROFILE, **kw).throughput
+    boosted = dict(join_boost=3.0, join_after_s=0.05)
+    assert equal == pytest.approx(20 / 2.9, rel=1e-9)
+    # the pending timers outlive their flows here: one that fired would re-join a finished pull
+    assert run_sim(PROFILE, join_delay_s=10.0, **boosted, **kw).throughput == pytest.approx(equal, rel=1e-12)
+    assert run_sim(PROFILE, join_delay_s=0.0, **boosted, **kw).throughput == pytest.approx(20 / 4.2, rel=1e-9)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(join_boost=2.0, join_delay_s=-0.1), "join-delay"),
+    (dict(join_boost=2.0, join_delay_s=float("nan")), "join-delay"),
+    (dict(join_boost=2.0, join_delay_s=(0.1, 0.1, 0.1)), "one value or two"),
+    (dict(join_boost=2.0, join_delay_s=7200.0), "0 to 1h"),
+])
+def test_bad_delays_are_refused_at_the_boundary(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        SimConfig(bandwidth_bps=1e9, **kw)
+
+
+# ----------------------------------------------------------------------------- the fit
+
+def _ramp(delay_s, plateau, bin_s=0.05, n=20):
+    """The mean share of each bin when the joiner has 0.5 until ``delay_s``, then ``plateau``."""
+    edges = np.arange(n + 1) * bin_s
+    before = np.clip(np.minimum(edges[1:], delay_s) - edges[:-1], 0.0, bin_s)
+    return (0.5 * before + plateau * (bin_s - before)) / bin_s
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.05, 0.084, 0.12, 0.19])
+def test_the_onset_fit_recovers_a_known_delay(delay_s):
+    assert onset_delay(_ramp(delay_s, 0.62)) == pytest.approx(delay_s, abs=1e-12)
+    # two runs stacked, one with a higher plateau: means pool bytes
+    both = np.vstack([_ramp(delay_s, 0.6), _ramp(delay_s, 0.7)])
+    assert onset_delay(both) == pytest.approx(delay_s, abs=1e-12)
+
+
+def test_equal_sharing_has_no_onset_and_a_slow_start_below_half_counts_as_delay():
+    assert onset_delay(_ramp(0.0, 0.51)) is None
+    slow = _ramp(0.1, 0.6)
+    slow[0] = 0.4  # the first 50 ms below an equal share: 0.1·0.05/0.1 = 50 ms more
+    assert onset_delay(slow) == pytest.approx(0.15)
+
+
+def test_joiner_shares_read_the_incumbents_progress():
+    # the incumbent moves 100 B/s alone; an arrival from 1.0 to 2.0 leaves it 40 B/s
+    t = np.linspace(0.0, 3.0, 3001)
+    done = 100.0 * t - 60.0 * np.clip(t - 1.0, 0.0, 1.0)
+    shares = joiner_shares(np.column_stack([t, done]), [(1.0, 2.0)], 100.0, bin_s=0.1, span_s=1.5)
+    assert shares[0, :10] == pytest.approx(np.full(10, 0.6)) and np.isnan(shares[0, 10:]).all()
+
+
+# ----------------------------------------------------------------------------- the switches
+
+BASE_HW = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,
+           "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0, "share_cv": 0.3,
+           "join_boost": 1.4, "join_after_s": 0.05, "join_delay_s": 0.08,
+           "stall_prob": 0.5, "stall_mean_s": 0.1}
+
+
+def test_a_measured_onset_makes_the_boosts_the_default_and_stalls_stay_opt_in():
+    hw = hardware_from_dict(BASE_HW)
+    default = hw.predict_kwargs("ps", "async")
+    assert (default["join_boost"], default["join_delay"], default["share_cv"]) == ((1.4, 1.0), (0.08, 0.0), 0.3)
+    assert "stall_prob" not in default
+    assert hw.predict_kwargs("ps", "async", tcp_dynamics=True)["stall_prob"] == (0.5, 0.0)
+    off = hw.predict_kwargs("ps", "async", tcp_dynamics=False)
+    assert not {"join_boost", "share_cv", "stall_prob"} & set(off)
+    for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("ps", None)):
+        assert "join_boost" not in hw.predict_kwargs(*args)
+    undelayed = hardware_from_dict({k: v for k, v in BASE_HW.items() if k != "join_delay_s"})
+    assert "join_boost" not in undelayed.predict_kwargs("ps", "async")  # a boost alone locks workers
+    assert undelayed.predict_kwargs("ps", "async", tcp_dynamics=True)["join_delay"] == (0.0, 0.0)
+    with pytest.raises(Exception, match="join_delay_s"):
+        hardware_from_dict({**BASE_HW, "join_delay_s": -1})
+
+
+def test_a_grid_case_takes_the_default_or_a_boolean(tmp_path):
+    (tmp_path / "hw.json").write_text(json.dumps(BASE_HW))
+    case = {"name": "c", "model": "lab:mlp-10mb", "workers": "1,2", "hardware": "hw.json",
+            "batch_size": 16, "bandwidth": "100Mbps"}
+    grid = lambda **kw: parse_grid({"case": [{**case, **kw}]}, str(tmp_path / "g.toml")).cases[0]  # noqa: E731
+    assert grid().network()["join_delay"] == (0.08, 0.0) and "stall_prob" not in grid().network()
+    assert grid(tcp_dynamics=True).network()["stall_prob"] == (0.5, 0.0)
+    assert "join_boost" not in grid(tcp_dynamics=False).network()
+    with pytest.raises(ConfigError, match="tcp_dynamics"):
+        grid(tcp_dynamics="yes")
+
+
+def test_predict_takes_the_delay_from_its_option(capsys):
+    rates = cli_predictions(capsys, 2, ["--join-boost", "3,1", "--join-after", "1ms"],
+                            ["--join-boost", "3,1", "--join-after", "1ms", "--join-delay", "1h"], [])
+    thr = [r[0]["throughput"] for r in rates]
+    assert thr[0] != thr[1] and thr[1] == thr[2]  # an onset never reached: equal shares
