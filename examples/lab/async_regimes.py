@@ -108,15 +108,15 @@ def report(runs: list[dict]) -> str:
 
 
 def compare(runs: list[dict], hardware: str) -> str:
-    """Measured runs against the simulator's default (the hardware file's two-way table, equal
-    shares) and with the file's measured TCP dynamics (join boosts and share spread) on."""
+    """Measured runs against the simulator's default (the hardware file's two-way table, its join
+    boosts with their onset and the share spread, where measured) and with equal shares."""
     import sgdsim
     from sgdsim.hardware import load_hardware
     from sgdsim.lab.train import profile_lab_model
 
     hw = load_hardware(hardware)
     lines = ["| overlap | W | measured runs | mean | default | error | interval holds runs | "
-             "measured dynamics | error | interval holds runs |",
+             "equal shares | error | interval holds runs |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     profiles = {}
     for key in sorted({(r["overlap"], r["workers"]) for r in runs}):
@@ -126,7 +126,7 @@ def compare(runs: list[dict], hardware: str) -> str:
             profiles[key[0]] = profile_lab_model(r0["model"], r0["batch_size"], key[0])
         xs = np.array([r["throughput_intervals"] for r in group])
         got = [sgdsim.predict(profiles[key[0]], workers=key[1],
-                              **hw.predict_kwargs("ps", "async", tcp_dynamics=on))[0] for on in (False, True)]
+                              **hw.predict_kwargs("ps", "async", tcp_dynamics=on))[0] for on in (None, False)]
         cells = [f"{_fmt(p)} | {_err(p, xs)} | {sum(p.ci_low <= x <= p.ci_high for x in xs)}/{len(xs)}"
                  for p in got]
         lines.append(f"| {'yes' if key[0] else 'no'} | {key[1]} | {', '.join(f'{x:.1f}' for x in xs)} | "
