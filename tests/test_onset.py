@@ -151,6 +151,7 @@ def test_a_measured_onset_makes_the_boosts_the_default_and_stalls_stay_opt_in():
     assert not {"join_boost", "share_cv", "stall_prob"} & set(off)
     for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("ps", None)):
         assert "join_boost" not in hw.predict_kwargs(*args)
+    assert not {"join_boost", "share_cv"} & set(hw.predict_kwargs("ps", "async", flow_capped=True))
     undelayed = hardware_from_dict({k: v for k, v in BASE_HW.items() if k != "join_delay_s"})
     assert "join_boost" not in undelayed.predict_kwargs("ps", "async")  # a boost alone locks workers
     assert undelayed.predict_kwargs("ps", "async", tcp_dynamics=True)["join_delay"] == (0.0, 0.0)
@@ -168,6 +169,18 @@ def test_a_grid_case_takes_the_default_or_a_boolean(tmp_path):
     assert "join_boost" not in grid(tcp_dynamics=False).network()
     with pytest.raises(ConfigError, match="tcp_dynamics"):
         grid(tcp_dynamics="yes")
+
+
+def test_predict_with_a_lab_file_takes_its_onset_and_a_flow_cap_drops_the_dynamics(capsys):
+    from sgdsim.cli import main
+    lab = ["--hardware", "examples/grids/hardware-lab-100mbps.json", "--join-boost", "3,1"]
+    default, delayed = cli_predictions(capsys, 2, lab, [*lab, "--join-delay", "1h"])
+    assert default[0]["throughput"] != delayed[0]["throughput"]  # the file's onset was used
+    args = ["predict", "examples/profiles/alexnet.json", "--workers", "2", "--replications", "1",
+            "--steps", "5", "--quiet", "--hardware", "examples/grids/hardware-lab-100mbps.json"]
+    assert main(args + ["--flow-cap", "50Mbps"]) == 0  # not an error about options not given
+    assert main(args + ["--flow-cap", "50Mbps", "--join-boost", "2"]) == 2
+    assert "--flow-cap" in capsys.readouterr().err
 
 
 def test_predict_takes_the_delay_from_its_option(capsys):

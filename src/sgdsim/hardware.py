@@ -84,13 +84,15 @@ class Hardware:
                    overhead_alpha_s_per_byte=8.0 / bandwidth_bps, overhead_beta_s=0.0)
 
     def predict_kwargs(self, arch: str, mode: str | None = None, ps_count: int | None = None,
-                       sharing: str | None = None, tcp_dynamics: bool | None = None) -> dict:
+                       sharing: str | None = None, tcp_dynamics: bool | None = None,
+                       flow_capped: bool = False) -> dict:
         """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
         dynamics apply to async PS with one server (``_tcp_dynamics``). ``tcp_dynamics``: None
         (the default) takes the late-comer's boost where the file has its onset delay; True
-        also the stalls (and a boost without a delay); False none (equal shares)."""
+        also the stalls (and a boost without a delay); False none (equal shares). Not with a
+        flow cap (``flow_capped``), which serves capped flows, not weights."""
         dynamics = tcp_dynamics is not False and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
-            and sharing in (None, "ps", "threshold")
+            and sharing in (None, "ps", "threshold") and not flow_capped
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,

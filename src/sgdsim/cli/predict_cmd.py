@@ -243,7 +243,8 @@ def network(args) -> dict:
     from ..hardware import Hardware, load_hardware
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    net = hw.predict_kwargs(args.arch, args.mode, args.ps_count, args.sharing)
+    net = hw.predict_kwargs(args.arch, args.mode, args.ps_count, args.sharing,
+                            flow_capped=args.flow_cap is not None)
     given = {"bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
              "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
              "share_cv": args.share_cv, **{dest: getattr(args, dest) for dest, *_ in TCP_PAIRS},
