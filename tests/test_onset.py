@@ -14,7 +14,7 @@ import pytest
 from conftest import chunks, cli_predictions, layered_profile, run_sim
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import hardware_from_dict
-from sgdsim.lab.onset import joiner_shares, onset_delay
+from sgdsim.lab.onset import joiner_shares, onset_delay, recorded_onset
 from sgdsim.sim import SimConfig
 from sgdsim.sim.flows import make_links
 from sgdsim.sim.links import add_flow, advance, next_flow, next_time
@@ -123,6 +123,17 @@ def test_equal_sharing_has_no_onset_and_a_slow_start_below_half_counts_as_delay(
     slow = _ramp(0.1, 0.6)
     slow[0] = 0.4  # the first 50 ms below an equal share: 0.1·0.05/0.1 = 50 ms more
     assert onset_delay(slow) == pytest.approx(0.15)
+
+
+def test_no_advantage_in_the_window_is_recorded_as_a_lower_bound_and_a_short_run_is_refused():
+    assert recorded_onset(_ramp(0.0, 0.5), window_s=0.8, settled_s=0.5) == (0.8, True)
+    assert recorded_onset(_ramp(0.3, 0.6), window_s=0.8, settled_s=0.5) == (pytest.approx(0.3), False)
+    short = _ramp(0.1, 0.6)
+    short[12:] = np.nan  # every joiner ended after 0.6 s
+    with pytest.raises(ConfigError, match="some bins have no transfer left"):
+        onset_delay(short, window_s=0.8, settled_s=0.4)
+    with pytest.raises(ConfigError, match="window"):
+        onset_delay(_ramp(0.1, 0.6), window_s=0.5, settled_s=0.6)
 
 
 def test_joiner_shares_read_the_incumbents_progress():

@@ -67,11 +67,11 @@ def serve(c):
             kind, n = head[:1], struct.unpack("!Q", head[1:])[0]
             if kind == b"p":  # the client pulls n bytes
                 send_n(c, n)
-            elif kind == b"L":  # a long push, its progress logged where the bytes arrive
-                out = []
+            elif kind == b"L":  # a push, its progress logged where the bytes arrive
+                start, out = time.time(), []
                 recv_n(c, n, RECORD_BYTES, lambda done: out.append((time.time(), done)))
                 c.sendall(b"a")
-                print(f"start {out[0][0]}\n" + "\n".join(f"{t} {b}" for t, b in out), flush=True)
+                print(f"start {start}\n" + "\n".join(f"{t} {b}" for t, b in out), flush=True)
             else:  # the client pushes n bytes, acknowledged with one
                 recv_n(c, n)
                 c.sendall(b"a")
@@ -102,6 +102,18 @@ def main():
         out = []
         transfer(c, kind, n, RECORD_BYTES, lambda done: out.append((time.time(), done)))
         print("\n".join(f"{t} {b}" for t, b in out), flush=True)
+    elif role == "rounds":  # HOST KIND SIZE PERIOD N T0: an incumbent per round, logged
+        host, kind, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
+        period, count, t0 = float(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+        c = socket.create_connection((host, PORT))
+        for i in range(count):  # one connection all along, as a worker's
+            time.sleep(max(0.0, t0 + i * period - time.time()))
+            out = [(time.time(), 0)]
+            transfer(c, kind, n, RECORD_BYTES, lambda done: out.append((time.time(), done)))
+            if kind == "pull":  # a logged push's progress is printed by the server
+                print(f"start {out[0][0]}\n" + "\n".join(f"{t} {b}" for t, b in out[1:]), flush=True)
+    elif role == "ramp-rounds":  # incumbent.txt arrivals.txt [...]: one incumbent per round
+        ramp_rounds(_pairs(sys.argv[2:]))
     elif role == "arrivals":  # HOST KIND SIZE PERIOD N T0: transfers the other way
         host, kind, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
         period, count, t0 = float(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
@@ -115,9 +127,8 @@ def main():
         report(sys.argv[2], sys.argv[3])
     elif role == "ramp":  # incumbent.txt arrivals.txt [...]: arrivals the same way
         ramp(_pairs(sys.argv[2:]))
-    elif role == "record-onset":  # HARDWARE.json [--both] incumbent.txt arrivals.txt [...]
-        rest = [a for a in sys.argv[3:] if a != "--both"]
-        record_onset(sys.argv[2], _pairs(rest), "--both" in sys.argv[3:])
+    elif role == "record-onset":  # HARDWARE.json pull|push WINDOW_S SETTLED_S ramp|rounds INC ARR [...] ...
+        record_onset(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), _groups(sys.argv[6:]))
     elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
 
@@ -211,20 +222,80 @@ def ramp(paths, bin_s=0.05):
     return delay
 
 
-def record_onset(hardware, paths, both: bool):
-    """Write the pooled onset of pull runs into a hardware file (``join_delay_s``; ``both``:
-    also ``join_delay_push_s``, where push runs show no advantage to time)."""
+def round_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
+    """Rounds of a short incumbent and a joiner (``rounds`` with ``arrivals`` started later):
+    per round, the joiner's share per bin against the incumbent's own rate before it joined."""
+    blocks = open(incumbent_path).read().split("start ")[1:]
+    arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
+    arr = [(s, e) for i, s, e in arr if i >= 0]
+    rows = []
+    for block, (s, e) in zip(blocks, arr):
+        lines = block.strip().split("\n")
+        t0 = float(lines[0])
+        prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:]])
+        alone = prog[(prog[:, 0] > t0 + 0.1) & (prog[:, 0] < s)]
+        if len(alone) < 3 or prog[-1, 0] < s + 0.3:
+            continue  # the incumbent ran alone too briefly, or ended almost as the joiner came
+        rate = (alone[-1, 1] - alone[0, 1]) / (alone[-1, 0] - alone[0, 0])
+        rows.append(joiner_shares(prog, [(s, min(e, prog[-1, 0]))], rate, bin_s, span_s)[0])
+    return np.array(rows)
+
+
+def ramp_rounds(paths, bin_s=0.05):
+    """``ramp`` for rounds: the joiner's share per bin and the fitted onset."""
+    runs = [round_shares(a, b, bin_s) for a, b in zip(paths[::2], paths[1::2])]
+    shares = np.vstack(runs)
+    mean = np.nanmean(shares, axis=0)
+    print(f"{len(runs)} run(s), {len(shares)} rounds; the joiner's share (mean, quartiles, rounds) "
+          f"per {bin_s * 1e3:.0f} ms after its start:")
+    for j in range(12):
+        col = shares[:, j][~np.isnan(shares[:, j])]
+        if len(col):
+            q = np.quantile(col, [0.25, 0.75])
+            print(f"  {j * bin_s * 1e3:4.0f}-{(j + 1) * bin_s * 1e3:4.0f} ms: {mean[j]:.2f} [{q[0]:.2f}, {q[1]:.2f}] {len(col)}")
+    show = lambda d: "no advantage" if d is None else f"{d:.3f} s"  # noqa: E731
+    print("onset per run: " + ", ".join(show(onset_delay(sh, bin_s)) for sh in runs))
+    print("pooled, by fit window: " + ", ".join(
+        f"{w:.1f} s: {show(onset_delay(shares, bin_s, w))}" for w in (0.4, 0.5, 0.6)))
+    return onset_delay(shares, bin_s)
+
+
+def record_onset(hardware, direction, window_s, settled_s, groups):
+    """Write the onset of ``direction`` ("pull" or "push") into a hardware file, pooled over
+    ``groups`` [(protocol "ramp" or "rounds", [incumbent.txt, arrivals.txt, ...])], fitted
+    over ``window_s`` with the plateau from ``settled_s``; without an advantage there, the
+    window, as a lower bound."""
     import dataclasses
 
     from sgdsim.hardware import load_hardware, save_hardware
+    from sgdsim.lab.onset import recorded_onset
 
-    delay = ramp(paths)
-    if delay is None:
-        sys.exit("no late-comer advantage in these runs: nothing to delay, nothing written")
-    fields = ["join_delay_s", "join_delay_push_s"] if both else ["join_delay_s"]
-    save_hardware(dataclasses.replace(load_hardware(hardware), **{f: round(delay, 3) for f in fields}),
-                  hardware, force=True)
-    print(f"wrote {' and '.join(fields)} = {delay:.3f} s to {hardware}")
+    if direction not in ("pull", "push"):
+        sys.exit(f"direction must be pull or push, got {direction!r}")
+    span_s = max(1.0, window_s)
+    rows = [ramp_shares(a, b, 0.05, span_s)[0] if kind == "ramp" else round_shares(a, b, 0.05, span_s)
+            for kind, paths in groups for a, b in zip(paths[::2], paths[1::2])]
+    shares = np.vstack(rows)
+    delay, bound = recorded_onset(shares, 0.05, window_s, settled_s)
+    field = "join_delay_s" if direction == "pull" else "join_delay_push_s"
+    save_hardware(dataclasses.replace(load_hardware(hardware), **{field: round(delay, 3)}), hardware, force=True)
+    print(f"{len(shares)} joiners: wrote {field} = {delay:.3f} s to {hardware}"
+          + (" (no advantage within the window: a lower bound)" if bound else ""))
+
+
+def _groups(args):
+    """[(protocol, paths)] from ``ramp A B ... rounds C D ...``."""
+    groups = []
+    for a in args:
+        if a in ("ramp", "rounds"):
+            groups.append((a, []))
+        elif not groups:
+            sys.exit("name the protocol first: ramp INC ARR ... or rounds INC ARR ...")
+        else:
+            groups[-1][1].append(a)
+    for _, paths in groups:
+        _pairs(paths)
+    return groups
 
 
 if __name__ == "__main__":

@@ -13,11 +13,14 @@ of the window: with a plateau share s (the mean share once it has settled, from
 0.5·D + s·(t − D), so D = (s·t − C(t)) / (s − 0.5). Means, not medians: the model moves
 bytes, and single arrivals are bimodal (some get half the link, some two thirds), which
 makes a median jump between runs. Without an advantage (s ≤ 0.5 + ``MIN_ADVANTAGE``) there
-is nothing to delay and it returns None.
+is nothing to delay and it returns None; ``recorded_onset`` then gives the window as a lower
+bound (pushes on the lab: no advantage within their overlaps, finding 8).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..errors import ConfigError
 
 MIN_ADVANTAGE = 0.03  # a plateau share this close to 0.5 is equal sharing within the noise
 
@@ -40,10 +43,22 @@ def onset_delay(shares: np.ndarray, bin_s: float = 0.05, window_s: float = 0.5,
                 settled_s: float = 0.2) -> float | None:
     """The model's delay (s) from the joiners' shares per bin (``joiner_shares``; the rows of
     several runs may be stacked)."""
-    mean = np.nanmean(np.atleast_2d(shares), axis=0)
+    shares = np.atleast_2d(shares)
     n = int(round(window_s / bin_s))
+    if not 0 <= settled_s < window_s or n > shares.shape[1] or np.isnan(shares[:, :n]).all(axis=0).any():
+        raise ConfigError(f"the onset fit needs the joiners' shares over all of its {window_s:g} s "
+                          f"window (settled from {settled_s:g} s): some bins have no transfer left")
+    mean = np.nanmean(shares, axis=0)
     plateau = float(np.mean(mean[int(round(settled_s / bin_s)):n]))
     if plateau <= 0.5 + MIN_ADVANTAGE:
         return None
     moved = float(np.sum(mean[:n]) * bin_s)
     return max(0.0, (plateau * n * bin_s - moved) / (plateau - 0.5))
+
+
+def recorded_onset(shares: np.ndarray, bin_s: float = 0.05, window_s: float = 0.5,
+                   settled_s: float = 0.2) -> tuple[float, bool]:
+    """(the delay to record, whether it is only a lower bound): without an advantage in the
+    window the onset is at least the window."""
+    delay = onset_delay(shares, bin_s, window_s, settled_s)
+    return (window_s, True) if delay is None else (delay, False)
