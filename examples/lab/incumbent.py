@@ -18,6 +18,14 @@ its bytes need.
 Run it with a pull incumbent and pushes arriving, and with a push incumbent and pulls
 arriving (``long ... push``, ``arrivals ... pull``): each run records half of the eight
 ``stall_*`` fields.
+
+With arrivals the same way as the incumbent it measures when the late-comer's advantage sets
+in (finding 8): ``ramp`` reads such runs, ``rounds`` runs a short incumbent per round over one
+connection instead of one long one (start the arrivals a little after T0; ``ramp-rounds``
+reads it), and ``record-onset HARDWARE.json pull|push WINDOW_S SETTLED_S ramp INC ARR ...
+rounds INC ARR ...`` writes the pooled fit (``sgdsim.lab.onset``). For pushes the incumbent
+is ``logged-push``: the server logs its progress where the bytes arrive (redirect the
+server's output to the incumbent file).
 """
 import socket
 import struct
@@ -27,6 +35,7 @@ import time
 
 import numpy as np
 
+from sgdsim.errors import ConfigError
 from sgdsim.lab.onset import joiner_shares, onset_delay
 from sgdsim.lab.stalls import fit_waits
 from sgdsim.units import parse_size_bytes
@@ -128,14 +137,25 @@ def main():
     elif role == "ramp":  # incumbent.txt arrivals.txt [...]: arrivals the same way
         ramp(_pairs(sys.argv[2:]))
     elif role == "record-onset":  # HARDWARE.json pull|push WINDOW_S SETTLED_S ramp|rounds INC ARR [...] ...
-        record_onset(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), _groups(sys.argv[6:]))
+        if len(sys.argv) < 9:
+            _die("usage: record-onset HARDWARE.json pull|push WINDOW_S SETTLED_S ramp|rounds INC ARR ...")
+        try:
+            record_onset(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), _groups(sys.argv[6:]))
+        except (ConfigError, ValueError, OSError) as e:
+            _die(f"record-onset: {e}")
     elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
 
 
+def _die(message: str):
+    """Bad input: one line and exit code 2, as the CLI does."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def _pairs(paths):
     if not paths or len(paths) % 2:
-        sys.exit("give incumbent.txt arrivals.txt pairs, one per run")
+        _die("give incumbent.txt arrivals.txt pairs, one per run")
     return paths
 
 
@@ -147,7 +167,7 @@ def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
 
     arrivals, incumbent = report(incumbent_path, arrivals_path)
     if incumbent_kind not in ("pull", "push"):
-        sys.exit(f"incumbent kind must be pull or push, got {incumbent_kind!r}")
+        _die(f"incumbent kind must be pull or push, got {incumbent_kind!r}")
     new, old = ("_push", "") if incumbent_kind == "pull" else ("", "_push")
     hw = load_hardware(hardware)
     hw = dataclasses.replace(hw, **{
@@ -271,7 +291,7 @@ def record_onset(hardware, direction, window_s, settled_s, groups):
     from sgdsim.lab.onset import recorded_onset
 
     if direction not in ("pull", "push"):
-        sys.exit(f"direction must be pull or push, got {direction!r}")
+        _die(f"direction must be pull or push, got {direction!r}")
     span_s = max(1.0, window_s)
     rows = [ramp_shares(a, b, 0.05, span_s)[0] if kind == "ramp" else round_shares(a, b, 0.05, span_s)
             for kind, paths in groups for a, b in zip(paths[::2], paths[1::2])]
@@ -290,7 +310,7 @@ def _groups(args):
         if a in ("ramp", "rounds"):
             groups.append((a, []))
         elif not groups:
-            sys.exit("name the protocol first: ramp INC ARR ... or rounds INC ARR ...")
+            _die("name the protocol first: ramp INC ARR ... or rounds INC ARR ...")
         else:
             groups[-1][1].append(a)
     for _, paths in groups:
