@@ -119,7 +119,7 @@ class Hardware:
         and 5; alone, either one biases the regime). The boost only with its onset delay
         (finding 8: without it, a transfer joining one about to end locks workers the lab does
         not), unless ``stalls``: then also a boost without a delay, and the stalls against
-        traffic the other way (finding 6), which the validation grid does not support yet. Sync
+        traffic the other way (finding 6), which lock the lab's two workers in the model. Sync
         PS already has its unequal shares as the hybrid FCFS weight, and several PS water-fill
         worker NICs, which weights do not compose with yet."""
         out = {}

@@ -14,8 +14,9 @@ start offsets spread evenly over the replications, ``sim/starts.py``), executed 
 Rounds stop when every run gave the same answer (a deterministic configuration), when the mean
 is known to ``REL_TARGET`` after at least two rounds, after ``MAX_ROUNDS``, or when the next
 round would overrun the op budget (``SimConfig.auto_max_ops``). Round sizes do not depend
-on the machine, so results do not either. A bimodal point needs the rounds: with 8 runs the
-lab's two-worker means moved by up to 9 % between seeds, with 16 by up to 5 %.
+on the machine, so results do not either. A bimodal point needs the rounds: with at most 8
+runs the lab's two-worker means moved by up to 17 % between seeds, one of them outside
+another seed's interval; with 16, by up to 11 %, each inside every other's interval.
 """
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise
     NIC direction keeps against flows the other way (``analytic/two_way.TwoWay.grid``); links
     2p and 2p+1 are PS p's downlink and uplink. ``join``: (boosts, after_s, delay_s) of a flow
     that joins a busy link (``sharing/fair.py``), each a pair (downlinks, uplinks); a boost of 1
-    is equal sharing. ``boost_due``: when a joiner's delayed boost starts (-1: none pending). ``stalls``: None, or the pool of waits of ``sim/stalls.py``."""
+    is equal sharing. ``boost_due``: when a joiner's delayed boost starts (-1: none pending).
+    ``stalls``: None, or the pool of waits of ``sim/stalls.py``."""
     n_flows = n_links * n_workers
     return Links(
         W=n_workers, n_ps=n_links // 2,
