@@ -170,6 +170,27 @@ def test_a_measured_onset_makes_the_boosts_the_default_and_stalls_stay_opt_in():
         hardware_from_dict({**BASE_HW, "join_delay_s": -1})
 
 
+def test_evaluate_and_plan_take_a_files_late_comer_where_predict_does():
+    import dataclasses
+
+    from sgdsim.evaluate.inputs import Cluster, Control, Strategy, sim_config
+    hw = hardware_from_dict(BASE_HW)
+    cluster = Cluster.from_hardware(hw, "ps")
+    want = hw.predict_kwargs("ps", "async")
+    got = sim_config(Strategy(), cluster, Control())
+    assert (got.join_boost, got.join_after_s, got.join_delay_s, got.share_cv) == \
+        (want["join_boost"], want["join_after"], want["join_delay"], want["share_cv"])
+    for strategy in (Strategy(mode="sync"), Strategy(ps_count=2), Strategy(sharing="fcfs")):
+        cfg = sim_config(strategy, cluster, Control())
+        assert (cfg.join_boost, cfg.share_cv) == ((1.0, 1.0), 0.0)
+    capped = sim_config(Strategy(), dataclasses.replace(cluster, flow_cap_bps=5e7), Control())
+    assert capped.join_boost == (1.0, 1.0)
+    mine = sim_config(Strategy(), dataclasses.replace(cluster, join_boost=(2.0, 1.0)), Control())
+    assert (mine.join_boost, mine.join_delay_s, mine.share_cv) == ((2.0, 1.0), (0.0, 0.0), 0.0)  # explicit wins
+    undelayed = {k: v for k, v in BASE_HW.items() if k != "join_delay_s"}
+    assert Cluster.from_hardware(hardware_from_dict(undelayed), "ps").measured_late_comer is None
+
+
 def test_a_grid_case_takes_the_default_or_a_boolean(tmp_path):
     (tmp_path / "hw.json").write_text(json.dumps(BASE_HW))
     case = {"name": "c", "model": "lab:mlp-10mb", "workers": "1,2", "hardware": "hw.json",

@@ -150,6 +150,7 @@ class Cluster:
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     two_way_busy: tuple = (None, None)  # training traffic's shares busy both ways (lab.busy)
+    measured_late_comer: dict | None = field(default=None, compare=False)  # a file's, see late_comer
     _busy_table: tuple | None = field(default=None, init=False, repr=False, compare=False)
     ring_latency_s: float = 0.0
     allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
@@ -192,12 +193,28 @@ class Cluster:
             return self.two_way_table
         return self._busy_table
 
+    def late_comer(self, strategy: Strategy) -> dict:
+        """The simulator's join boosts and share spread for ``strategy``: the explicit ones, or
+        else a hardware file's measured ones (``Hardware.predict_kwargs``'s default), which
+        apply where ``predict`` applies them: async PS with one server, PS sharing, no flow cap."""
+        explicit = dict(join_boost=self.join_boost, join_after_s=self.join_after_s,
+                        join_delay_s=self.join_delay_s, share_cv=self.share_cv)
+        fits = (strategy.mode, strategy.arch, strategy.ps_count or 1, strategy.fine_sharing) == \
+            ("async", "ps", 1, "ps") and self.flow_cap_bps is None
+        if self.measured_late_comer is None or not fits or self.join_boost != (1.0, 1.0) or self.share_cv:
+            return explicit
+        m = self.measured_late_comer
+        return dict(join_boost=m["join_boost"], join_after_s=m["join_after"],
+                    join_delay_s=m["join_delay"], share_cv=m["share_cv"])
+
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
         """The measured network of a hardware file (``Hardware.predict_kwargs``, the one
         mapping of the file to model inputs); ``overrides`` that are not None win. An
-        explicit ``two_way_penalty`` replaces the file's table."""
+        explicit ``two_way_penalty`` replaces the file's table. Its late-comer dynamics are kept
+        aside for the strategies they apply to (``late_comer``)."""
         kw = hw.predict_kwargs(arch)
+        dynamics = hw.predict_kwargs("ps", "async", 1)
         table = kw.get("two_way_table") if overrides.get("two_way_penalty") is None else None
         base = dict(bandwidth_bps=kw["bandwidth"], fcfs_weight=kw["fcfs_weight"],
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
@@ -205,7 +222,8 @@ class Cluster:
                     two_way_busy=kw.get("two_way_busy", (None, None)) if table is not None else (None, None),
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
-                    host_cores=kw.get("host_cores"))
+                    host_cores=kw.get("host_cores"),
+                    measured_late_comer=dynamics if "join_boost" in dynamics else None)
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
     def node_price(self, ps: bool) -> float:
@@ -239,9 +257,8 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
     """The simulator's configuration (it validates the combination)."""
     return SimConfig(
         bandwidth_bps=cluster.bandwidth_bps, mode=strategy.mode, arch=strategy.arch,
-        sharing=strategy.fine_sharing, fcfs_weight=cluster.fcfs_weight, share_cv=cluster.share_cv,
-        join_boost=cluster.join_boost, join_after_s=cluster.join_after_s,
-        join_delay_s=cluster.join_delay_s,
+        sharing=strategy.fine_sharing, fcfs_weight=cluster.fcfs_weight,
+        **cluster.late_comer(strategy),
         stall_prob=cluster.stall_prob, stall_mean_s=cluster.stall_mean_s,
         stall_incumbent_prob=cluster.stall_incumbent_prob,
         stall_incumbent_mean_s=cluster.stall_incumbent_mean_s,

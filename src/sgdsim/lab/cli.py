@@ -329,6 +329,9 @@ def _print_extras(hw) -> None:
                 if hw.join_boost_push is not None else "pushes equal")
         print(f"late-comer: a transfer that joins one under way gets {hw.join_boost:.2f}× its weight "
               f"from {(hw.join_after_s or 0) * 1e3:.0f} ms on pulls, {push} (--join-boost, --join-after)")
+        if hw.join_delay_s is not None:
+            print(f"  after the joiner's onset: {hw.join_delay_s * 1e3:.0f} ms on pulls, "
+                  f"{(hw.join_delay_push_s or 0) * 1e3:.0f} ms on pushes (--join-delay; applied by default)")
 
 
 def _beta_text(beta_s: float) -> str:
