@@ -138,17 +138,12 @@ def transfers(runs: list[dict]) -> str:
     """Per traced 2-worker run: where worker 1's pulls start within worker 0's step (0: with
     it, lock-step; 0.5: half a step later) and every step's pull and push, seconds from the
     first (validate.regimes.transfer_stats has the same definition of a transfer)."""
+    from sgdsim.validate.regimes import step_transfers
+
     lines = []
     for r in runs:
-        ps = {(int(e["rank"]), int(e["step"])): e for e in r["events"][0] if e.get("event") == "ps_step"}
-        steps: dict[int, list] = {0: [], 1: []}
-        for child in r["events"][1:]:
-            for e in child:
-                p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
-                if e.get("event") == "step" and "down_end" in e and p is not None:
-                    steps[int(e["rank"])].append((min(p["down_start"]), max(e["down_end"]),
-                                                  min(e["up_start"]), max(p["up_end"])))
-        a, b = (np.array(sorted(steps[k])) for k in (0, 1))
+        steps = step_transfers(r["events"])
+        a, b = (np.array(sorted(pull + push for pull, push in steps.get(k, []))) for k in (0, 1))
         i = np.searchsorted(a[:, 0], b[:, 0]) - 1
         ok = (i >= 0) & (i < len(a) - 1)
         phase = (b[ok, 0] - a[i[ok], 0]) / (a[i[ok] + 1, 0] - a[i[ok], 0])

@@ -122,7 +122,7 @@ def main():
             if kind == "pull":  # a logged push's progress is printed by the server
                 print(f"start {out[0][0]}\n" + "\n".join(f"{t} {b}" for t, b in out[1:]), flush=True)
     elif role == "ramp-rounds":  # incumbent.txt arrivals.txt [...]: one incumbent per round
-        ramp_rounds(_pairs(sys.argv[2:]))
+        ramp(_pairs(sys.argv[2:]), round_shares, windows=(0.4, 0.5, 0.6))
     elif role == "arrivals":  # HOST KIND SIZE PERIOD N T0: transfers the other way
         host, kind, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
         period, count, t0 = float(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
@@ -178,12 +178,26 @@ def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
           f"to {hardware}")
 
 
+def _progress(incumbent_path) -> list[tuple[float, np.ndarray]]:
+    """Each incumbent transfer of a file: (its start, its (time, bytes) records); ``long``
+    writes one, ``rounds`` and a logging server one per transfer."""
+    blocks = []
+    for block in open(incumbent_path).read().split("start ")[1:]:
+        lines = [ln for ln in block.split("\n") if ln.strip()]
+        blocks.append((float(lines[0]), np.array([[float(x) for x in ln.split()] for ln in lines[1:]])))
+    return blocks
+
+
+def _arrivals(arrivals_path) -> list[list[float]]:
+    """(index, start, end) of each arrival; negative indices are the lone ones."""
+    return [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
+
+
 def report(incumbent_path, arrivals_path):
     """Per arrival: the incumbent's longest progress gap while it ran, and its own time; returns
     the arrivals' and the incumbent's (probability, mean)."""
-    lines = open(incumbent_path).read().split("\n")
-    prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:] if ln.strip()])
-    arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
+    prog = _progress(incumbent_path)[0][1]
+    arr = _arrivals(arrivals_path)
     lone = np.median([e - s for i, s, e in arr if i < 0])
     gaps, slow = [], []
     for i, s, e in arr:
@@ -209,50 +223,22 @@ def report(incumbent_path, arrivals_path):
 
 
 def ramp_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
-    """One ramp run: the joiners' shares per bin (``sgdsim.lab.onset.joiner_shares``) and the
-    incumbent's rate alone (the median over the gaps between arrivals)."""
-    lines = open(incumbent_path).read().split("\n")
-    prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:] if ln.strip()])
-    arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
-    arr = [(s, e) for i, s, e in arr if i >= 0 and prog[0, 0] < s and e < prog[-1, 0]]
+    """One ramp run: the joiners' shares per bin (``sgdsim.lab.onset.joiner_shares``) against
+    the incumbent's rate alone (the median over the gaps between arrivals)."""
+    prog = _progress(incumbent_path)[0][1]
+    arr = [(s, e) for i, s, e in _arrivals(arrivals_path) if i >= 0 and prog[0, 0] < s and e < prog[-1, 0]]
     at = lambda t: np.interp(t, prog[:, 0], prog[:, 1])  # noqa: E731
     alone = [(e + 0.3, s2 - 0.1) for (_, e), (s2, _) in zip(arr, arr[1:]) if s2 - e > 0.7]
     rate = float(np.median([(at(b) - at(a)) / (b - a) for a, b in alone]))  # arrivals can overrun
-    return joiner_shares(prog, arr, rate, bin_s, span_s), rate
-
-
-def ramp(paths, bin_s=0.05):
-    """Runs with arrivals the same way as the incumbent (pairs incumbent.txt arrivals.txt): the
-    joiner's share per bin after its start, and the fitted onset delay of its advantage
-    (``sgdsim.lab.onset``), per run and pooled. Returns the pooled delay (s), None without one."""
-    runs = [ramp_shares(a, b, bin_s) for a, b in zip(paths[::2], paths[1::2])]
-    shares = np.vstack([sh for sh, _ in runs])
-    mean = np.nanmean(shares, axis=0)
-    print(f"{len(runs)} run(s), {len(shares)} arrivals, incumbent alone "
-          f"{', '.join(f'{r * 8e-6:.1f}' for _, r in runs)} Mbit/s; the joiner's share "
-          f"(mean, quartiles) per {bin_s * 1e3:.0f} ms after its start:")
-    for j in range(10):
-        q = np.nanquantile(shares[:, j], [0.25, 0.75])
-        print(f"  {j * bin_s * 1e3:4.0f}-{(j + 1) * bin_s * 1e3:4.0f} ms: {mean[j]:.2f} [{q[0]:.2f}, {q[1]:.2f}]")
-    show = lambda d: "no advantage" if d is None else f"{d:.3f} s"  # noqa: E731
-    print("onset delay per run: " + ", ".join(show(onset_delay(sh, bin_s)) for sh, _ in runs))
-    delay = onset_delay(shares, bin_s)
-    print("pooled, by fit window: " + ", ".join(
-        f"{w:.1f} s: {show(onset_delay(shares, bin_s, w))}" for w in (0.4, 0.5, 0.7, 1.0)))
-    return delay
+    return joiner_shares(prog, arr, rate, bin_s, span_s)
 
 
 def round_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
     """Rounds of a short incumbent and a joiner (``rounds`` with ``arrivals`` started later):
     per round, the joiner's share per bin against the incumbent's own rate before it joined."""
-    blocks = open(incumbent_path).read().split("start ")[1:]
-    arr = [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
-    arr = [(s, e) for i, s, e in arr if i >= 0]
+    arr = [(s, e) for i, s, e in _arrivals(arrivals_path) if i >= 0]
     rows = []
-    for block, (s, e) in zip(blocks, arr):
-        lines = block.strip().split("\n")
-        t0 = float(lines[0])
-        prog = np.array([[float(x) for x in ln.split()] for ln in lines[1:]])
+    for (t0, prog), (s, e) in zip(_progress(incumbent_path), arr):
         alone = prog[(prog[:, 0] > t0 + 0.1) & (prog[:, 0] < s)]
         if len(alone) < 3 or prog[-1, 0] < s + 0.3:
             continue  # the incumbent ran alone too briefly, or ended almost as the joiner came
@@ -261,22 +247,23 @@ def round_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
     return np.array(rows)
 
 
-def ramp_rounds(paths, bin_s=0.05):
-    """``ramp`` for rounds: the joiner's share per bin and the fitted onset."""
-    runs = [round_shares(a, b, bin_s) for a, b in zip(paths[::2], paths[1::2])]
+def ramp(paths, read=ramp_shares, windows=(0.4, 0.5, 0.7, 1.0), bin_s=0.05):
+    """Runs with joiners the same way as the incumbent (pairs incumbent.txt arrivals.txt, read
+    by ``ramp_shares`` or ``round_shares``): the joiner's share per bin after its start, and the
+    fitted onset of its advantage (``sgdsim.lab.onset``), per run and pooled over ``windows``.
+    Returns the pooled delay (s), None without one."""
+    runs = [read(a, b, bin_s) for a, b in zip(paths[::2], paths[1::2])]
     shares = np.vstack(runs)
     mean = np.nanmean(shares, axis=0)
-    print(f"{len(runs)} run(s), {len(shares)} rounds; the joiner's share (mean, quartiles, rounds) "
+    print(f"{len(runs)} run(s), {len(shares)} joiners; the joiner's share (mean, quartiles, joiners) "
           f"per {bin_s * 1e3:.0f} ms after its start:")
-    for j in range(12):
+    for j in range(10):
         col = shares[:, j][~np.isnan(shares[:, j])]
-        if len(col):
-            q = np.quantile(col, [0.25, 0.75])
-            print(f"  {j * bin_s * 1e3:4.0f}-{(j + 1) * bin_s * 1e3:4.0f} ms: {mean[j]:.2f} [{q[0]:.2f}, {q[1]:.2f}] {len(col)}")
+        q = np.quantile(col, [0.25, 0.75])
+        print(f"  {j * bin_s * 1e3:4.0f}-{(j + 1) * bin_s * 1e3:4.0f} ms: {mean[j]:.2f} [{q[0]:.2f}, {q[1]:.2f}] {len(col)}")
     show = lambda d: "no advantage" if d is None else f"{d:.3f} s"  # noqa: E731
     print("onset per run: " + ", ".join(show(onset_delay(sh, bin_s)) for sh in runs))
-    print("pooled, by fit window: " + ", ".join(
-        f"{w:.1f} s: {show(onset_delay(shares, bin_s, w))}" for w in (0.4, 0.5, 0.6)))
+    print("pooled, by fit window: " + ", ".join(f"{w:.1f} s: {show(onset_delay(shares, bin_s, w))}" for w in windows))
     return onset_delay(shares, bin_s)
 
 
@@ -293,8 +280,8 @@ def record_onset(hardware, direction, window_s, settled_s, groups):
     if direction not in ("pull", "push"):
         _die(f"direction must be pull or push, got {direction!r}")
     span_s = max(1.0, window_s)
-    rows = [ramp_shares(a, b, 0.05, span_s)[0] if kind == "ramp" else round_shares(a, b, 0.05, span_s)
-            for kind, paths in groups for a, b in zip(paths[::2], paths[1::2])]
+    read = {"ramp": ramp_shares, "rounds": round_shares}
+    rows = [read[kind](a, b, 0.05, span_s) for kind, paths in groups for a, b in zip(paths[::2], paths[1::2])]
     shares = np.vstack(rows)
     delay, bound = recorded_onset(shares, 0.05, window_s, settled_s)
     field = "join_delay_s" if direction == "pull" else "join_delay_push_s"

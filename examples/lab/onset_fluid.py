@@ -95,27 +95,15 @@ def fluid(onsets):
                   f"{' '.join(f'{r:.2f}' for r in ratios)}; mean {np.mean(ratios):.3f}")
 
 
-def _transfers(events):
-    """(direction, worker, start, end) of each pull (0) and push (1), as
-    ``sgdsim.validate.regimes.pulls_pushes`` defines them."""
-    ps = {(int(e["rank"]), int(e["step"])): e for e in events[0] if e.get("event") == "ps_step"}
-    out = []
-    for child in events[1:]:
-        for e in child:
-            p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
-            if e.get("event") == "step" and "down_end" in e and p is not None:
-                out.append((0, int(e["rank"]), min(p["down_start"]), max(e["down_end"])))
-                out.append((1, int(e["rank"]), min(e["up_start"]), max(p["up_end"])))
-    return out
-
-
 def offsets(path):
+    from sgdsim.validate.regimes import step_transfers
+
     for run in json.load(open(path))["runs"]:
-        transfers = _transfers(run["events"])
-        ranks = sorted({w for _, w, _, _ in transfers})
+        steps = step_transfers(run["events"])
+        ranks = sorted(steps)[:2]
         print(f"run {run['repeat']}: {float(run['throughput_intervals']):.2f} examples/s")
         for d, what in ((0, "pulls"), (1, "pushes")):
-            mine = [sorted((s, e) for dd, w, s, e in transfers if dd == d and w == k) for k in ranks[:2]]
+            mine = [sorted(step[d] for step in steps[k]) for k in ranks]
             pairs = [(b[0] - a[0], b[1] - a[1]) for a in mine[0] for b in mine[1] if b[0] < a[1] and a[0] < b[1]]
             pairs = [(abs(s), e if s >= 0 else -e) for s, e in pairs]  # the later one minus the earlier
             for lo, hi in ((0.0, 0.2), (0.2, 0.5), (0.5, 1.0)):

@@ -91,8 +91,7 @@ class Hardware:
         (the default) takes the late-comer's boost where the file has its onset delay; True
         also the stalls (and a boost without a delay); False none (equal shares). Not with a
         flow cap (``flow_capped``), which serves capped flows, not weights."""
-        dynamics = tcp_dynamics is not False and (arch, mode, ps_count or 1) == ("ps", "async", 1) \
-            and sharing in (None, "ps", "threshold") and not flow_capped
+        dynamics = tcp_dynamics is not False and dynamics_apply(arch, mode, ps_count, sharing, flow_capped)
         return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
                 "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
@@ -103,6 +102,13 @@ class Hardware:
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if arch == "allreduce" else {})}
+
+    def late_comer(self) -> dict:
+        """The default's late-comer dynamics as simulator fields (``SimConfig`` names), where
+        the file has them (see ``_tcp_dynamics``), else {}."""
+        kw = self._tcp_dynamics(stalls=False)
+        return {"join_boost": kw["join_boost"], "join_after_s": kw["join_after"],
+                "join_delay_s": kw["join_delay"], "share_cv": kw["share_cv"]} if kw else {}
 
     def _two_way(self) -> dict:
         """The measured table, and the busy shares of training traffic where measured (the
@@ -217,6 +223,15 @@ def save_hardware(hw: Hardware, path: str | os.PathLike, *, force: bool = False)
             f.write("\n")
     except OSError as exc:
         raise ConfigError(f"cannot write {name}: {exc.strerror or exc}") from None
+
+
+def dynamics_apply(arch: str, mode: str | None, ps_count: int | None, sharing: str | None,
+                   flow_capped: bool = False) -> bool:
+    """Where a file's measured TCP dynamics apply: async PS with one server under PS sharing
+    (``threshold`` is the coarse model's name for it), without a flow cap (capped flows are
+    not weighted). ``predict`` and the planner both ask here."""
+    return (arch, mode, ps_count or 1) == ("ps", "async", 1) and sharing in (None, "ps", "threshold") \
+        and not flow_capped
 
 
 def load_hardware(path: str | os.PathLike) -> Hardware:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..analytic.coarse_profile import CoarseProfile, from_profile, to_profile
 from ..analytic.two_way import TwoWay, check_table, with_busy
 from ..errors import ConfigError
-from ..hardware import Hardware
+from ..hardware import Hardware, dynamics_apply
 from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
                           check_collective, check_nodes, check_seed)
@@ -150,7 +150,7 @@ class Cluster:
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     two_way_busy: tuple = (None, None)  # training traffic's shares busy both ways (lab.busy)
-    measured_late_comer: dict | None = field(default=None, compare=False)  # a file's, see late_comer
+    measured_late_comer: dict | None = field(default=None, compare=False)  # Hardware.late_comer
     _busy_table: tuple | None = field(default=None, init=False, repr=False, compare=False)
     ring_latency_s: float = 0.0
     allreduce_compute_share: float = 0.0  # Tianshu §3.3: compute an all-reduce call occupies
@@ -199,13 +199,12 @@ class Cluster:
         apply where ``predict`` applies them: async PS with one server, PS sharing, no flow cap."""
         explicit = dict(join_boost=self.join_boost, join_after_s=self.join_after_s,
                         join_delay_s=self.join_delay_s, share_cv=self.share_cv)
-        fits = (strategy.mode, strategy.arch, strategy.ps_count or 1, strategy.fine_sharing) == \
-            ("async", "ps", 1, "ps") and self.flow_cap_bps is None
-        if self.measured_late_comer is None or not fits or self.join_boost != (1.0, 1.0) or self.share_cv:
+        given = self.join_boost != (1.0, 1.0) or self.share_cv
+        if not self.measured_late_comer or given or not dynamics_apply(
+                strategy.arch, strategy.mode, strategy.ps_count, strategy.fine_sharing,
+                self.flow_cap_bps is not None):
             return explicit
-        m = self.measured_late_comer
-        return dict(join_boost=m["join_boost"], join_after_s=m["join_after"],
-                    join_delay_s=m["join_delay"], share_cv=m["share_cv"])
+        return self.measured_late_comer
 
     @classmethod
     def from_hardware(cls, hw: Hardware, arch: str, **overrides) -> Cluster:
@@ -214,7 +213,6 @@ class Cluster:
         explicit ``two_way_penalty`` replaces the file's table. Its late-comer dynamics are kept
         aside for the strategies they apply to (``late_comer``)."""
         kw = hw.predict_kwargs(arch)
-        dynamics = hw.predict_kwargs("ps", "async", 1)
         table = kw.get("two_way_table") if overrides.get("two_way_penalty") is None else None
         base = dict(bandwidth_bps=kw["bandwidth"], fcfs_weight=kw["fcfs_weight"],
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
@@ -223,7 +221,7 @@ class Cluster:
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
                     host_cores=kw.get("host_cores"),
-                    measured_late_comer=dynamics if "join_boost" in dynamics else None)
+                    measured_late_comer=hw.late_comer() or None)
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
     def node_price(self, ps: bool) -> float:

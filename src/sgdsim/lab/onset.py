@@ -3,8 +3,8 @@
 ``examples/lab/incumbent.py`` runs one long transfer (the incumbent, logging its progress) and
 starts transfers the same way beside it (the joiners). While both run, the joiner's share of
 the link is 1 − the incumbent's rate over its rate alone. TCP's late-comer gets more than half
-(finding 5), but not at once: it starts in slow start and first takes less (finding 8:
-0.43 of the link in its first 50 ms at 100 Mbit/s). The simulator's model
+(finding 5), but not at once: it starts in slow start and first takes less (finding 8: 0.41-0.50
+of the link in its first 50 ms on the lab). The simulator's model
 (``sim/sharing/fair.py``) gives the joiner an equal share for ``join_delay_s``, then its boost.
 
 ``onset_delay`` fits that delay so that the joiner moves the bytes the model says by the end

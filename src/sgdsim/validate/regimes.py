@@ -129,16 +129,27 @@ def transfer_stats(events, model_bytes: float | None = None) -> dict:
 def pulls_pushes(events) -> tuple[list, list]:
     """(pulls, pushes) of a traced PS run as (start, end) pairs, defined as in
     ``transfer_stats``."""
+    steps = list(_steps(events))
+    return [pull for _, pull, _ in steps], [push for _, _, push in steps]
+
+
+def step_transfers(events) -> dict[int, list]:
+    """{worker rank: its steps' (pull, push) pairs of (start, end), in the trace's order}."""
+    out: dict[int, list] = {}
+    for rank, pull, push in _steps(events):
+        out.setdefault(rank, []).append((pull, push))
+    return out
+
+
+def _steps(events):
+    """(rank, pull, push) of every traced worker step the PS also traced."""
     ps = _ps_steps(events)
-    down, up = [], []
     for child in events[1:]:
         for e in child:
             p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
-            if e.get("event") != "step" or "down_end" not in e or p is None:
-                continue
-            down.append((min(p["down_start"]), max(e["down_end"])))
-            up.append((min(e["up_start"]), max(p["up_end"])))
-    return down, up
+            if e.get("event") == "step" and "down_end" in e and p is not None:
+                yield (int(e["rank"]), (min(p["down_start"]), max(e["down_end"])),
+                       (min(e["up_start"]), max(p["up_end"])))
 
 
 def _ps_steps(events) -> dict:

@@ -75,8 +75,8 @@ def _join_boost(LK, l, f, seq):
     joiner holds the advantage: O(W log W) per arrival, only when the boost is on.
 
     With ``join_delay_s[d]`` > 0 the joiner first shares equally: the advantage comes from its
-    slow start overshooting the queue, which takes a few round trips (finding 8: ~0.2 s at
-    100 Mbit/s, ~0.05 s at 200). It is due then (``boost_due``; the engine's timer calls
+    slow start overshooting the queue, which takes a few round trips (finding 8: ~0.09 s for
+    pulls at 100 and 200 Mbit/s). It is due then (``boost_due``; the engine's timer calls
     ``apply_due_boost``), so a transfer that joins one about to end takes nothing from it.
     """
     youngest = -1.0
@@ -86,8 +86,7 @@ def _join_boost(LK, l, f, seq):
             youngest = LK.since[g] if LK.since[g] > youngest else youngest
             if LK.weight[g] != LK.base[g]:
                 reweight(LK, l, g, LK.base[g], seq)
-        LK.boost_due[g] = -1.0
-    LK.boost_due[f] = -1.0
+        LK.boost_due[g] = -1.0  # every pending boost of the link, the joiner's own included
     if youngest >= 0.0 and LK.t[l] - youngest >= LK.join_after_s[l & 1]:
         if LK.join_delay_s[l & 1] > 0.0:
             LK.boost_due[f] = LK.t[l] + LK.join_delay_s[l & 1]
