@@ -1,0 +1,75 @@
+"""Replay the validation grids with other seeds: how far the predictions move between seeds.
+
+Issue 8 asks that no prediction move across seeds by more than its interval. This replays
+the committed lab measurements (docs/validation/G/points.csv) with ``seed=S`` passed to every
+prediction, writes each seed's grid under OUT/S/G/, prints the 22-point table line per seed,
+and checks every seed's prediction against every other seed's interval at every point.
+
+    python examples/lab/seed_replay.py -o /tmp/seeds --seeds 0-4     # ~1 min on 2 cores
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+
+import sgdsim.validate.run as run
+from sgdsim.validate.cli import _saved_profiles
+from sgdsim.validate.grid import load_grid
+from sgdsim.validate.run import measured_from_csv, run_validation
+
+GRIDS = ("async", "cnn", "allreduce", "2ps", "widecnn")
+
+
+def replay(seed: int, out: str) -> None:
+    predict = run.predict
+    run.predict = lambda *a, **k: predict(*a, **{**k, "seed": seed})
+    try:
+        for name in GRIDS:
+            points = f"docs/validation/{name}/points.csv"
+            grid = load_grid(f"examples/grids/lab-{name}.toml")
+            measure, lab = measured_from_csv(points, grid)
+            run_validation(grid, os.path.join(out, str(seed), name), force=True, log=lambda *a: None,
+                           profile_fn=_saved_profiles(points), measure_fn=measure, lab_fn=lab)
+    finally:
+        run.predict = predict
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--seeds", default="0-4")
+    args = ap.parse_args()
+    seeds = _seeds(args.seeds)
+    points: dict[tuple, list] = {}
+    for seed in seeds:
+        replay(seed, args.output)
+        table = subprocess.run([sys.executable, "examples/lab/validation_table.py",
+                                *(os.path.join(args.output, str(seed), g, "points.csv") for g in GRIDS)],
+                               capture_output=True, text=True, check=True).stdout
+        print(f"seed {seed}: " + next(ln for ln in table.splitlines() if ln.startswith("| all |")), flush=True)
+        for g in GRIDS:
+            for r in csv.DictReader(open(os.path.join(args.output, str(seed), g, "points.csv"))):
+                if r["model"] == "fine" and r["interval_low"]:
+                    points.setdefault((r["case"], int(r["workers"])), []).append(
+                        (float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"]),
+                         float(r["error_pct"])))
+    outside = 0
+    for (case, w), rows in sorted(points.items()):
+        inside = all(lo <= p <= hi for _, lo, hi, _ in rows for p, _, _, _ in rows)
+        outside += not inside
+        errors = [e for *_, e in rows]
+        print(f"{case} W={w}: errors {min(errors):+.1f} to {max(errors):+.1f} %"
+              + ("" if inside else "  (a seed's prediction outside another seed's interval)"))
+    print(f"points where a seed's prediction falls outside another seed's interval: {outside}")
+
+
+def _seeds(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+if __name__ == "__main__":
+    main()
