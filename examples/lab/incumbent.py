@@ -26,6 +26,11 @@ reads it), and ``record-onset HARDWARE.json pull|push WINDOW_S SETTLED_S ramp IN
 rounds INC ARR ...`` writes the pooled fit (``sgdsim.lab.onset``). For pushes the incumbent
 is ``logged-push``: the server logs its progress where the bytes arrive (redirect the
 server's output to the incumbent file).
+
+With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
+at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
+incumbent's share after each arrival starts and the step fitted to it (``sgdsim.lab.joined``,
+finding 9); ``record-joined`` writes it (``two_way_joined*``). SPAN_S: the arrival's time.
 """
 import socket
 import struct
@@ -143,6 +148,13 @@ def main():
             record_onset(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), _groups(sys.argv[6:]))
         except (ConfigError, ValueError, OSError) as e:
             _die(f"record-onset: {e}")
+    elif role in ("joined", "record-joined"):  # HARDWARE.json pull|push SPAN_S INC ARR [...]
+        if len(sys.argv) < 7:
+            _die(f"usage: {role} HARDWARE.json pull|push SPAN_S incumbent.txt arrivals.txt [...]")
+        try:
+            joined(sys.argv[2], sys.argv[3], float(sys.argv[4]), _pairs(sys.argv[5:]), role == "record-joined")
+        except (ConfigError, ValueError, OSError) as e:
+            _die(f"{role}: {e}")
     elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
 
@@ -288,6 +300,40 @@ def record_onset(hardware, direction, window_s, settled_s, groups):
     save_hardware(dataclasses.replace(load_hardware(hardware), **{field: round(delay, 3)}), hardware, force=True)
     print(f"{len(shares)} joiners: wrote {field} = {delay:.3f} s to {hardware}"
           + (" (no advantage within the window: a lower bound)" if bound else ""))
+
+
+def joined(hardware, direction, span_s, paths, write, bin_s=0.05):
+    """Runs of an incumbent (``rounds`` or ``long``) joined by arrivals the other way: the
+    incumbent's share of the link per bin after each arrival's start, and the step fitted to it
+    (``sgdsim.lab.joined``), written into the hardware file with ``write``."""
+    import dataclasses
+
+    from sgdsim.hardware import load_hardware, save_hardware
+    from sgdsim.lab.joined import fit_joined, incumbent_shares
+
+    if direction not in ("pull", "push"):
+        raise ConfigError(f"direction must be pull or push (the incumbent's), got {direction!r}")
+    hw = load_hardware(hardware)
+    if hw.two_way_table is None:
+        raise ConfigError(f"{hardware} has no two_way_table (netbench --lab --two-way): the joined "
+                          "share corrects it")
+    d = 0 if direction == "pull" else 1
+    table_share = hw.two_way_table[d][1][1]
+    rows = [incumbent_shares(_progress(a), [(s, e) for i, s, e in _arrivals(b) if i >= 0],
+                             hw.bandwidth_bps / 8, span_s, bin_s) for a, b in zip(paths[::2], paths[1::2])]
+    shares = np.vstack(rows)
+    after_s, share = fit_joined(shares, table_share, bin_s)
+    curve = shares.mean(axis=0)
+    print(f"{len(shares)} arrivals over {span_s:g} s; the incumbent's share per {2 * bin_s * 1e3:.0f} ms "
+          f"after an arrival's start: {' '.join(f'{x:.2f}' for x in curve[::2])}")
+    print(f"fit: the table's {table_share:.2f} for {after_s:.2f} s, then {share:.3f} "
+          f"(mean over the span {curve.mean():.3f})")
+    if write:
+        suffix = "" if direction == "pull" else "_push"
+        after = "two_way_joined_after_s" if direction == "pull" else "two_way_joined_after_push_s"
+        save_hardware(dataclasses.replace(hw, **{f"two_way_joined{suffix}": round(share, 3),
+                                                 after: round(after_s, 3)}), hardware, force=True)
+        print(f"wrote two_way_joined{suffix} and {after} to {hardware}")
 
 
 def _groups(args):

@@ -60,6 +60,10 @@ class Hardware:
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
     two_way_busy: float | None = None  # downlink share in training traffic, both ways busy (lab.busy)
     two_way_busy_push: float | None = None  # the same for the uplink
+    two_way_joined: float | None = None  # a lone pull's share once a push joined it (incumbent.py)
+    two_way_joined_after_s: float | None = None  # ... from this long after the push started
+    two_way_joined_push: float | None = None  # the same for a push that a pull joined
+    two_way_joined_after_push_s: float | None = None
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
     join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner)
@@ -116,8 +120,12 @@ class Hardware:
         if self.two_way_table is None:
             return {"two_way_penalty": self.two_way_penalty or 0.0}
         busy = self._directions("two_way_busy", None)
+        joined = {}
+        if self._directions("two_way_joined", None) != (None, None):
+            joined = {"two_way_joined": self._directions("two_way_joined", 1.0),
+                      "two_way_joined_after": self._directions("two_way_joined_after_s")}
         return {"two_way_table": self.two_way_table,
-                **({"two_way_busy": busy} if busy != (None, None) else {})}
+                **({"two_way_busy": busy} if busy != (None, None) else {}), **joined}
 
     def _tcp_dynamics(self, stalls: bool) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
@@ -250,6 +258,9 @@ _FIELDS = (  # key, required, rule
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
     ("two_way_busy", False, "in (0, 1]"), ("two_way_busy_push", False, "in (0, 1]"),
+    ("two_way_joined", False, "in (0, 1]"), ("two_way_joined_push", False, "in (0, 1]"),
+    ("two_way_joined_after_s", False, "non-negative"),
+    ("two_way_joined_after_push_s", False, "non-negative"),
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
     ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
     ("join_after_s", False, "non-negative"), ("join_boost_push", False, "positive"),
@@ -287,7 +298,8 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             values["two_way_table"] = check_table(data["two_way_table"])
         except ConfigError as exc:
             bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
-    busy = [k for k in ("two_way_busy", "two_way_busy_push") if k in values]
+    busy = [k for k in ("two_way_busy", "two_way_busy_push", "two_way_joined", "two_way_joined_push")
+            if k in values]
     if busy and "two_way_table" not in values:
         bad(f"field {busy[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")

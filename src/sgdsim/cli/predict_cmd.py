@@ -255,6 +255,8 @@ def network(args) -> dict:
     if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
         net.pop("two_way_table", None)
         net.pop("two_way_busy", None)
+        net.pop("two_way_joined", None)
+        net.pop("two_way_joined_after", None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 

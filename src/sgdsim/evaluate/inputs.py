@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..hardware import Hardware, dynamics_apply
 from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
-                          check_collective, check_nodes, check_seed)
+                          check_collective, check_joined, check_nodes, check_seed, pair)
 from ..topology import check_host_cores
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
@@ -150,6 +150,8 @@ class Cluster:
     two_way_penalty: float = 0.0
     two_way_table: tuple | None = field(default=None, compare=False)
     two_way_busy: tuple = (None, None)  # training traffic's shares busy both ways (lab.busy)
+    two_way_joined: tuple = (1.0, 1.0)  # a lone transfer's share once one the other way joined it
+    two_way_joined_after_s: tuple = (0.0, 0.0)  # ... from this long after (sharing/fair.py)
     measured_late_comer: dict | None = field(default=None, compare=False)  # Hardware.late_comer
     _busy_table: tuple | None = field(default=None, init=False, repr=False, compare=False)
     ring_latency_s: float = 0.0
@@ -174,6 +176,12 @@ class Cluster:
                 raise ConfigError("the two-way busy shares correct a measured two-way table: "
                                   "give the table too (a hardware file's two_way_table)")
             object.__setattr__(self, "_busy_table", with_busy(self.two_way_table, self.two_way_busy))
+        for name in ("two_way_joined", "two_way_joined_after_s"):
+            object.__setattr__(self, name, pair(getattr(self, name), name))
+        check_joined(self.two_way_joined, self.two_way_joined_after_s)
+        if self.two_way_joined != (1.0, 1.0) and self.two_way_table is None:
+            raise ConfigError("the two-way joined shares correct a measured two-way table: "
+                              "give the table too (a hardware file's two_way_table)")
         if not 0 <= self.run_spread_rel < 1:
             raise ConfigError(f"run spread must be a fraction in [0, 1), got {self.run_spread_rel}")
         for what, price in (("--price-per-node-hour", self.price_per_node_hour),
@@ -192,6 +200,14 @@ class Cluster:
         if self._busy_table is None or (ps_count or 1) != 1:
             return self.two_way_table
         return self._busy_table
+
+    def two_way_joined_for(self, ps_count: int | None) -> dict:
+        """The joined shares as simulator fields where they apply: a correction of the measured
+        table for one PS, as the busy shares are (measured on one PS's NIC)."""
+        if self.two_way_table is None or (ps_count or 1) != 1:
+            return {}
+        return {"two_way_joined": self.two_way_joined,
+                "two_way_joined_after_s": self.two_way_joined_after_s}
 
     def late_comer(self, strategy: Strategy) -> dict:
         """The simulator's join boosts and share spread for ``strategy``: the explicit ones, or
@@ -218,6 +234,8 @@ class Cluster:
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
                     two_way_table=table, run_spread_rel=kw["run_spread"],
                     two_way_busy=kw.get("two_way_busy", (None, None)) if table is not None else (None, None),
+                    **({k: kw[k] for k in ("two_way_joined", "two_way_joined_after_s") if k in kw}
+                       if table is not None else {}),
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
                     host_cores=kw.get("host_cores"),
@@ -262,6 +280,7 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         stall_incumbent_mean_s=cluster.stall_incumbent_mean_s,
         two_way_penalty=cluster.two_way_penalty,
         two_way_table=cluster.two_way_table_for(strategy.ps_count),
+        **cluster.two_way_joined_for(strategy.ps_count),
         ring_latency_s=cluster.ring_latency_s,
         allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,
         collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,

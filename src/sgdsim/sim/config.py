@@ -93,6 +93,8 @@ class SimConfig:
     stall_incumbent_mean_s: tuple = (0.0, 0.0)
     two_way_penalty: float = 0.0  # capacity lost per surplus flow the other way (analytic/two_way.py)
     two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
+    two_way_joined: tuple = (1.0, 1.0)  # a lone flow's share once one the other way joined it (sharing/fair.py)
+    two_way_joined_after_s: tuple = (0.0, 0.0)  # ... from this long after that join
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
     allreduce_compute_share: float = 0.0  # all-reduce: compute an overlapping call occupies (Tianshu §3.3)
     collective: str = "ring"  # all-reduce algorithm (topology/collectives/)
@@ -173,6 +175,7 @@ class SimConfig:
         check_stalls(self.stall_prob + self.stall_incumbent_prob,
                      self.stall_mean_s + self.stall_incumbent_mean_s, self.arch, self.sharing,
                      self.flow_cap_bps)
+        check_joined(self.two_way_joined, self.two_way_joined_after_s)
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
         if self.ps_count is not None and not 1 <= self.ps_count <= MAX_PS_COUNT:
@@ -214,7 +217,8 @@ _PAIRS = (("join_boost", "--join-boost"), ("join_after_s", "--join-after"),  # (
           ("join_delay_s", "--join-delay"),
           ("stall_prob", "--stall-prob"), ("stall_mean_s", "--stall-mean"),
           ("stall_incumbent_prob", "--stall-incumbent"),
-          ("stall_incumbent_mean_s", "--stall-incumbent-mean"))
+          ("stall_incumbent_mean_s", "--stall-incumbent-mean"),
+          ("two_way_joined", "two_way_joined"), ("two_way_joined_after_s", "two_way_joined_after_s"))
 
 
 def pair(value, what: str = "--join-boost") -> tuple[float, float]:
@@ -245,6 +249,16 @@ def check_stalls(probs, means_s, arch: str, sharing: str, flow_cap_bps: float | 
             arch != "ps" or sharing != "ps" or flow_cap_bps is not None):
         raise ConfigError("--stall-prob and --stall-incumbent (TCP stalls against traffic the other way) "
                           "apply to --arch ps with --sharing ps, without --flow-cap")
+
+
+def check_joined(shares, after_s) -> None:
+    """A lone flow's share once a flow the other way joined it, and from when (sharing/fair.py)."""
+    for share in shares:
+        if not 0 < share <= 1:
+            raise ConfigError(f"two_way_joined must be a share in (0, 1], got {share}")
+    for duration_s in after_s:
+        if not 0 <= duration_s <= MAX_OVERHEAD_BETA_S:
+            raise ConfigError(f"two_way_joined_after_s must be a duration from 0 to 1h, got {duration_s} s")
 
 
 def check_join(boosts, durations_s, sharing: str, flow_cap_bps: float | None) -> None:

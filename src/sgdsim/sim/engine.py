@@ -4,7 +4,9 @@ Resources per worker: ``0`` = worker compute, and per parameter server p: ``1+3p
 ``2+3p`` uplink, ``3+3p`` PS compute. Compute resources are exclusive per worker (Share = 1);
 downlink/uplink of PS p are shared links (``links``) unless the plan maps them to exclusive
 resources (all-reduce). Kernel timers: ``w*R + r`` for exclusive resource r of worker w (for a
-link resource, the end of a stalled transfer's wait, ``stalls.py``), then ``W*R + l`` for link l.
+link resource, the end of a stalled transfer's wait, ``stalls.py``), then ``W*R + l`` for link l,
+``W*R + L + w`` for worker w's first step and ``W*R + L + W + l`` for the moment link l's lone
+flow drops to its ``joined`` share (``sharing/fair.py``).
 
 Everything here works on flat arrays so the same code runs compiled (numba) or as Python.
 ``P`` is the read-only plan (``plan.py``), ``S`` the mutable state (``state.py``).
@@ -79,6 +81,9 @@ def _event(P, S, K, LK, Q, timer, now):
     chunk, or a worker's delayed first step starts. Each handler is called from one place:
     the handlers are inlined (``jit_inline``), so every call site is another copy to compile."""
     WR = P.W * P.R
+    if timer >= WR + len(P.link_res) + P.W:
+        _rerate(P, K, LK, timer - WR - len(P.link_res) - P.W, now)
+        return
     if timer >= WR + len(P.link_res):
         _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), now)
         return
@@ -215,6 +220,18 @@ def _join_link(P, K, LK, l, w, size, now):
         schedule(K, w * P.R + P.link_res[l], LK.boost_due[l * P.W + w])
     if stalls_on(LK):
         _hit_incumbents(P, K, LK, l ^ 1, now)
+    m = l ^ 1
+    if (coupled(LK) and LK.n[l] == 1 and LK.n[m] > 0 and LK.joined[m & 1] != 1.0
+            and LK.joined_after_s[m & 1] > 0.0):
+        schedule(K, P.W * P.R + len(P.link_res) + P.W + m, now + LK.joined_after_s[m & 1])
+
+
+@jit
+def _rerate(P, K, LK, l, now):
+    """Link l's lone flow may drop to its joined share now (``fair.joined_due``)."""
+    advance(LK, l, now)
+    set_rate(LK, l)
+    _reschedule(P, K, LK, l, now, False)
 
 
 @jit

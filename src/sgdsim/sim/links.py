@@ -28,6 +28,8 @@ def add_flow(LK, l, w, size_bytes, now, seq):
     f = l * LK.W + w
     LK.on[f] = 1
     LK.n[l] += 1
+    if LK.n[l] == 1:
+        LK.busy_since[l] = now
     LK.arrival[f] = seq
     LK.rem[f] = size_bytes
     LK.weight[f] = 0.0

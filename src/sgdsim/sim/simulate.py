@@ -82,12 +82,13 @@ class _Sim:
         W, R, n, L = plan.W, plan.R, plan.n_ops, len(plan.link_res)
         self.rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7]))
         self.P = for_backend(plan)
-        self.K = for_backend(make_kernel(W * R + L + W))
+        self.K = for_backend(make_kernel(W * R + L + W + L))
         self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
                                          _share_noise(config, self.info.ps_count),
                                          _two_way_grid(config, W),
                                          _join(config, self.info.ps_count),
-                                         _stalls(config, self.info.ps_count)))
+                                         _stalls(config, self.info.ps_count),
+                                         _joined(config, self.info.ps_count)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl))
@@ -178,6 +179,15 @@ def _join(config: SimConfig, ps_count: int) -> tuple:
         raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --join-boost 1 with this profile")
     return config.join_boost, config.join_after_s, config.join_delay_s
+
+
+def _joined(config: SimConfig, ps_count: int) -> tuple:
+    """The joined shares of a lone flow (``sharing/fair.py``): a correction of the measured
+    two-way table for one PS, like its busy shares (``Cluster.two_way_table_for``)."""
+    if config.two_way_joined != (1.0, 1.0) and (ps_count > 1 or config.two_way_table is None):
+        raise ConfigError("two_way_joined corrects a measured two-way table for one parameter "
+                          "server: give the table, with one PS")
+    return config.two_way_joined, config.two_way_joined_after_s
 
 
 def _stalls(config: SimConfig, ps_count: int) -> np.ndarray | None:

@@ -15,6 +15,8 @@ effects of two-way traffic", SIGCOMM 1991; docs/validation/async/two-way.md).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..flows import reweight, serve
 from ..jit import jit
 from ..stalls import on as stalls_on
@@ -33,8 +35,27 @@ def two_way_factor(LK, l):
     if side == 0:
         return 1.0
     n, m = LK.n[l], LK.n[l ^ 1]
+    if n == 1 and m == 1 and joined_due(LK, l) <= LK.t[l]:
+        return LK.joined[l & 1]
     last = side - 1  # the grid covers every worker; clamp for safety
     return LK.two_way_table[((l & 1) * side + (n if n < last else last)) * side + (m if m < last else last)]
+
+
+@jit
+def joined_due(LK, l):
+    """When link l's lone flow, joined by one flow the other way, drops to its ``joined``
+    share; inf when that does not apply.
+
+    On the lab a pull that a push joins keeps its rate for ~0.4 s, then loses it while the
+    push runs (to about 0.6 of the link after a second), and recovers at once when the push
+    ends; a pull that joins a running push loses nothing (docs/validation/regimes/, finding
+    9). So the order of the two busy periods decides, not the flows' counts alone: the table
+    holds the second case, ``joined``/``joined_after_s`` (per direction) the first. Called
+    with one flow each way."""
+    d = l & 1
+    if LK.joined[d] == 1.0 or LK.busy_since[l ^ 1] <= LK.busy_since[l]:
+        return np.inf
+    return LK.busy_since[l ^ 1] + LK.joined_after_s[d]
 
 
 @jit

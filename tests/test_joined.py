@@ -1,0 +1,148 @@
+"""A lone transfer joined by one the other way (sim/sharing/fair.py, sgdsim.lab.joined;
+docs/validation/regimes/, finding 9): hand timelines of the link and of two engine workers,
+the step fit against known curves, and the refusals."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from conftest import chunks, layered_profile, run_sim
+from sgdsim.errors import ConfigError, ProfileError
+from sgdsim.evaluate.inputs import Cluster
+from sgdsim.hardware import hardware_from_dict, load_hardware
+from sgdsim.lab.joined import fit_joined, incumbent_shares
+from sgdsim.sim.flows import make_links
+from sgdsim.sim.links import add_flow, advance, next_time
+from sgdsim.sim.sharing.fair import set_rate
+
+ONES = tuple(tuple(tuple(1.0 for _ in range(3)) for _ in range(3)) for _ in range(2))
+
+
+def _links(share=0.5, after_s=0.3):
+    return make_links(2, 2, 0, np.full(2, 1.0), np.full(2, np.inf), two_way=np.array(ONES),
+                      joined=((share, 1.0), (after_s, 0.0)))
+
+
+@pytest.mark.parametrize("pull_first, end", [(True, 1.5), (False, 1.2)])
+def test_a_pull_that_a_push_joins_drops_to_its_share_after_the_delay(pull_first, end):
+    # B = 1 byte/s, a 1-byte pull. Pull at 0, push at 0.2: full rate until 0.5 (0.5 moved),
+    # then half: 0.5 + 0.5 / 0.5 = 1.5. Push at 0, pull at 0.2: the pull joined the push,
+    # not the other way round, and keeps the link: 1.2.
+    LK = _links()
+    first, second = ((0, 1.0), (1, 10.0)) if pull_first else ((1, 10.0), (0, 1.0))
+    add_flow(LK, first[0], 0, first[1], 0.0, 0)
+    advance(LK, second[0], 0.2)
+    add_flow(LK, second[0], 1, second[1], 0.2, 1)
+    assert next_time(LK, 0) == pytest.approx(1.0 if pull_first else 1.2)
+    advance(LK, 0, 0.5)
+    set_rate(LK, 0)  # the engine's timer does this at 0.5
+    assert next_time(LK, 0) == pytest.approx(end)
+    assert next_time(LK, 1) == pytest.approx(10.2 if pull_first else 10.0)  # the push keeps its rate
+
+
+def test_the_share_ends_with_the_push_and_needs_one_flow_each_way():
+    LK = _links(after_s=0.0)
+    add_flow(LK, 0, 0, 1.0, 0.0, 0)
+    advance(LK, 1, 0.2)
+    add_flow(LK, 1, 1, 0.1, 0.2, 1)  # a push of 0.1 s: the pull runs at half meanwhile
+    assert next_time(LK, 0) == pytest.approx(0.2 + 0.8 / 0.5)
+    LK.n[1] = 0  # the push left (what remove_flow does to the count)
+    advance(LK, 0, 0.3)
+    set_rate(LK, 0)
+    assert next_time(LK, 0) == pytest.approx(0.3 + 0.75)  # 0.2 + 0.05 moved: full rate again
+    LK.n[1], LK.n[0] = 1, 2  # two pulls against one push: the table's (busy) entry, not this
+    set_rate(LK, 0)
+    assert LK.rate[0] == pytest.approx(0.5)
+
+
+# T = 1 s per transfer alone, 0.25 s of compute between pull and push
+S, BPS = 1e6, 1e6
+PROFILE = layered_profile([S], [0.1], [0.15], overlap=False, batch=10)
+KW = dict(workers=2, Bps=BPS, mode="async", sharing="ps", two_way_table=ONES)
+
+
+def _first_transfers(start_s, **kw):
+    res = run_sim(PROFILE, steps=1, warmup=0, start_point=(start_s / 2.25,), **KW, **kw)
+    return {(c.worker, c.op[:2]): c.end for c in chunks(res) if c.step == 0}
+
+
+def test_two_engine_workers_follow_the_hand_timeline():
+    # B pulls from 1.0; A's push joins at 1.25. B: full rate to 1.5 (0.5 moved), half to 2.25
+    # (A's push ends: 0.875 moved), then A's next pull shares the link: 2.5. Equal shares: 2.0.
+    joined = _first_transfers(1.0, two_way_joined=(0.5, 1.0), two_way_joined_after_s=(0.25, 0.0))
+    plain = _first_transfers(1.0)
+    assert joined[(1, "do")] == pytest.approx(2.5) and plain[(1, "do")] == pytest.approx(2.0)
+    assert joined[(0, "up")] == pytest.approx(2.25) == plain[(0, "up")]
+    # B pulls from 1.5, into A's running push: full rate to 2.25, then A's next pull shares
+    # the link for B's last 0.25: 2.75, with or without the joined share
+    late = _first_transfers(1.5, two_way_joined=(0.5, 1.0), two_way_joined_after_s=(0.25, 0.0))
+    assert late[(1, "do")] == pytest.approx(2.75) == _first_transfers(1.5)[(1, "do")]
+
+
+def test_a_vanishing_delay_converges_to_none_and_an_endless_one_changes_nothing():
+    kw = dict(steps=30, warmup=5, timeline=False, start_point=(0.45,), **KW)
+    share = dict(two_way_joined=(0.6, 0.9))
+    now = run_sim(PROFILE, two_way_joined_after_s=0.0, **share, **kw).throughput
+    soon = run_sim(PROFILE, two_way_joined_after_s=1e-9, **share, **kw).throughput
+    never = run_sim(PROFILE, two_way_joined_after_s=3000.0, **share, **kw).throughput
+    plain = run_sim(PROFILE, **kw).throughput
+    assert soon == pytest.approx(now, rel=1e-6) and now < plain
+    assert never == pytest.approx(plain, rel=1e-12)
+
+
+def _curve(after_s, share, table=0.98, bin_s=0.05, n=28):
+    t = (np.arange(n) + 0.5) * bin_s
+    return np.where(t < after_s, table, share)[None, :].repeat(3, axis=0)
+
+
+@pytest.mark.parametrize("after_s, share", [(0.45, 0.63), (0.0, 0.91), (0.25, 0.87)])
+def test_the_step_fit_recovers_a_known_step(after_s, share):
+    got = fit_joined(_curve(after_s, share), 0.98)
+    assert got == pytest.approx((after_s, share), abs=1e-9)
+
+
+def test_incumbent_shares_read_the_progress_after_each_arrival():
+    # an incumbent at 100 B/s that an arrival at 1.0 s slows to 60 B/s from 1.4 s
+    t = np.arange(0.01, 4.0, 0.01)
+    done = np.where(t < 1.4, 100 * t, 140 + 60 * (t - 1.4))
+    shares = incumbent_shares([(0.0, np.column_stack([t, done]))], [(1.0, 2.5), (3.5, 3.6)], 100.0, 1.0)
+    assert shares.shape == (1, 20)  # the second arrival is shorter than the span: left out
+    assert shares[0, :8] == pytest.approx(1.0) and shares[0, 8:] == pytest.approx(0.6)
+    assert fit_joined(shares, 1.0) == pytest.approx((0.4, 0.6))
+    with pytest.raises(ConfigError, match="no arrival overlaps"):
+        fit_joined(incumbent_shares([(0.0, np.column_stack([t, done]))], [(3.5, 3.6)], 100.0, 1.0), 1.0)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(two_way_joined=1.5), "share in"),
+    (dict(two_way_joined=(0.5, 0.5, 0.5)), "one value or two"),
+    (dict(two_way_joined=0.5, two_way_joined_after_s=-1.0), "0 to 1h"),
+])
+def test_bad_joined_shares_are_refused(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        run_sim(PROFILE, **KW, **kw)
+
+
+def test_the_joined_share_corrects_a_table_of_one_ps():
+    with pytest.raises(ConfigError, match="give the table"):
+        Cluster(bandwidth_bps=1e8, two_way_joined=(0.6, 1.0))
+    cluster = Cluster(bandwidth_bps=1e8, two_way_table=ONES, two_way_joined=(0.6, 1.0),
+                      two_way_joined_after_s=0.4)
+    assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.6, 1.0),
+                                              "two_way_joined_after_s": (0.4, 0.4)}
+    assert cluster.two_way_joined_for(2) == {}
+
+
+def test_a_hardware_file_carries_the_joined_share_to_the_models():
+    hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
+    data = {**hw.to_dict(), "two_way_joined": 0.63, "two_way_joined_after_s": 0.45}
+    kw = hardware_from_dict(data).predict_kwargs("ps")
+    assert kw["two_way_joined"] == (0.63, 1.0) and kw["two_way_joined_after"] == (0.45, 0.0)
+    assert "two_way_joined" not in hw.predict_kwargs("ps")  # the committed files: not measured in
+    with pytest.raises(ProfileError, match="two_way_joined"):
+        hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None})
+    with pytest.raises(ProfileError, match="in \\(0, 1\\]"):
+        hardware_from_dict({**data, "two_way_joined": 0.0})
+    assert dataclasses.replace(hw, two_way_joined=0.63).to_dict()["two_way_joined"] == 0.63
