@@ -141,6 +141,9 @@ def test_a_hardware_file_carries_the_joined_share_to_the_models():
     kw = hardware_from_dict(data).predict_kwargs("ps")
     assert kw["two_way_joined"] == (0.63, 1.0) and kw["two_way_joined_after"] == (0.45, 0.0)
     assert "two_way_joined" not in hw.predict_kwargs("ps")  # the committed files: not measured in
+    cluster = Cluster.from_hardware(hardware_from_dict(data), "ps")  # what plan and evaluate use
+    assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.63, 1.0),
+                                              "two_way_joined_after_s": (0.45, 0.0)}
     with pytest.raises(ProfileError, match="two_way_joined"):
         hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None})
     with pytest.raises(ProfileError, match="in \\(0, 1\\]"):

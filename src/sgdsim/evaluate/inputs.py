@@ -234,8 +234,9 @@ class Cluster:
                     two_way_penalty=0.0 if table is not None else kw.get("two_way_penalty", 0.0),
                     two_way_table=table, run_spread_rel=kw["run_spread"],
                     two_way_busy=kw.get("two_way_busy", (None, None)) if table is not None else (None, None),
-                    **({k: kw[k] for k in ("two_way_joined", "two_way_joined_after_s") if k in kw}
-                       if table is not None else {}),
+                    **({"two_way_joined": kw["two_way_joined"],
+                        "two_way_joined_after_s": kw["two_way_joined_after"]}
+                       if table is not None and "two_way_joined" in kw else {}),
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
                     host_cores=kw.get("host_cores"),
