@@ -81,11 +81,11 @@ def _event(P, S, K, LK, Q, timer, now):
     chunk, or a worker's delayed first step starts. Each handler is called from one place:
     the handlers are inlined (``jit_inline``), so every call site is another copy to compile."""
     WR = P.W * P.R
-    if timer >= WR + len(P.link_res) + P.W:
-        _rerate(P, K, LK, timer - WR - len(P.link_res) - P.W, now)
-        return
-    if timer >= WR + len(P.link_res):
-        _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), now)
+    if timer >= WR + len(P.link_res):  # rare: a first step, or a joined share comes due
+        if timer >= WR + len(P.link_res) + P.W:
+            _rerate(P, K, LK, timer - WR - len(P.link_res) - P.W, now)
+        else:
+            _start_step(P, S, K, LK, Q, timer - WR - len(P.link_res), now)
         return
     if timer < WR:
         w = timer // P.R
