@@ -171,22 +171,37 @@ def _pairs(paths):
     return paths
 
 
-def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
-    """Write the fits into a hardware file: with a pull incumbent the arrivals are pushes."""
+PLURAL = {"pull": "pulls", "push": "pushes"}
+
+
+def _field(name: str, direction: str, whose: str = "") -> str:
+    """A pull field's name, or its push twin's (``sgdsim.hardware.push_twin``)."""
+    from sgdsim.hardware import push_twin
+
+    if direction not in PLURAL:
+        raise ConfigError(f"direction must be pull or push{whose}, got {direction!r}")
+    return name if direction == "pull" else push_twin(name)
+
+
+def _write(hardware, values: dict) -> None:
+    """Put measured ``values`` into a hardware file, keeping the rest of it."""
     import dataclasses
 
     from sgdsim.hardware import load_hardware, save_hardware
 
+    save_hardware(dataclasses.replace(load_hardware(hardware), **values), hardware, force=True)
+
+
+def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
+    """Write the fits into a hardware file: with a pull incumbent the arrivals are pushes."""
     arrivals, incumbent = report(incumbent_path, arrivals_path)
-    if incumbent_kind not in ("pull", "push"):
+    if incumbent_kind not in PLURAL:
         _die(f"incumbent kind must be pull or push, got {incumbent_kind!r}")
-    new, old = ("_push", "") if incumbent_kind == "pull" else ("", "_push")
-    hw = load_hardware(hardware)
-    hw = dataclasses.replace(hw, **{
-        f"stall_prob{new}": arrivals[0], f"stall_mean{new}_s": arrivals[1],
-        f"stall_incumbent_prob{old}": incumbent[0], f"stall_incumbent_mean{old}_s": incumbent[1]})
-    save_hardware(hw, hardware, force=True)
-    print(f"wrote the stalls of {'pushes' if new else 'pulls'} arriving and of {incumbent_kind}{'s' if new else 'es'} under way "
+    arriving = "push" if incumbent_kind == "pull" else "pull"
+    _write(hardware, {_field("stall_prob", arriving): arrivals[0], _field("stall_mean_s", arriving): arrivals[1],
+                      _field("stall_incumbent_prob", incumbent_kind): incumbent[0],
+                      _field("stall_incumbent_mean_s", incumbent_kind): incumbent[1]})
+    print(f"wrote the stalls of {PLURAL[arriving]} arriving and of {PLURAL[incumbent_kind]} under way "
           f"to {hardware}")
 
 
@@ -284,20 +299,18 @@ def record_onset(hardware, direction, window_s, settled_s, groups):
     ``groups`` [(protocol "ramp" or "rounds", [incumbent.txt, arrivals.txt, ...])], fitted
     over ``window_s`` with the plateau from ``settled_s``; without an advantage there, the
     window, as a lower bound."""
-    import dataclasses
-
-    from sgdsim.hardware import load_hardware, save_hardware
     from sgdsim.lab.onset import recorded_onset
 
-    if direction not in ("pull", "push"):
-        _die(f"direction must be pull or push, got {direction!r}")
+    try:
+        field = _field("join_delay_s", direction)
+    except ConfigError as e:
+        _die(str(e))
     span_s = max(1.0, window_s)
     read = {"ramp": ramp_shares, "rounds": round_shares}
     rows = [read[kind](a, b, 0.05, span_s) for kind, paths in groups for a, b in zip(paths[::2], paths[1::2])]
     shares = np.vstack(rows)
     delay, bound = recorded_onset(shares, 0.05, window_s, settled_s)
-    field = "join_delay_s" if direction == "pull" else "join_delay_push_s"
-    save_hardware(dataclasses.replace(load_hardware(hardware), **{field: round(delay, 3)}), hardware, force=True)
+    _write(hardware, {field: round(delay, 3)})
     print(f"{len(shares)} joiners: wrote {field} = {delay:.3f} s to {hardware}"
           + (" (no advantage within the window: a lower bound)" if bound else ""))
 
@@ -306,13 +319,11 @@ def joined(hardware, direction, span_s, paths, write, bin_s=0.05):
     """Runs of an incumbent (``rounds`` or ``long``) joined by arrivals the other way: the
     incumbent's share of the link per bin after each arrival's start, and the step fitted to it
     (``sgdsim.lab.joined``), written into the hardware file with ``write``."""
-    import dataclasses
-
-    from sgdsim.hardware import load_hardware, save_hardware
+    from sgdsim.hardware import load_hardware
     from sgdsim.lab.joined import fit_joined, incumbent_shares
 
-    if direction not in ("pull", "push"):
-        raise ConfigError(f"direction must be pull or push (the incumbent's), got {direction!r}")
+    share_field, after_field = (_field(f, direction, " (the incumbent's)")
+                                for f in ("two_way_joined", "two_way_joined_after_s"))
     hw = load_hardware(hardware)
     if hw.two_way_table is None:
         raise ConfigError(f"{hardware} has no two_way_table (netbench --lab --two-way): the joined "
@@ -329,11 +340,8 @@ def joined(hardware, direction, span_s, paths, write, bin_s=0.05):
     print(f"fit: the table's {table_share:.2f} for {after_s:.2f} s, then {share:.3f} "
           f"(mean over the span {curve.mean():.3f})")
     if write:
-        suffix = "" if direction == "pull" else "_push"
-        after = "two_way_joined_after_s" if direction == "pull" else "two_way_joined_after_push_s"
-        save_hardware(dataclasses.replace(hw, **{f"two_way_joined{suffix}": round(share, 3),
-                                                 after: round(after_s, 3)}), hardware, force=True)
-        print(f"wrote two_way_joined{suffix} and {after} to {hardware}")
+        _write(hardware, {share_field: round(share, 3), after_field: round(after_s, 3)})
+        print(f"wrote {share_field} and {after_field} to {hardware}")
 
 
 def _groups(args):

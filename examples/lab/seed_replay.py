@@ -16,23 +16,19 @@ import subprocess
 import sys
 
 import sgdsim.validate.run as run
-from sgdsim.validate.cli import _saved_profiles
+from sgdsim.validate.cli import replay
 from sgdsim.validate.grid import load_grid
-from sgdsim.validate.run import measured_from_csv, run_validation
 
 GRIDS = ("async", "cnn", "allreduce", "2ps", "widecnn")
 
 
-def replay(seed: int, out: str) -> None:
+def replay_seed(seed: int, out: str) -> None:
     predict = run.predict
     run.predict = lambda *a, **k: predict(*a, **{**k, "seed": seed})
     try:
         for name in GRIDS:
-            points = f"docs/validation/{name}/points.csv"
-            grid = load_grid(f"examples/grids/lab-{name}.toml")
-            measure, lab = measured_from_csv(points, grid)
-            run_validation(grid, os.path.join(out, str(seed), name), force=True, log=lambda *a: None,
-                           profile_fn=_saved_profiles(points), measure_fn=measure, lab_fn=lab)
+            replay(load_grid(f"examples/grids/lab-{name}.toml"), f"docs/validation/{name}/points.csv",
+                   os.path.join(out, str(seed), name))
     finally:
         run.predict = predict
 
@@ -45,7 +41,7 @@ def main() -> None:
     seeds = _seeds(args.seeds)
     points: dict[tuple, list] = {}
     for seed in seeds:
-        replay(seed, args.output)
+        replay_seed(seed, args.output)
         table = subprocess.run([sys.executable, "examples/lab/validation_table.py",
                                 *(os.path.join(args.output, str(seed), g, "points.csv") for g in GRIDS)],
                                capture_output=True, text=True, check=True).stdout

@@ -18,9 +18,8 @@ import argparse
 import dataclasses
 import os
 
-from sgdsim.validate.cli import _saved_profiles
+from sgdsim.validate.cli import replay
 from sgdsim.validate.grid import load_grid
-from sgdsim.validate.run import measured_from_csv, run_validation
 
 
 def with_dynamics(grid, dynamics: bool | None):
@@ -54,9 +53,7 @@ def main() -> None:
             grid = dataclasses.replace(grid, cases=tuple(
                 dataclasses.replace(c, hardware_spec=dataclasses.replace(c.hardware_spec, **{field: float(value)}))
                 if c.hardware_spec is not None else c for c in grid.cases))
-        measure_fn, lab_fn = measured_from_csv(points, grid)
-        run_validation(grid, os.path.join(args.output, name), force=True, log=lambda *a: None,
-                       profile_fn=_saved_profiles(points), measure_fn=measure_fn, lab_fn=lab_fn)
+        replay(grid, points, os.path.join(args.output, name))
 
 
 if __name__ == "__main__":

@@ -152,9 +152,7 @@ class Hardware:
 
     def _directions(self, field_name: str, default: float | None = 0.0) -> tuple:
         """(pulls, pushes) of a field and its ``_push`` twin, ``default`` where not measured."""
-        push = (field_name[:-2] + "_push_s" if field_name.endswith("_s")
-                else field_name + "_push")
-        values = (getattr(self, field_name), getattr(self, push))
+        values = (getattr(self, field_name), getattr(self, push_twin(field_name)))
         return tuple(default if v is None else v for v in values)
 
     def bandwidth_for(self, arch: str) -> float:
@@ -233,6 +231,11 @@ def save_hardware(hw: Hardware, path: str | os.PathLike, *, force: bool = False)
         raise ConfigError(f"cannot write {name}: {exc.strerror or exc}") from None
 
 
+def push_twin(field_name: str) -> str:
+    """The name of a pull field's twin for pushes: ``join_boost_push``, ``join_delay_push_s``."""
+    return field_name[:-2] + "_push_s" if field_name.endswith("_s") else field_name + "_push"
+
+
 def dynamics_apply(arch: str, mode: str | None, ps_count: int | None, sharing: str | None,
                    flow_capped: bool = False) -> bool:
     """Where a file's measured TCP dynamics apply: async PS with one server under PS sharing
@@ -298,10 +301,10 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             values["two_way_table"] = check_table(data["two_way_table"])
         except ConfigError as exc:
             bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
-    busy = [k for k in ("two_way_busy", "two_way_busy_push", "two_way_joined", "two_way_joined_push")
-            if k in values]
-    if busy and "two_way_table" not in values:
-        bad(f"field {busy[0]!r} corrects a measured two_way_table, and the file has none "
+    corrections = [k for k in ("two_way_busy", "two_way_busy_push", "two_way_joined",
+                               "two_way_joined_push") if k in values]
+    if corrections and "two_way_table" not in values:
+        bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")
     measured = data.get("measured", {})
     if not isinstance(measured, dict):

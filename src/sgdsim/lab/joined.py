@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
+from .onset import joiner_shares
 
 
 def incumbent_shares(blocks, arrivals, rate_Bps: float, span_s: float,
@@ -29,14 +30,11 @@ def incumbent_shares(blocks, arrivals, rate_Bps: float, span_s: float,
         raise ConfigError("incumbent shares need a positive rate, span and bin no longer than the span")
     rows = []
     for a0, a1 in arrivals:
-        if a1 < a0 + span_s:
-            continue
         for start, prog in blocks:
-            t = np.concatenate([[start], prog[:, 0]])
-            done = np.concatenate([[0.0], prog[:, 1]])
-            if start <= a0 and t[-1] >= a0 + span_s:
-                grid = a0 + np.arange(int(round(span_s / bin_s)) + 1) * bin_s
-                rows.append(np.diff(np.interp(grid, t, done)) / bin_s / rate_Bps)
+            if a1 >= a0 + span_s and start <= a0 and prog[-1, 0] >= a0 + span_s:
+                # the bins of the same-way joiner's share (lab.onset), of which this is the rest
+                progress = np.vstack([[start, 0.0], prog])
+                rows.append(1.0 - joiner_shares(progress, [(a0, a0 + span_s)], rate_Bps, bin_s, span_s)[0])
     return np.array(rows).reshape(len(rows), int(round(span_s / bin_s)))
 
 

@@ -256,9 +256,13 @@ def check_joined(shares, after_s) -> None:
     for share in shares:
         if not 0 < share <= 1:
             raise ConfigError(f"two_way_joined must be a share in (0, 1], got {share}")
-    for duration_s in after_s:
+    _check_durations(after_s, "two_way_joined_after_s must be a duration")
+
+
+def _check_durations(durations_s, what: str) -> None:
+    for duration_s in durations_s:
         if not 0 <= duration_s <= MAX_OVERHEAD_BETA_S:
-            raise ConfigError(f"two_way_joined_after_s must be a duration from 0 to 1h, got {duration_s} s")
+            raise ConfigError(f"{what} from 0 to 1h, got {duration_s} s")
 
 
 def check_join(boosts, durations_s, sharing: str, flow_cap_bps: float | None) -> None:
@@ -267,10 +271,7 @@ def check_join(boosts, durations_s, sharing: str, flow_cap_bps: float | None) ->
     for boost in boosts:
         if not 0 < boost <= 100:
             raise ConfigError(f"--join-boost must be a weight in (0, 100], got {boost}")
-    for duration_s in durations_s:
-        if not 0 <= duration_s <= MAX_OVERHEAD_BETA_S:
-            raise ConfigError(f"--join-after and --join-delay must be durations from 0 to 1h, got "
-                              f"{duration_s} s")
+    _check_durations(durations_s, "--join-after and --join-delay must be durations")
     if boosts != (1.0, 1.0) and (sharing != "ps" or flow_cap_bps is not None):
         raise ConfigError("--join-boost (a TCP flow joining a busy link) applies to --sharing ps "
                           "without --flow-cap")

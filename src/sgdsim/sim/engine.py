@@ -19,7 +19,7 @@ from .heap import heap_pop, heap_set
 from .jit import jit, jit_inline
 from .kernel import next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
-from .sharing.fair import apply_due_boost, coupled, set_rate
+from .sharing.fair import apply_due_boost, coupled, joined_due, set_rate
 from .stalls import INCUMBENT, draw, moving, pause, resume, stall_s
 from .stalls import on as stalls_on
 from .streams import chunk_bytes, queue_key
@@ -221,9 +221,10 @@ def _join_link(P, K, LK, l, w, size, now):
     if stalls_on(LK):
         _hit_incumbents(P, K, LK, l ^ 1, now)
     m = l ^ 1
-    if (coupled(LK) and LK.n[l] == 1 and LK.n[m] > 0 and LK.joined[m & 1] != 1.0
-            and LK.joined_after_s[m & 1] > 0.0):
-        schedule(K, P.W * P.R + len(P.link_res) + P.W + m, now + LK.joined_after_s[m & 1])
+    if coupled(LK) and LK.n[l] == 1 and LK.n[m] > 0:  # l's busy period began: m's flows are joined
+        due = joined_due(LK, m)
+        if now < due < np.inf:  # (due now: set_rate has applied it already)
+            schedule(K, P.W * P.R + len(P.link_res) + P.W + m, due)
 
 
 @jit

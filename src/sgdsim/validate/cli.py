@@ -43,18 +43,34 @@ def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
     models = parse_models(args.models)
     grid = load_grid(args.grid)
     if getattr(args, "measured", None):
-        from .run import measured_from_csv
-
         if args.dry_run:
             raise ConfigError("--measured replays measurements; --dry-run measures nothing: pick one")
-        measure_fn, lab_fn = measured_from_csv(args.measured, grid)
-        profile_fn = profile_fn or _saved_profiles(args.measured)
+        saved_fn, measure_fn, lab_fn = replay_hooks(args.measured, grid)
+        profile_fn = profile_fn or saved_fn
     result = run_validation(grid, args.output, models=models, dry_run=args.dry_run,
                             force=args.force, profile_fn=profile_fn, measure_fn=measure_fn,
                             lab_fn=lab_fn)
     print(summary_markdown(result, with_details=result.dry_run), end="")
     say(f"wrote {len(result.files)} files to {args.output}")
     return 0
+
+
+def replay_hooks(points_csv: str, grid):
+    """``profile_fn``, ``measure_fn`` and ``lab_fn`` that replay an earlier run's points.csv
+    and profiles (``--measured``): the models again, without the lab."""
+    from .run import measured_from_csv
+
+    return (_saved_profiles(points_csv), *measured_from_csv(points_csv, grid))
+
+
+def replay(grid, points_csv: str, output: str):
+    """``sgdsim validate GRID -o OUTPUT --measured POINTS.csv --force`` for a grid object (the
+    lab scripts change its cases first), quietly; returns the result."""
+    from .run import run_validation
+
+    profile_fn, measure_fn, lab_fn = replay_hooks(points_csv, grid)
+    return run_validation(grid, output, force=True, log=lambda *a: None, profile_fn=profile_fn,
+                          measure_fn=measure_fn, lab_fn=lab_fn)
 
 
 def _saved_profiles(points_csv: str):
