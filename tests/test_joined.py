@@ -4,6 +4,8 @@ the step fit against known curves, and the refusals."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -138,9 +140,10 @@ def test_the_joined_share_corrects_a_table_of_one_ps():
 def test_a_hardware_file_carries_the_joined_share_to_the_models():
     hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
     data = {**hw.to_dict(), "two_way_joined": 0.63, "two_way_joined_after_s": 0.45}
+    assert hw.predict_kwargs("ps")["two_way_joined"] == (hw.two_way_joined, 1.0)  # pulls only
     kw = hardware_from_dict(data).predict_kwargs("ps")
     assert kw["two_way_joined"] == (0.63, 1.0) and kw["two_way_joined_after"] == (0.45, 0.0)
-    assert "two_way_joined" not in hw.predict_kwargs("ps")  # the committed files: not measured in
+    assert "two_way_joined" not in load_hardware("examples/grids/hardware-lab-100mbps.json").predict_kwargs("ps")
     cluster = Cluster.from_hardware(hardware_from_dict(data), "ps")  # what plan and evaluate use
     assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.63, 1.0),
                                               "two_way_joined_after_s": (0.45, 0.0)}
@@ -149,3 +152,15 @@ def test_a_hardware_file_carries_the_joined_share_to_the_models():
     with pytest.raises(ProfileError, match="in \\(0, 1\\]"):
         hardware_from_dict({**data, "two_way_joined": 0.0})
     assert dataclasses.replace(hw, two_way_joined=0.63).to_dict()["two_way_joined"] == 0.63
+
+
+def test_the_200mbps_files_joined_share_comes_from_the_committed_rounds():
+    """The lab file's fields are what the fit gives on the raw runs they cite (finding 9)."""
+    raw = "docs/validation/regimes/joined/200mbps"
+    runs = [f"{raw}/{kind}-pull-{offset}.txt" for offset in ("0.15", "0.3") for kind in ("inc", "arr")]
+    out = subprocess.run([sys.executable, "examples/lab/incumbent.py", "joined",
+                          "examples/grids/hardware-lab-200mbps.json", "pull", "1.4", *runs],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
+    assert f"for {hw.two_way_joined_after_s:g} s, then {hw.two_way_joined:.3f}" in out.stdout
