@@ -163,4 +163,4 @@ def test_the_200mbps_files_joined_share_comes_from_the_committed_rounds():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
-    assert f"for {hw.two_way_joined_after_s:g} s, then {hw.two_way_joined:.3f}" in out.stdout
+    assert f"for {hw.two_way_joined_after_s:.2f} s, then {hw.two_way_joined:.3f}" in out.stdout
