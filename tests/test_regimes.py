@@ -183,3 +183,13 @@ def test_equal_sharing_preserves_any_offset_between_two_workers(seed):
 def test_unequal_shares_move_the_offset():
     offsets = _forward_starts(0.3, 1)[1:]
     assert max(offsets) - min(offsets) > 1e-3
+
+
+def test_pull_phases_place_each_pull_within_the_other_workers_step():
+    from sgdsim.validate.regimes import pull_phases
+
+    # A's steps start at 0, 10, 30; B's pulls at 5 (half of A's first step), 10 (with A's
+    # second: lock-step, 0), 25 (three quarters of the 20-s second step); before A's first
+    # and after A's last one there is no step to place them in
+    got = pull_phases([0.0, 30.0, 10.0], [-1.0, 5.0, 10.0, 25.0, 31.0])
+    assert got.tolist() == [0.5, 0.0, 0.75]

@@ -138,15 +138,13 @@ def transfers(runs: list[dict]) -> str:
     """Per traced 2-worker run: where worker 1's pulls start within worker 0's step (0: with
     it, lock-step; 0.5: half a step later) and every step's pull and push, seconds from the
     first (validate.regimes.transfer_stats has the same definition of a transfer)."""
-    from sgdsim.validate.regimes import step_transfers
+    from sgdsim.validate.regimes import pull_phases, step_transfers
 
     lines = []
     for r in runs:
         steps = step_transfers(r["events"])
         a, b = (np.array(sorted(pull + push for pull, push in steps.get(k, []))) for k in (0, 1))
-        i = np.searchsorted(a[:, 0], b[:, 0]) - 1
-        ok = (i >= 0) & (i < len(a) - 1)
-        phase = (b[ok, 0] - a[i[ok], 0]) / (a[i[ok] + 1, 0] - a[i[ok], 0])
+        phase = pull_phases(a[:, 0], b[:, 0])
         lines += [f"run {r['repeat']}: {r['throughput_intervals']:.2f} examples/s; phase of worker 1's "
                   f"pulls in tenths of worker 0's step: {np.histogram(phase, 10, (0, 1))[0].tolist()}",
                   "| step | w0 pull | w0 push | w1 pull | w1 push |", "|---:|---|---|---|---|"]

@@ -167,3 +167,12 @@ def concurrency_shares(intervals) -> dict[int, float]:
         open_, last = open_ + d, t
     total = sum(time_at.values())
     return {k: v / total for k, v in sorted(time_at.items())} if total > 0 else {}
+
+
+def pull_phases(starts_a, starts_b) -> np.ndarray:
+    """Where each of worker B's pulls starts within worker A's step, in A's steps (0: with A's
+    pull, lock-step; 0.5: half a step later), from the two workers' pull start times."""
+    a, b = np.sort(np.asarray(starts_a, float)), np.asarray(starts_b, float)
+    i = np.searchsorted(a, b, side="right") - 1
+    ok = (i >= 0) & (i < len(a) - 1)
+    return (b[ok] - a[i[ok]]) / (a[i[ok] + 1] - a[i[ok]])

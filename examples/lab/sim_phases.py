@@ -1,0 +1,58 @@
+"""Where the simulator's two workers sit against each other, as async_regimes.py --transfers
+shows it for the lab's traced runs: the phase of worker 1's pulls within worker 0's step
+(0 or 1: lock-step; 0.5: interleaved), per seed, for one replication of a committed W = 2
+point, with the file's joined share and without it (docs/validation/regimes/, finding 9).
+
+    python examples/lab/sim_phases.py widecnn 0          # the wide CNN at batch 64
+    python examples/lab/sim_phases.py heldout200b 1      # the wide CNN at batch 32 (held out)
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+
+import numpy as np
+
+import sgdsim
+from sgdsim.profile.io import load_profile
+from sgdsim.validate.grid import load_grid
+from sgdsim.validate.regimes import pull_phases
+from sgdsim.validate.run import calibrated_hardware
+
+
+def pull_starts(timeline, worker: int) -> np.ndarray:
+    """Each step's first downlink chunk of ``worker``: when its pull started."""
+    down = [i for i, n in enumerate(timeline.resource_names) if "down" in n]
+    m = (timeline.worker == worker) & np.isin(timeline.resource, down)
+    first: dict[int, float] = {}
+    for step, t in zip(timeline.step[m].tolist(), timeline.start_s[m].tolist()):
+        first[step] = min(first.get(step, t), t)
+    return np.array(sorted(first.values()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("grid", help="name G of examples/grids/lab-G.toml with docs/validation/G/")
+    ap.add_argument("case", type=int, help="the case's index in the grid")
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=60)
+    args = ap.parse_args()
+    case = load_grid(f"examples/grids/lab-{args.grid}.toml").cases[args.case]
+    prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
+    with open(f"docs/validation/{args.grid}/points.csv", newline="") as f:
+        runs = {int(r["workers"]): [float(x) for x in r["measured_runs"].split(";")]
+                for r in csv.DictReader(f) if r["case"] == case.name and r["model"] == "fine"}
+    _, hw = calibrated_hardware(case, prof, runs)
+    print(f"{case.name}, W = 2: measured {np.mean(runs[2]):.2f} examples/s")
+    for label, h in (("joined share", hw), ("none", dataclasses.replace(hw, two_way_joined=1.0))):
+        for seed in range(args.seeds):
+            p = sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
+                               timeline=True, **h.predict_kwargs("ps", "async"))[0]
+            phase = pull_phases(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1))
+            print(f"{label}, seed {seed}: {p.throughput:.2f} examples/s; phase in tenths: "
+                  f"{np.histogram(phase, 10, (0, 1))[0].tolist()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
