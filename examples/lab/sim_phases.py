@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import sys
 
 import numpy as np
 
 import sgdsim
+from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.profile.io import load_profile
 from sgdsim.validate.grid import load_grid
 from sgdsim.validate.regimes import pull_phases
@@ -38,11 +40,21 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--steps", type=int, default=60)
     args = ap.parse_args()
-    case = load_grid(f"examples/grids/lab-{args.grid}.toml").cases[args.case]
-    prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
-    with open(f"docs/validation/{args.grid}/points.csv", newline="") as f:
-        runs = {int(r["workers"]): [float(x) for x in r["measured_runs"].split(";")]
-                for r in csv.DictReader(f) if r["case"] == case.name and r["model"] == "fine"}
+    try:
+        cases = load_grid(f"examples/grids/lab-{args.grid}.toml").cases
+        if not 0 <= args.case < len(cases):
+            raise ConfigError(f"case index {args.case}: the grid has {len(cases)} case(s)")
+        case = cases[args.case]
+        prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
+        with open(f"docs/validation/{args.grid}/points.csv", newline="") as f:
+            runs = {int(r["workers"]): [float(x) for x in r["measured_runs"].split(";")]
+                    for r in csv.DictReader(f) if r["case"] == case.name and r["model"] == "fine"}
+        if 2 not in runs:
+            raise ConfigError(f"case {case.name!r} has no measured 2-worker point")
+    except (ConfigError, ProfileError, OSError) as e:
+        print(f"sim_phases.py: {f'{e.filename}: {e.strerror}' if isinstance(e, OSError) else e}",
+              file=sys.stderr)
+        sys.exit(2)
     _, hw = calibrated_hardware(case, prof, runs)
     print(f"{case.name}, W = 2: measured {np.mean(runs[2]):.2f} examples/s")
     for label, h in (("joined share", hw), ("none", dataclasses.replace(hw, two_way_joined=1.0))):
