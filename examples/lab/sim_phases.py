@@ -9,7 +9,6 @@ point, with the file's joined share and without it (docs/validation/regimes/, fi
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import sys
 
@@ -20,17 +19,17 @@ from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.profile.io import load_profile
 from sgdsim.validate.grid import load_grid
 from sgdsim.validate.regimes import pull_phases
-from sgdsim.validate.run import calibrated_hardware
+from sgdsim.validate.run import calibrated_hardware, measured_runs
 
 
 def pull_starts(timeline, worker: int) -> np.ndarray:
     """Each step's first downlink chunk of ``worker``: when its pull started."""
-    down = [i for i, n in enumerate(timeline.resource_names) if "down" in n]
+    down = [i for i, n in enumerate(timeline.resource_names) if n.startswith("downlink")]
     m = (timeline.worker == worker) & np.isin(timeline.resource, down)
-    first: dict[int, float] = {}
-    for step, t in zip(timeline.step[m].tolist(), timeline.start_s[m].tolist()):
-        first[step] = min(first.get(step, t), t)
-    return np.array(sorted(first.values()))
+    step, start_s = timeline.step[m], timeline.start_s[m]
+    order = np.lexsort((start_s, step))
+    _, first = np.unique(step[order], return_index=True)
+    return np.sort(start_s[order][first])
 
 
 def main() -> None:
@@ -46,9 +45,8 @@ def main() -> None:
             raise ConfigError(f"case index {args.case}: the grid has {len(cases)} case(s)")
         case = cases[args.case]
         prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
-        with open(f"docs/validation/{args.grid}/points.csv", newline="") as f:
-            runs = {int(r["workers"]): [float(x) for x in r["measured_runs"].split(";")]
-                    for r in csv.DictReader(f) if r["case"] == case.name and r["model"] == "fine"}
+        runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{args.grid}/points.csv").items()
+                if name == case.name}
         if 2 not in runs:
             raise ConfigError(f"case {case.name!r} has no measured 2-worker point")
     except (ConfigError, ProfileError, OSError) as e:
@@ -57,7 +55,7 @@ def main() -> None:
         sys.exit(2)
     _, hw = calibrated_hardware(case, prof, runs)
     print(f"{case.name}, W = 2: measured {np.mean(runs[2]):.2f} examples/s")
-    for label, h in (("joined share", hw), ("none", dataclasses.replace(hw, two_way_joined=1.0))):
+    for label, h in (("joined share", hw), ("none", dataclasses.replace(hw, two_way_joined=None))):
         for seed in range(args.seeds):
             p = sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
                                timeline=True, **h.predict_kwargs("ps", "async"))[0]

@@ -301,8 +301,8 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             values["two_way_table"] = check_table(data["two_way_table"])
         except ConfigError as exc:
             bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
-    corrections = [k for k in ("two_way_busy", "two_way_busy_push", "two_way_joined",
-                               "two_way_joined_push") if k in values]
+    corrections = [k for base in ("two_way_busy", "two_way_joined") for k in (base, push_twin(base))
+                   if k in values]
     if corrections and "two_way_table" not in values:
         bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")

@@ -205,6 +205,25 @@ def measured_from_csv(path: str, grid: Grid):
     models can be compared again without the lab; every (case, workers) the grid needs must be
     there with as many runs as ``repeats``."""
     import contextlib
+
+    runs = measured_runs(path)
+    for case in grid.cases:
+        for w in case.workers:
+            got = runs.get((case.name, w), [])
+            if len(got) < case.repeats:
+                raise ConfigError(f"{path}: case {case.name!r} has {len(got)} measured run(s) "
+                                  f"at {w} worker(s), the grid wants {case.repeats}")
+    queues = {k: list(v) for k, v in runs.items()}
+
+    def measure(case, workers, lab):
+        return queues[(case.name, workers)].pop(0)
+
+    measure.replay = True  # type: ignore[attr-defined]  # the log says "replaying"
+    return measure, lambda case: contextlib.nullcontext(None)
+
+
+def measured_runs(path: str) -> dict[tuple[str, int], list[float]]:
+    """{(case, workers): the measured runs, examples/s} of an earlier ``points.csv``."""
     import csv
 
     try:
@@ -224,19 +243,7 @@ def measured_from_csv(path: str, grid: Grid):
     except (KeyError, ValueError):
         raise ConfigError(f"{path}: not a points.csv of sgdsim validate (case, workers, "
                           f"measured_runs columns)") from None
-    for case in grid.cases:
-        for w in case.workers:
-            got = runs.get((case.name, w), [])
-            if len(got) < case.repeats:
-                raise ConfigError(f"{path}: case {case.name!r} has {len(got)} measured run(s) "
-                                  f"at {w} worker(s), the grid wants {case.repeats}")
-    queues = {k: list(v) for k, v in runs.items()}
-
-    def measure(case, workers, lab):
-        return queues[(case.name, workers)].pop(0)
-
-    measure.replay = True  # type: ignore[attr-defined]  # the log says "replaying"
-    return measure, lambda case: contextlib.nullcontext(None)
+    return runs
 
 
 def _nth(r: int, repeats: int) -> str:
