@@ -12,19 +12,21 @@ import pytest
 
 from conftest import chunks, layered_profile, run_sim
 from sgdsim.errors import ConfigError, ProfileError
-from sgdsim.evaluate.inputs import Cluster
+from sgdsim.evaluate.inputs import Cluster, Control, Strategy, sim_config
 from sgdsim.hardware import hardware_from_dict, load_hardware
-from sgdsim.lab.joined import fit_joined, incumbent_shares
+from sgdsim.lab.joined import fit_each, fit_joined, incumbent_shares
+from sgdsim.sim.config import SimConfig
 from sgdsim.sim.flows import make_links
 from sgdsim.sim.links import add_flow, advance, next_time
-from sgdsim.sim.sharing.fair import set_rate
+from sgdsim.sim.sharing.fair import joined_due, set_rate
+from sgdsim.sim.simulate import JOINED_POOL, _joined
 
 ONES = tuple(tuple(tuple(1.0 for _ in range(3)) for _ in range(3)) for _ in range(2))
 
 
-def _links(share=0.5, after_s=0.3):
+def _links(share=0.5, after_s=0.3, pulls=None):
     return make_links(2, 2, 0, np.full(2, 1.0), np.full(2, np.inf), two_way=np.array(ONES),
-                      joined=((share, 1.0), (after_s, 0.0)))
+                      joined=[pulls or [(after_s, share)], [(0.0, 1.0)] * len(pulls or [0])])
 
 
 @pytest.mark.parametrize("pull_first, end", [(True, 1.5), (False, 1.2)])
@@ -59,6 +61,36 @@ def test_the_share_ends_with_the_push_and_needs_one_flow_each_way():
     assert LK.rate[0] == pytest.approx(0.5)
 
 
+def test_each_join_draws_its_pair_by_the_arrivals_sequence_number():
+    # a pool of two pulls' (after_s, share); pushes join at 0.25. Arrival 1 draws the second,
+    # (0.125, 0.8): full rate to 0.375, then 0.625 / 0.8 more: 1.15625; arrival 4 draws the
+    # first, (0.25, 0.5): full rate to 0.5, then 0.5 / 0.5: 1.5
+    for (seq0, seq1), due, end in (((0, 1), 0.375, 1.15625), ((2, 4), 0.5, 1.5)):
+        LK = _links(pulls=[(0.25, 0.5), (0.125, 0.8)])
+        add_flow(LK, 0, 0, 1.0, 0.0, seq0)
+        advance(LK, 1, 0.25)
+        add_flow(LK, 1, 1, 10.0, 0.25, seq1)
+        assert joined_due(LK, 0) == due
+        advance(LK, 0, due)
+        set_rate(LK, 0)
+        assert next_time(LK, 0) == pytest.approx(end)
+
+
+def test_the_pool_resamples_the_measured_pairs_and_keeps_a_direction_without_them():
+    draws = (((0.2, 0.5), (0.4, 0.7), (0.6, 0.9)), ())
+    cfg = SimConfig(bandwidth_bps=8e6, two_way_table=ONES, two_way_joined=(0.6, 1.0),
+                    two_way_joined_after_s=(0.4, 0.0), two_way_joined_draws=draws, seed=3)
+    pool = _joined(cfg, 1)
+    assert pool.shape == (2, JOINED_POOL, 2) and (pool[1] == (0.0, 1.0)).all()
+    counts = [int((pool[0] == p).all(axis=1).sum()) for p in draws[0]]
+    n, third = JOINED_POOL, JOINED_POOL / 3
+    assert sum(counts) == n and all(abs(c - third) < 4 * (n * 2 / 9) ** 0.5 for c in counts)
+    other = _joined(dataclasses.replace(cfg, seed=4), 1)
+    assert not np.array_equal(pool, other)  # another seed, another pool
+    fixed = _joined(dataclasses.replace(cfg, two_way_joined_draws=((), ())), 1)
+    assert fixed.tolist() == [[[0.4, 0.6]], [[0.0, 1.0]]]
+
+
 # T = 1 s per transfer alone, 0.25 s of compute between pull and push
 S, BPS = 1e6, 1e6
 PROFILE = layered_profile([S], [0.1], [0.15], overlap=False, batch=10)
@@ -81,6 +113,15 @@ def test_two_engine_workers_follow_the_hand_timeline():
     # the link for B's last 0.25: 2.75, with or without the joined share
     late = _first_transfers(1.5, two_way_joined=(0.5, 1.0), two_way_joined_after_s=(0.25, 0.0))
     assert late[(1, "do")] == pytest.approx(2.75) == _first_transfers(1.5)[(1, "do")]
+
+
+def test_one_measured_pair_is_the_fixed_step():
+    draws = _first_transfers(1.0, two_way_joined_draws=(((0.25, 0.5),), ()))
+    assert draws[(1, "do")] == pytest.approx(2.5)  # the hand timeline above
+    kw = dict(steps=30, warmup=5, timeline=False, start_point=(0.45,), **KW)
+    step = run_sim(PROFILE, two_way_joined=(0.6, 1.0), two_way_joined_after_s=0.3, **kw).throughput
+    one = run_sim(PROFILE, two_way_joined_draws=(((0.3, 0.6),), ()), **kw).throughput
+    assert one == step
 
 
 def test_a_vanishing_delay_converges_to_none_and_an_endless_one_changes_nothing():
@@ -117,8 +158,18 @@ def test_incumbent_shares_read_the_progress_after_each_arrival():
         fit_joined(incumbent_shares([(0.0, np.column_stack([t, done]))], [(3.5, 3.6)], 100.0, 1.0), 1.0)
 
 
+def test_fit_each_recovers_each_arrivals_step():
+    rows = np.vstack([_curve(0.3, 0.5)[:1], _curve(0.6, 0.8)[:1], _curve(0.45, 0.63)[:1]])
+    got = np.array(fit_each(rows, 0.98))
+    assert got == pytest.approx(np.array([(0.3, 0.5), (0.6, 0.8), (0.45, 0.63)]), abs=1e-9)
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(two_way_joined=1.5), "share in"),
+    (dict(two_way_joined_draws=(((0.3, 1.2),), ())), "share in"),
+    (dict(two_way_joined_draws=(((0.3, 0.5, 1.0),), ())), "pairs"),
+    (dict(two_way_joined_draws=((0.3, 0.5),)), "pairs"),
+    (dict(two_way_joined_draws=(((-0.1, 0.5),), ())), "0 to 1h"),
     (dict(two_way_joined=(0.5, 0.5, 0.5)), "one value or two"),
     (dict(two_way_joined=0.5, two_way_joined_after_s=-1.0), "0 to 1h"),
 ])
@@ -133,20 +184,23 @@ def test_the_joined_share_corrects_a_table_of_one_ps():
     cluster = Cluster(bandwidth_bps=1e8, two_way_table=ONES, two_way_joined=(0.6, 1.0),
                       two_way_joined_after_s=0.4)
     assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.6, 1.0),
-                                              "two_way_joined_after_s": (0.4, 0.4)}
+                                              "two_way_joined_after_s": (0.4, 0.4),
+                                              "two_way_joined_draws": ((), ())}
     assert cluster.two_way_joined_for(2) == {}
 
 
 def test_a_hardware_file_carries_the_joined_share_to_the_models():
     hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
-    data = {**hw.to_dict(), "two_way_joined": 0.63, "two_way_joined_after_s": 0.45}
+    data = {**hw.to_dict(), "two_way_joined": 0.63, "two_way_joined_after_s": 0.45,
+            "two_way_joined_draws": None}
     assert hw.predict_kwargs("ps")["two_way_joined"] == (hw.two_way_joined, 1.0)  # pulls only
     kw = hardware_from_dict(data).predict_kwargs("ps")
     assert kw["two_way_joined"] == (0.63, 1.0) and kw["two_way_joined_after"] == (0.45, 0.0)
     assert "two_way_joined" not in load_hardware("examples/grids/hardware-lab-100mbps.json").predict_kwargs("ps")
     cluster = Cluster.from_hardware(hardware_from_dict(data), "ps")  # what plan and evaluate use
     assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.63, 1.0),
-                                              "two_way_joined_after_s": (0.45, 0.0)}
+                                              "two_way_joined_after_s": (0.45, 0.0),
+                                              "two_way_joined_draws": ((), ())}
     with pytest.raises(ProfileError, match="two_way_joined"):
         hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None})
     with pytest.raises(ProfileError, match="in \\(0, 1\\]"):
@@ -154,13 +208,38 @@ def test_a_hardware_file_carries_the_joined_share_to_the_models():
     assert dataclasses.replace(hw, two_way_joined=0.63).to_dict()["two_way_joined"] == 0.63
 
 
-def test_the_200mbps_files_joined_share_comes_from_the_committed_rounds():
-    """The lab file's fields are what the fit gives on the raw runs they cite (finding 9)."""
+def test_a_hardware_file_carries_the_joined_draws_to_the_simulator():
+    hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
+    data = {**hw.to_dict(), "two_way_joined_draws": [[0.3, 0.5], [0.6, 0.75]]}
+    loaded = hardware_from_dict(data)
+    assert hardware_from_dict(loaded.to_dict()) == loaded  # what incumbent.py record-joined writes
+    kw = loaded.predict_kwargs("ps")
+    assert kw["two_way_joined_draws"] == (((0.3, 0.5), (0.6, 0.75)), ())
+    cluster = Cluster.from_hardware(loaded, "ps")
+    assert cluster.two_way_joined_for(1)["two_way_joined_draws"] == (((0.3, 0.5), (0.6, 0.75)), ())
+    assert sim_config(Strategy(), cluster, Control()).two_way_joined_draws == kw["two_way_joined_draws"]
+    no_draws = {k: v for k, v in hw.to_dict().items() if not k.startswith("two_way_joined_draws")}
+    assert "two_way_joined_draws" not in hardware_from_dict(no_draws).predict_kwargs("ps")
+    for bad in ([], [[0.3]], [[0.3, 0.0]], [[-1, 0.5]], [["0.3", 0.5]], "0.3,0.5"):
+        with pytest.raises(ProfileError, match="list of \\[after_s, share\\] pairs"):
+            hardware_from_dict({**data, "two_way_joined_draws_push": bad})
+    with pytest.raises(ProfileError, match="two_way_joined_draws"):
+        hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None,
+                            "two_way_joined": None, "two_way_joined_after_s": None})
+
+
+def test_the_200mbps_files_joined_share_comes_from_the_committed_rounds(tmp_path):
+    """The lab file's fields are what record-joined writes from the raw runs they cite (finding 9)."""
     raw = "docs/validation/regimes/joined/200mbps"
     runs = [f"{raw}/{kind}-pull-{offset}.txt" for offset in ("0.15", "0.3") for kind in ("inc", "arr")]
-    out = subprocess.run([sys.executable, "examples/lab/incumbent.py", "joined",
-                          "examples/grids/hardware-lab-200mbps.json", "pull", "1.4", *runs],
-                         capture_output=True, text=True, timeout=120)
+    committed = "examples/grids/hardware-lab-200mbps.json"
+    copy = tmp_path / "hw.json"
+    copy.write_text(open(committed, encoding="utf-8").read(), encoding="utf-8")
+    out = subprocess.run([sys.executable, "examples/lab/incumbent.py", "record-joined", str(copy), "pull",
+                          "1.4", *runs], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
+    hw, again = load_hardware(committed), load_hardware(copy)
     assert f"for {hw.two_way_joined_after_s:.2f} s, then {hw.two_way_joined:.3f}" in out.stdout
+    for name in ("two_way_joined", "two_way_joined_after_s", "two_way_joined_draws"):
+        assert getattr(again, name) == getattr(hw, name), name
+    assert len(hw.two_way_joined_draws) == 31 and hw.two_way_joined_draws_push is None

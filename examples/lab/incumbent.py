@@ -30,7 +30,8 @@ server's output to the incumbent file).
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
 incumbent's share after each arrival starts and the step fitted to it (``sgdsim.lab.joined``,
-finding 9); ``record-joined`` writes it (``two_way_joined*``). SPAN_S: the arrival's time.
+finding 9), and the step of each arrival alone; ``record-joined`` writes them
+(``two_way_joined*``: the model draws one of the latter per join). SPAN_S: the arrival's time.
 """
 import socket
 import struct
@@ -320,10 +321,10 @@ def joined(hardware, direction, span_s, paths, write, bin_s=0.05):
     incumbent's share of the link per bin after each arrival's start, and the step fitted to it
     (``sgdsim.lab.joined``), written into the hardware file with ``write``."""
     from sgdsim.hardware import load_hardware
-    from sgdsim.lab.joined import fit_joined, incumbent_shares
+    from sgdsim.lab.joined import fit_each, fit_joined, incumbent_shares
 
-    share_field, after_field = (_field(f, direction, " (the incumbent's)")
-                                for f in ("two_way_joined", "two_way_joined_after_s"))
+    share_field, after_field, draws_field = (_field(f, direction, " (the incumbent's)") for f in
+                                             ("two_way_joined", "two_way_joined_after_s", "two_way_joined_draws"))
     hw = load_hardware(hardware)
     if hw.two_way_table is None:
         raise ConfigError(f"{hardware} has no two_way_table (netbench --lab --two-way): the joined "
@@ -339,9 +340,14 @@ def joined(hardware, direction, span_s, paths, write, bin_s=0.05):
           f"after an arrival's start: {' '.join(f'{x:.2f}' for x in curve[::2])}")
     print(f"fit: the table's {table_share:.2f} for {after_s:.2f} s, then {share:.3f} "
           f"(mean over the span {curve.mean():.3f})")
+    draws = fit_each(shares, table_share, bin_s)
+    print(f"one by one: after {min(a for a, _ in draws):.2f}-{max(a for a, _ in draws):.2f} s, then "
+          f"{min(s for _, s in draws):.2f}-{max(s for _, s in draws):.2f} "
+          f"(mean {np.mean([s for _, s in draws]):.3f})")
     if write:
-        _write(hardware, {share_field: round(share, 3), after_field: round(after_s, 3)})
-        print(f"wrote {share_field} and {after_field} to {hardware}")
+        _write(hardware, {share_field: round(share, 3), after_field: round(after_s, 3),
+                          draws_field: tuple((round(a, 3), round(s, 4)) for a, s in draws)})
+        print(f"wrote {share_field}, {after_field} and {draws_field} to {hardware}")
 
 
 def _groups(args):

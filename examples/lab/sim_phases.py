@@ -1,7 +1,8 @@
 """Where the simulator's two workers sit against each other, as async_regimes.py --transfers
 shows it for the lab's traced runs: the phase of worker 1's pulls within worker 0's step
 (0 or 1: lock-step; 0.5: interleaved), per seed, for one replication of a committed W = 2
-point, with the file's joined share and without it (docs/validation/regimes/, finding 9).
+point, with the file's joined share (drawn per join, and its fixed step) and without it
+(docs/validation/regimes/, finding 9).
 
     python examples/lab/sim_phases.py widecnn 0          # the wide CNN at batch 64
     python examples/lab/sim_phases.py heldout200b 1      # the wide CNN at batch 32 (held out)
@@ -55,7 +56,10 @@ def main() -> None:
         sys.exit(2)
     _, hw = calibrated_hardware(case, prof, runs)
     print(f"{case.name}, W = 2: measured {np.mean(runs[2]):.2f} examples/s")
-    for label, h in (("joined share", hw), ("none", dataclasses.replace(hw, two_way_joined=None))):
+    fixed = dataclasses.replace(hw, two_way_joined_draws=None)
+    none = dataclasses.replace(fixed, two_way_joined=None)
+    variants = [("joined draws", hw)] if hw.two_way_joined_draws else []
+    for label, h in variants + [("joined step", fixed), ("none", none)]:
         for seed in range(args.seeds):
             p = sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
                                timeline=True, **h.predict_kwargs("ps", "async"))[0]

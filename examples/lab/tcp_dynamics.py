@@ -37,7 +37,8 @@ def main() -> None:
     ap.add_argument("--boosts", default=None, metavar="K,A,K_PUSH,A_PUSH",
                     help="these join boosts and ages (s) instead of the hardware files'")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="replace a hardware field in every case (e.g. stall_prob=0, join_boost=1)")
+                    help="replace a hardware field in every case (e.g. stall_prob=0, join_boost=1; "
+                         "none: as if not measured, e.g. two_way_joined_draws=none)")
     args = ap.parse_args()
     for name in args.grids:
         points = f"docs/validation/{name}/points.csv"
@@ -51,7 +52,8 @@ def main() -> None:
                 if c.hardware_spec is not None else c for c in grid.cases))
         for field, value in (s.split("=") for s in args.set):
             grid = dataclasses.replace(grid, cases=tuple(
-                dataclasses.replace(c, hardware_spec=dataclasses.replace(c.hardware_spec, **{field: float(value)}))
+                dataclasses.replace(c, hardware_spec=dataclasses.replace(
+                    c.hardware_spec, **{field: None if value == "none" else float(value)}))
                 if c.hardware_spec is not None else c for c in grid.cases))
         replay(grid, points, os.path.join(args.output, name))
 

@@ -64,6 +64,8 @@ class Hardware:
     two_way_joined_after_s: float | None = None  # ... from this long after the push started
     two_way_joined_push: float | None = None  # the same for a push that a pull joined
     two_way_joined_after_push_s: float | None = None
+    two_way_joined_draws: tuple | None = None  # the joined pulls one by one: ((after_s, share), ...)
+    two_way_joined_draws_push: tuple | None = None  # the same for pushes
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
     join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner)
@@ -121,9 +123,11 @@ class Hardware:
             return {"two_way_penalty": self.two_way_penalty or 0.0}
         busy = self._directions("two_way_busy", None)
         joined = {}
-        if self._directions("two_way_joined", None) != (None, None):
+        draws = self._directions("two_way_joined_draws", ())
+        if self._directions("two_way_joined", None) != (None, None) or any(draws):
             joined = {"two_way_joined": self._directions("two_way_joined", 1.0),
-                      "two_way_joined_after": self._directions("two_way_joined_after_s")}
+                      "two_way_joined_after": self._directions("two_way_joined_after_s"),
+                      **({"two_way_joined_draws": draws} if any(draws) else {})}
         return {"two_way_table": self.two_way_table,
                 **({"two_way_busy": busy} if busy != (None, None) else {}), **joined}
 
@@ -150,7 +154,7 @@ class Hardware:
                 out |= {prob_kw: self._directions(prob), mean_kw: self._directions(mean)}
         return out
 
-    def _directions(self, field_name: str, default: float | None = 0.0) -> tuple:
+    def _directions(self, field_name: str, default: Any = 0.0) -> tuple:
         """(pulls, pushes) of a field and its ``_push`` twin, ``default`` where not measured."""
         values = (getattr(self, field_name), getattr(self, push_twin(field_name)))
         return tuple(default if v is None else v for v in values)
@@ -164,6 +168,9 @@ class Hardware:
     def to_dict(self) -> dict:
         optional = {key: getattr(self, key) for key, required, _ in _FIELDS if not required}
         optional["two_way_table"] = self.two_way_table
+        for key in _DRAWS:
+            value = getattr(self, key)
+            optional[key] = None if value is None else [list(p) for p in value]
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
                 "overhead_alpha_s_per_byte": self.overhead_alpha_s_per_byte,
@@ -301,8 +308,11 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             values["two_way_table"] = check_table(data["two_way_table"])
         except ConfigError as exc:
             bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
-    corrections = [k for base in ("two_way_busy", "two_way_joined") for k in (base, push_twin(base))
-                   if k in values]
+    for key in _DRAWS:
+        if data.get(key) is not None:
+            values[key] = _draws(data[key], key, bad)
+    corrections = [k for base in ("two_way_busy", "two_way_joined", "two_way_joined_draws")
+                   for k in (base, push_twin(base)) if k in values]
     if corrections and "two_way_table" not in values:
         bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")
@@ -310,3 +320,19 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     if not isinstance(measured, dict):
         bad("field 'measured' must be an object")
     return Hardware(measured=measured, **values)
+
+
+_DRAWS = ("two_way_joined_draws", "two_way_joined_draws_push")
+
+
+def _draws(value, key: str, bad) -> tuple:
+    """A list of measured (after_s, share) pairs, at least one."""
+    def number(v, rule: str) -> bool:
+        return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and _RULES[rule](v)
+
+    if not isinstance(value, list) or not value or not all(
+            isinstance(p, list) and len(p) == 2 and number(p[0], "non-negative") and number(p[1], "in (0, 1]")
+            for p in value):
+        bad(f"field {key!r} must be a non-empty list of [after_s, share] pairs, after_s "
+            "non-negative and share in (0, 1]")
+    return tuple((float(a), float(s)) for a, s in value)

@@ -84,6 +84,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             stall_incumbent_mean: str | float | tuple = 0.0,
             two_way_penalty: float = 0.0, two_way_table=None, two_way_busy=None,
             two_way_joined: float | str | tuple = 1.0, two_way_joined_after: str | float | tuple = 0.0,
+            two_way_joined_draws: tuple = ((), ()),
             run_spread: float = 0.0,
             ring_latency: str | float = 0.0, allreduce_compute_share: float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
@@ -115,7 +116,10 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     (``sgdsim.lab.busy``); they replace those entries of the table, with one PS.
     ``two_way_joined`` (pull, push) and ``two_way_joined_after``: the share a lone transfer keeps
     once a transfer the other way joined it, from that long after the join (``sim/sharing/fair.py``;
-    ``examples/lab/incumbent.py record-joined`` measures them); with the table, one PS. ``ring_latency``
+    ``examples/lab/incumbent.py record-joined`` measures them); with the table, one PS.
+    ``two_way_joined_draws`` (pulls, pushes), each a list of (after_s, share): the measured
+    joined transfers one by one; a direction that has them draws one per join instead of its
+    fixed step (the lab's slow down unalike). ``ring_latency``
     (all-reduce): the fixed cost of every ring step of every call, e.g. ``"2ms"`` (``netbench
     --lab --gloo`` measures it); a call of M bytes on N ranks takes 2(N−1)·(M/(N·B) + latency).
     ``allreduce_compute_share`` (all-reduce, Tianshu §3.3): the fraction of a worker's compute
@@ -161,6 +165,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         two_way_busy=_busy(two_way_busy),
         two_way_joined=_pair(two_way_joined, "two_way_joined"),
         two_way_joined_after_s=_pair(two_way_joined_after, "two_way_joined_after", duration=True),
+        two_way_joined_draws=two_way_joined_draws,
         ring_latency_s=parse_duration_s(ring_latency),
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
         gpus_per_node=int(gpus_per_node),

@@ -257,6 +257,7 @@ def network(args) -> dict:
         net.pop("two_way_busy", None)
         net.pop("two_way_joined", None)
         net.pop("two_way_joined_after", None)
+        net.pop("two_way_joined_draws", None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 

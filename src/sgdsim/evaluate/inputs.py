@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..hardware import Hardware, dynamics_apply
 from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
-                          check_collective, check_joined, check_nodes, check_seed, pair)
+                          check_collective, check_joined, check_nodes, check_seed, joined_draws, pair)
 from ..topology import check_host_cores
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
@@ -152,6 +152,7 @@ class Cluster:
     two_way_busy: tuple = (None, None)  # training traffic's shares busy both ways (lab.busy)
     two_way_joined: tuple = (1.0, 1.0)  # a lone transfer's share once one the other way joined it
     two_way_joined_after_s: tuple = (0.0, 0.0)  # ... from this long after (sharing/fair.py)
+    two_way_joined_draws: tuple = ((), ())  # or per join a measured (after_s, share), per direction
     measured_late_comer: dict | None = field(default=None, compare=False)  # Hardware.late_comer
     _busy_table: tuple | None = field(default=None, init=False, repr=False, compare=False)
     ring_latency_s: float = 0.0
@@ -179,7 +180,8 @@ class Cluster:
         for name in ("two_way_joined", "two_way_joined_after_s"):
             object.__setattr__(self, name, pair(getattr(self, name), name))
         check_joined(self.two_way_joined, self.two_way_joined_after_s)
-        if self.two_way_joined != (1.0, 1.0) and self.two_way_table is None:
+        object.__setattr__(self, "two_way_joined_draws", joined_draws(self.two_way_joined_draws))
+        if (self.two_way_joined != (1.0, 1.0) or any(self.two_way_joined_draws)) and self.two_way_table is None:
             raise ConfigError("the two-way joined shares correct a measured two-way table: "
                               "give the table too (a hardware file's two_way_table)")
         if not 0 <= self.run_spread_rel < 1:
@@ -207,7 +209,8 @@ class Cluster:
         if self.two_way_table is None or (ps_count or 1) != 1:
             return {}
         return {"two_way_joined": self.two_way_joined,
-                "two_way_joined_after_s": self.two_way_joined_after_s}
+                "two_way_joined_after_s": self.two_way_joined_after_s,
+                "two_way_joined_draws": self.two_way_joined_draws}
 
     def late_comer(self, strategy: Strategy) -> dict:
         """The simulator's join boosts and share spread for ``strategy``: the explicit ones, or
@@ -235,7 +238,8 @@ class Cluster:
                     two_way_table=table, run_spread_rel=kw["run_spread"],
                     two_way_busy=kw.get("two_way_busy", (None, None)) if table is not None else (None, None),
                     **({"two_way_joined": kw["two_way_joined"],
-                        "two_way_joined_after_s": kw["two_way_joined_after"]}
+                        "two_way_joined_after_s": kw["two_way_joined_after"],
+                        "two_way_joined_draws": kw.get("two_way_joined_draws", ((), ()))}
                        if table is not None and "two_way_joined" in kw else {}),
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),

@@ -95,6 +95,7 @@ class SimConfig:
     two_way_table: tuple | None = None  # or measured shares [direction][n][m] (analytic/two_way.py)
     two_way_joined: tuple = (1.0, 1.0)  # a lone flow's share once one the other way joined it (sharing/fair.py)
     two_way_joined_after_s: tuple = (0.0, 0.0)  # ... from this long after that join
+    two_way_joined_draws: tuple = ((), ())  # or per join one measured (after_s, share) pair, per direction
     ring_latency_s: float = 0.0  # all-reduce: fixed cost of each ring step of each call (plan.py)
     allreduce_compute_share: float = 0.0  # all-reduce: compute an overlapping call occupies (Tianshu §3.3)
     collective: str = "ring"  # all-reduce algorithm (topology/collectives/)
@@ -176,6 +177,7 @@ class SimConfig:
                      self.stall_mean_s + self.stall_incumbent_mean_s, self.arch, self.sharing,
                      self.flow_cap_bps)
         check_joined(self.two_way_joined, self.two_way_joined_after_s)
+        object.__setattr__(self, "two_way_joined_draws", joined_draws(self.two_way_joined_draws))
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
         if self.ps_count is not None and not 1 <= self.ps_count <= MAX_PS_COUNT:
@@ -257,6 +259,21 @@ def check_joined(shares, after_s) -> None:
         if not 0 < share <= 1:
             raise ConfigError(f"two_way_joined must be a share in (0, 1], got {share}")
     _check_durations(after_s, "two_way_joined_after_s must be a duration")
+
+
+def joined_draws(draws) -> tuple:
+    """(pulls, pushes), each a tuple of measured (after_s, share) pairs of joined transfers
+    (sharing/fair.py ``draw_joined``); an empty tuple: the direction's fixed step."""
+    try:
+        out = tuple(tuple((float(a), float(s)) for a, s in d) for d in draws)
+    except (TypeError, ValueError):
+        out = ()
+    if len(out) != 2:
+        raise ConfigError(f"two_way_joined_draws expects (pulls, pushes), each a list of "
+                          f"(after_s, share) pairs, got {draws!r}")
+    for d in out:
+        check_joined([s for _, s in d], [a for a, _ in d])
+    return out
 
 
 def _check_durations(durations_s, what: str) -> None:

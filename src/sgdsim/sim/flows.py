@@ -19,22 +19,23 @@ Links = namedtuple(
     "Links",
     "W n_ps policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
     "weight rem on arrival since served waiting nic_done noise two_way_table two_way_side "
-    "base join_boost join_after_s join_delay_s boost_due stalls busy_since joined joined_after_s",
+    "base join_boost join_after_s join_delay_s boost_due stalls busy_since joined joined_now joined_after_now",
 )
 
 
 def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise=None,
                two_way=None, join=((1.0, 1.0), (0.0, 0.0), (0.0, 0.0)), stalls=None,
-               joined=((1.0, 1.0), (0.0, 0.0))) -> Links:
+               joined=None) -> Links:
     """``noise``: weights a fair-shared flow draws when it starts (``sharing/fair.py``);
     None: every flow has weight 1. ``two_way``: None, or the (2, side, side) grid of shares a
     NIC direction keeps against flows the other way (``analytic/two_way.TwoWay.grid``); links
     2p and 2p+1 are PS p's downlink and uplink. ``join``: (boosts, after_s, delay_s) of a flow
     that joins a busy link (``sharing/fair.py``), each a pair (downlinks, uplinks); a boost of 1
     is equal sharing. ``boost_due``: when a joiner's delayed boost starts (-1: none pending).
-    ``stalls``: None, or the pool of waits of ``sim/stalls.py``. ``joined``: (shares, after_s)
-    of a lone flow that a flow the other way joined (``sharing/fair.py``), each a pair;
-    ``busy_since``: when each link's current busy period began."""
+    ``stalls``: None, or the pool of waits of ``sim/stalls.py``. ``joined``: None, or the
+    (2, n, 2) pool of (after_s, share) of a lone flow that a flow the other way joined
+    (``sharing/fair.py``), n per direction; ``joined_now``/``joined_after_now``: each link's
+    current draw. ``busy_since``: when each link's current busy period began."""
     n_flows = n_links * n_workers
     return Links(
         W=n_workers, n_ps=n_links // 2,
@@ -57,8 +58,9 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise
         join_delay_s=np.array(join[2], np.float64),
         boost_due=np.full(n_flows, -1.0),
         stalls=np.zeros(2) if stalls is None else np.asarray(stalls, np.float64),
-        busy_since=np.zeros(n_links), joined=np.array(joined[0], np.float64),
-        joined_after_s=np.array(joined[1], np.float64),
+        busy_since=np.zeros(n_links),
+        joined=np.array([[(0.0, 1.0)]] * 2 if joined is None else joined, np.float64).ravel(),
+        joined_now=np.ones(n_links), joined_after_now=np.zeros(n_links),
     )
 
 

@@ -30,6 +30,8 @@ def add_flow(LK, l, w, size_bytes, now, seq):
     LK.n[l] += 1
     if LK.n[l] == 1:
         LK.busy_since[l] = now
+        if fair.coupled(LK):  # (links pair up as a NIC's two directions only then)
+            fair.draw_joined(LK, l ^ 1, seq)
     LK.arrival[f] = seq
     LK.rem[f] = size_bytes
     LK.weight[f] = 0.0

@@ -164,6 +164,7 @@ class _Sim:
 
 
 NOISE_POOL = 4096
+JOINED_POOL = 4091  # prime, like the stalls' pool, so the three draws decorrelate
 
 
 def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
@@ -181,13 +182,20 @@ def _join(config: SimConfig, ps_count: int) -> tuple:
     return config.join_boost, config.join_after_s, config.join_delay_s
 
 
-def _joined(config: SimConfig, ps_count: int) -> tuple:
-    """The joined shares of a lone flow (``sharing/fair.py``): a correction of the measured
-    two-way table for one PS, like its busy shares (``Cluster.two_way_table_for``)."""
-    if config.two_way_joined != (1.0, 1.0) and (ps_count > 1 or config.two_way_table is None):
+def _joined(config: SimConfig, ps_count: int) -> np.ndarray:
+    """The (2, n, 2) pool of (after_s, share) of a lone flow that one the other way joined
+    (``sharing/fair.py``): per direction its measured draws, resampled with a seeded generator,
+    or else its fixed step. A correction of the measured two-way table for one PS, like its
+    busy shares (``Cluster.two_way_table_for``)."""
+    draws, steps = config.two_way_joined_draws, list(zip(config.two_way_joined_after_s, config.two_way_joined))
+    if (config.two_way_joined != (1.0, 1.0) or any(draws)) and (ps_count > 1 or config.two_way_table is None):
         raise ConfigError("two_way_joined corrects a measured two-way table for one parameter "
                           "server: give the table, with one PS")
-    return config.two_way_joined, config.two_way_joined_after_s
+    if not any(draws):
+        return np.array([[step] for step in steps])
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 19]))
+    return np.stack([np.asarray(d)[rng.integers(len(d), size=JOINED_POOL)] if d
+                     else np.tile(step, (JOINED_POOL, 1)) for d, step in zip(draws, steps)])
 
 
 def _stalls(config: SimConfig, ps_count: int) -> np.ndarray | None:

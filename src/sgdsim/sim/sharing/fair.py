@@ -36,7 +36,7 @@ def two_way_factor(LK, l):
         return 1.0
     n, m = LK.n[l], LK.n[l ^ 1]
     if n == 1 and m == 1 and joined_due(LK, l) <= LK.t[l]:
-        return LK.joined[l & 1]
+        return LK.joined_now[l]
     last = side - 1  # the grid covers every worker; clamp for safety
     return LK.two_way_table[((l & 1) * side + (n if n < last else last)) * side + (m if m < last else last)]
 
@@ -50,12 +50,24 @@ def joined_due(LK, l):
     push runs (to about 0.6 of the link after a second), and recovers at once when the push
     ends; a pull that joins a running push loses nothing (docs/validation/regimes/, finding
     9). So the order of the two busy periods decides, not the flows' counts alone: the table
-    holds the second case, ``joined``/``joined_after_s`` (per direction) the first. Called
+    holds the second case, the joined share and its delay (``draw_joined``) the first. Called
     with one flow each way."""
-    d = l & 1
-    if LK.joined[d] == 1.0 or LK.busy_since[l ^ 1] <= LK.busy_since[l]:
+    if LK.joined_now[l] == 1.0 or LK.busy_since[l ^ 1] <= LK.busy_since[l]:
         return np.inf
-    return LK.busy_since[l ^ 1] + LK.joined_after_s[d]
+    return LK.busy_since[l ^ 1] + LK.joined_after_now[l]
+
+
+@jit
+def draw_joined(LK, l, seq):
+    """A busy period starts the other way: link l's (after_s, share) if it is joined now.
+
+    The lab's joined pulls do not all slow alike (0.25-1.0 s, then 0.48-0.84 of the link at
+    200 Mbit/s): each join draws one measured pair from ``LK.joined``, a seeded pool indexed
+    by the arrival's sequence number like the share noise; a pool of one pair is the fixed step."""
+    n = len(LK.joined) // 4
+    k = 2 * ((l & 1) * n + seq % n)
+    LK.joined_after_now[l] = LK.joined[k]
+    LK.joined_now[l] = LK.joined[k + 1]
 
 
 @jit
