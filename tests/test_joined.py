@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import chunks, layered_profile, run_sim
+from sgdsim.cli import main
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.evaluate.inputs import Cluster, Control, Strategy, sim_config
 from sgdsim.hardware import hardware_from_dict, load_hardware
@@ -243,3 +244,12 @@ def test_the_200mbps_files_joined_share_comes_from_the_committed_rounds(tmp_path
     for name in ("two_way_joined", "two_way_joined_after_s", "two_way_joined_draws"):
         assert getattr(again, name) == getattr(hw, name), name
     assert len(hw.two_way_joined_draws) == 31 and hw.two_way_joined_draws_push is None
+
+
+def test_a_two_way_penalty_replaces_the_files_joined_draws(capsys):
+    # the draws correct the file's table: dropped with it, or the cluster would refuse them
+    args = ["predict", "--coarse", "size=10MB,fwd=10ms,bwd=20ms,batch=16", "--workers", "2",
+            "--model", "coarse", "--hardware", "examples/grids/hardware-lab-200mbps.json"]
+    assert main(args + ["--two-way-penalty", "0.1"]) == 0
+    assert "examples/s" in capsys.readouterr().out
+

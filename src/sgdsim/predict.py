@@ -119,7 +119,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     ``examples/lab/incumbent.py record-joined`` measures them); with the table, one PS.
     ``two_way_joined_draws`` (pulls, pushes), each a list of (after_s, share): the measured
     joined transfers one by one; a direction that has them draws one per join instead of its
-    fixed step (the lab's slow down unalike). ``ring_latency``
+    fixed step (the lab's do not all slow alike). ``ring_latency``
     (all-reduce): the fixed cost of every ring step of every call, e.g. ``"2ms"`` (``netbench
     --lab --gloo`` measures it); a call of M bytes on N ranks takes 2(N−1)·(M/(N·B) + latency).
     ``allreduce_compute_share`` (all-reduce, Tianshu §3.3): the fraction of a worker's compute

@@ -253,11 +253,9 @@ def network(args) -> dict:
              "allreduce_compute_share": args.allreduce_compute_share,
              "host_cores": args.host_cores}
     if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
-        net.pop("two_way_table", None)
-        net.pop("two_way_busy", None)
-        net.pop("two_way_joined", None)
-        net.pop("two_way_joined_after", None)
-        net.pop("two_way_joined_draws", None)
+        for key in ("two_way_table", "two_way_busy", "two_way_joined", "two_way_joined_after",
+                    "two_way_joined_draws"):  # and the corrections of it
+            net.pop(key, None)
     return {**net, **{k: v for k, v in given.items() if v is not None}}
 
 
