@@ -185,6 +185,15 @@ def test_unequal_shares_move_the_offset():
     assert max(offsets) - min(offsets) > 1e-3
 
 
+def test_together_pairs_transfers_that_start_at_once():
+    from sgdsim.validate.regimes import together
+
+    # A: 0-1 and 10-11.8; B: 0.02-1.1 (starts within 3 % of A's 1 s), 10.5-11 (0.5 s late:
+    # not together), 20-21 (A has none then)
+    got = together([(0.0, 1.0), (10.0, 11.8)], [(0.02, 1.1), (10.5, 11.0), (20.0, 21.0)])
+    assert got == [pytest.approx([0.98, 1.08])]
+
+
 def test_pull_phases_place_each_pull_within_the_other_workers_step():
     from sgdsim.validate.regimes import pull_phases
 

@@ -44,7 +44,13 @@ def main() -> None:
     ap.add_argument("--ps-count", type=int, default=1, help="parameter servers sharing the layers")
     ap.add_argument("--transfers", metavar="RUNS.json",
                     help="of traced 2-worker runs: each worker's pulls and pushes, step by step")
+    ap.add_argument("--spread", metavar="RUNS.json",
+                    help="of traced 2-worker runs: the share spread of pulls (pushes) that start together")
     args = ap.parse_args()
+    if args.spread:
+        with open(args.spread, encoding="utf-8") as f:
+            print(spread(json.load(f)["runs"]))
+        return
     if args.report:
         with open(args.report, encoding="utf-8") as f:
             print(report(json.load(f)["runs"]))
@@ -153,6 +159,26 @@ def transfers(runs: list[dict]) -> str:
             cells = [f"{x - t0:.2f}–{y - t0:.2f}" for x, y in ((a[k, 0], a[k, 1]), (a[k, 2], a[k, 3]),
                                                            (b[k, 0], b[k, 1]), (b[k, 2], b[k, 3]))]
             lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def spread(runs: list[dict]) -> str:
+    """The CV of TCP shares (``lab.fairness.share_cv``, as ``netbench --fanout`` fits it) from
+    the traced runs' pulls, and pushes, that the two workers start together."""
+    from sgdsim.lab.fairness import share_cv
+    from sgdsim.validate.regimes import step_transfers, together
+
+    lines = []
+    for kind, name in ((0, "pulls"), (1, "pushes")):
+        rounds = [{"completions_s": c} for r in runs if r["workers"] == 2
+                  for steps in [step_transfers(r["events"])]
+                  for c in together([t[kind] for t in steps.get(0, [])], [t[kind] for t in steps.get(1, [])])]
+        if not rounds:
+            lines.append(f"{name}: no pairs started together")
+            continue
+        ratio = np.mean([min(c["completions_s"]) / max(c["completions_s"]) for c in rounds])
+        lines.append(f"{name}: {len(rounds)} pairs started together, first/last end {ratio:.3f}, "
+                     f"share_cv {share_cv(rounds):.3f}")
     return "\n".join(lines)
 
 

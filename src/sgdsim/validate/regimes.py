@@ -169,6 +169,19 @@ def concurrency_shares(intervals) -> dict[int, float]:
     return {k: v / total for k, v in sorted(time_at.items())} if total > 0 else {}
 
 
+def together(transfers_a, transfers_b, tolerance: float = 0.03) -> list[list[float]]:
+    """Completion times of pairs of transfers, one per worker, that start together (within
+    ``tolerance`` of the first one's duration), from the later start: the rounds
+    ``lab.fairness.share_cv`` turns into a share spread, as ``netbench --fanout``'s are."""
+    out = []
+    for s0, e0 in transfers_a:
+        for s1, e1 in transfers_b:
+            start = max(s0, s1)
+            if abs(s0 - s1) <= tolerance * (e0 - s0) and min(e0, e1) > start:
+                out.append([e0 - start, e1 - start])
+    return out
+
+
 def pull_phases(starts_a, starts_b) -> np.ndarray:
     """Where each of worker B's pulls starts within worker A's step, in A's steps (0: with A's
     pull, lock-step; 0.5: half a step later), from the two workers' pull start times."""
