@@ -168,11 +168,13 @@ def spread(runs: list[dict]) -> str:
     from sgdsim.lab.fairness import share_cv
     from sgdsim.validate.regimes import step_transfers, together
 
+    traced = [step_transfers(r["events"]) for r in runs if r["workers"] == 2]
     lines = []
     for kind, name in ((0, "pulls"), (1, "pushes")):
-        rounds = [{"completions_s": c} for r in runs if r["workers"] == 2
-                  for steps in [step_transfers(r["events"])]
-                  for c in together([t[kind] for t in steps.get(0, [])], [t[kind] for t in steps.get(1, [])])]
+        rounds = []
+        for steps in traced:
+            a, b = ([t[kind] for t in steps.get(w, [])] for w in (0, 1))
+            rounds += [{"completions_s": c} for c in together(a, b)]
         if not rounds:
             lines.append(f"{name}: no pairs started together")
             continue

@@ -167,10 +167,8 @@ class Hardware:
 
     def to_dict(self) -> dict:
         optional = {key: getattr(self, key) for key, required, _ in _FIELDS if not required}
-        optional["two_way_table"] = self.two_way_table
-        for key in _DRAWS:
-            value = getattr(self, key)
-            optional[key] = None if value is None else [list(p) for p in value]
+        for key in ("two_way_table",) + _DRAWS:  # nested tuples: JSON writes them as lists
+            optional[key] = getattr(self, key)
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
                 "overhead_alpha_s_per_byte": self.overhead_alpha_s_per_byte,
@@ -298,7 +296,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
         v = data.get(key)
         if v is None and not required:
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not _finite(v):
             bad(f"field {key!r} must be a finite number, got {v!r}")
         if not _RULES[rule](v):
             bad(f"field {key!r} must be {rule}, got {v!r}")
@@ -325,14 +323,17 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
 _DRAWS = ("two_way_joined_draws", "two_way_joined_draws_push")
 
 
+def _finite(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
 def _draws(value, key: str, bad) -> tuple:
     """A list of measured (after_s, share) pairs, at least one."""
-    def number(v, rule: str) -> bool:
-        return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and _RULES[rule](v)
+    def pair(p) -> bool:
+        return (isinstance(p, (list, tuple)) and len(p) == 2 and all(map(_finite, p))
+                and _RULES["non-negative"](p[0]) and _RULES["in (0, 1]"](p[1]))
 
-    if not isinstance(value, list) or not value or not all(
-            isinstance(p, list) and len(p) == 2 and number(p[0], "non-negative") and number(p[1], "in (0, 1]")
-            for p in value):
+    if not isinstance(value, (list, tuple)) or not value or not all(map(pair, value)):
         bad(f"field {key!r} must be a non-empty list of [after_s, share] pairs, after_s "
             "non-negative and share in (0, 1]")
     return tuple((float(a), float(s)) for a, s in value)
