@@ -202,3 +202,39 @@ def test_pull_phases_place_each_pull_within_the_other_workers_step():
     # and after A's last one there is no step to place them in
     got = pull_phases([0.0, 30.0, 10.0], [-1.0, 5.0, 10.0, 25.0, 31.0])
     assert got.tolist() == [0.5, 0.0, 0.75]
+
+
+def test_phase_occupancy_folds_phases_to_their_distance_from_lock_step():
+    from sgdsim.validate.regimes import phase_occupancy
+
+    # 0.97 is as close to lock-step as 0.03; 0.5 (interleaved) falls in the last bin
+    got = phase_occupancy([0.0, 0.02, 0.97, 0.5, 0.45, 0.25])
+    assert got.tolist() == pytest.approx([3 / 6, 0, 0, 1 / 6, 0, 2 / 6])
+
+
+def test_joiner_share_is_one_half_under_equal_sharing_whatever_the_offset():
+    from sgdsim.validate.regimes import joiner_shares
+
+    # one transfer alone takes 1 s; A starts at 0, B at 0.4: A alone moves 0.4, then each
+    # moves at 1/2, A's last 0.6 take 1.2 s (A ends at 1.6) and B's last 0.4 alone (ends at 2)
+    assert joiner_shares([(0.0, 1.6)], [(0.4, 2.0)], 1.0) == [pytest.approx((0.4, 0.5))]
+
+
+def test_joiner_share_of_a_late_comer_that_takes_two_thirds_and_ends_first():
+    from sgdsim.validate.regimes import joiner_shares
+
+    # B joins at 0.4 and takes 2/3 of the link: its 1 s of work takes 1.5 s (ends at 1.9),
+    # A moved 0.5 meanwhile and ends at 2.0; the pair is found whichever worker B is, and a
+    # transfer that overlaps neither is no pair
+    got = joiner_shares([(0.4, 1.9), (5.0, 6.0)], [(0.0, 2.0)], 1.0)
+    assert got == [pytest.approx((0.4, 2 / 3))]
+
+
+def test_against_opposite_keeps_transfers_that_start_with_one_the_other_way():
+    from sgdsim.validate.regimes import against_opposite
+
+    mine = [(0.0, 1.0), (5.0, 6.5), (10.0, 11.0), (20.0, 21.2)]
+    opposite = [(0.05, 1.0), (5.02, 6.0), (20.0, 21.0)]   # none near 10
+    same = [(19.5, 20.5)]                                  # runs when the one at 20 starts
+    # 0.05 s is within 0.1 of the lone 1 s; the slowed one (1.5) is kept
+    assert against_opposite(mine, opposite, same, 1.0) == pytest.approx([1.0, 1.5])

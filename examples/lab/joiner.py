@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from sgdsim.lab.joiner import fit_join, pooled
+from sgdsim.validate.regimes import late_share
 
 M = int(os.environ.get("JOINER_BYTES", 10_000_000))
 PERIOD_S = float(os.environ.get("JOINER_PERIOD_S", 3.0))
@@ -128,17 +129,6 @@ def main():
 
 def _times(path):
     return {int(r[0]): [float(x) for x in r[1:]] for r in (line.split() for line in open(path))}
-
-
-def late_share(lone_s, delta_s, end_a_s, end_b_s):
-    """The link share φ the late pull got while both ran, from one round's ends.
-
-    Work-conserving two-phase model: A alone for δ, then B at φ and A at 1 − φ until the first
-    ends. Equal sharing gives φ = 1/2; the round's own ends say which pull ended first.
-    """
-    if end_b_s <= end_a_s:
-        return lone_s / (end_b_s - delta_s)
-    return 1.0 - (lone_s - delta_s) / (end_a_s - delta_s)
 
 
 def rounds_of(paths):

@@ -189,3 +189,51 @@ def pull_phases(starts_a, starts_b) -> np.ndarray:
     i = np.searchsorted(a, b, side="right") - 1
     ok = (i >= 0) & (i < len(a) - 1)
     return (b[ok] - a[i[ok]]) / (a[i[ok] + 1] - a[i[ok]])
+
+
+OCCUPANCY_EDGES = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+def phase_occupancy(phases, edges=OCCUPANCY_EDGES) -> np.ndarray:
+    """Share of the steps whose distance to lock-step falls in each bin of ``edges``: a phase
+    (``pull_phases``) of 0 or 1 is lock-step, 0.5 interleaved, so it folds to min(p, 1 − p)."""
+    p = np.asarray(phases, float) % 1.0
+    folded = np.minimum(p, 1.0 - p)
+    counts = np.histogram(folded, edges)[0]
+    return counts / len(p) if len(p) else counts.astype(float)
+
+
+def late_share(lone_s: float, delta_s: float, end_a_s: float, end_b_s: float) -> float:
+    """The link share the later of two transfers got while both ran, from their ends (A starts
+    at 0, B at ``delta_s``; ``lone_s``: one transfer alone). Work-conserving two-phase model: A
+    alone for δ, then B at φ and A at 1 − φ until the first ends; equal sharing gives 1/2."""
+    if end_b_s <= end_a_s:
+        return lone_s / (end_b_s - delta_s)
+    return 1.0 - (lone_s - delta_s) / (end_a_s - delta_s)
+
+
+def joiner_shares(transfers_a, transfers_b, lone_s: float) -> list[tuple[float, float]]:
+    """(offset, share) of every pair of overlapping transfers, one per worker, in one
+    direction: how late the later one started (s) and its ``late_share``. Traced training
+    checks the late-comer's advantage that the two-transfer rounds measured (finding 5)."""
+    out = []
+    for a in transfers_a:
+        for b in transfers_b:
+            (s0, e0), (s1, e1) = sorted((a, b))
+            if s1 < e0:
+                out.append((s1 - s0, late_share(lone_s, s1 - s0, e0 - s0, e1 - s0)))
+    return out
+
+
+def against_opposite(transfers, opposite, same, lone_s: float, tolerance: float = 0.1) -> list[float]:
+    """Times, in units of ``lone_s``, of one worker's transfers that start within
+    ``tolerance``·lone_s of one of the other worker's ``opposite`` (other direction) transfers
+    while none of its ``same`` (this direction) transfers is running: what one transfer each
+    way does to a transfer, slowdowns included (a slowed one runs into the other's next
+    transfer, so requiring no overlap at all would drop exactly those)."""
+    out = []
+    for s, e in transfers:
+        if any(abs(o - s) < tolerance * lone_s for o, _ in opposite) and \
+                not any(a < s < b for a, b in same):
+            out.append((e - s) / lone_s)
+    return out

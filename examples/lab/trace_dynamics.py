@@ -1,0 +1,125 @@
+"""What traced two-worker runs say about TCP's dynamics in training, against the simulator's
+(docs/validation/regimes/, finding 10).
+
+    python examples/lab/trace_dynamics.py occupancy docs/validation/regimes/traced200-cnn-nooverlap-w2.json heldout200c 1
+    python examples/lab/trace_dynamics.py joiners docs/validation/regimes/traced200-mlp-nooverlap-w2.json 0.42
+    python examples/lab/trace_dynamics.py against docs/validation/regimes/traced200-wide-w2.json 1.463
+
+- occupancy: how far each of worker 1's pulls sits from lock-step (folded phase, 0 lock-step,
+  0.5 interleaved), as shares of the steps, in the lab's traced runs and in single simulated
+  replications of the grid's case with its calibrated hardware file (8 seeds of STEPS steps;
+  ``--set FIELD=VALUE`` replaces a hardware field, ``--lockstep-start`` starts both workers
+  together as the lab does);
+- joiners: the later transfer's share of the link while two transfers one way overlap, by how
+  late it started (LONE_S: one transfer alone);
+- against: the time, over LONE_S, of transfers that start together with the other worker's
+  transfer the other way.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import numpy as np
+
+import sgdsim
+import sgdsim.replicate
+from sgdsim.errors import ConfigError, ProfileError
+from sgdsim.profile.io import load_profile
+from sgdsim.validate.grid import load_grid
+from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, joiner_shares,
+                                     phase_occupancy, pull_phases, step_transfers)
+from sgdsim.validate.run import calibrated_hardware, measured_runs
+from sim_phases import pull_starts
+
+OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
+
+
+def traced_pairs(path: str) -> list[dict]:
+    """Each traced two-worker run's {rank: [(pull, push), ...]}."""
+    with open(path, encoding="utf-8") as f:
+        runs = json.load(f)["runs"]
+    return [step_transfers(r["events"]) for r in runs if r["workers"] == 2]
+
+
+def occupancy(args) -> str:
+    lab = np.concatenate([pull_phases([p[0][0] for p in t[0]], [p[0][0] for p in t[1]])
+                          for t in traced_pairs(args.trace)])
+    case = load_grid(f"examples/grids/lab-{args.grid}.toml").cases[args.case]
+    prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
+    runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{args.grid}/points.csv").items()
+            if name == case.name}
+    _, hw = calibrated_hardware(case, prof, runs)
+    for field, value in (s.split("=", 1) for s in args.set):
+        hw = dataclasses.replace(hw, **{field: None if value == "none" else float(value)})
+    if args.lockstep_start:  # replication 0's start, as the lab's workers start: together
+        sgdsim.replicate.start_points = lambda seed, dims, idx: [(0.0,) * dims for _ in idx]
+    sim, rates = [], []
+    for seed in range(args.seeds):
+        p = sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
+                           timeline=True, **hw.predict_kwargs("ps", "async"))[0]
+        rates.append(p.throughput)
+        sim.append(pull_phases(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1)))
+    bins = " | ".join(f"{a:g}-{b:g}" for a, b in zip(OCCUPANCY_EDGES, OCCUPANCY_EDGES[1:]))
+    row = lambda ph: " | ".join(f"{x:.2f}" for x in phase_occupancy(ph))  # noqa: E731
+    return (f"{case.name}, W = 2 (measured point {np.mean(runs[2]):.1f} examples/s)\n"
+            f"| | {bins} | examples/s |\n|---|{'---:|' * (len(OCCUPANCY_EDGES))}\n"
+            f"| lab ({len(lab)} steps) | {row(lab)} | |\n"
+            f"| simulator ({args.seeds} seeds) | {row(np.concatenate(sim))} | "
+            f"{np.mean(rates):.1f} [{min(rates):.1f}, {max(rates):.1f}] |")
+
+
+def joiners(args) -> str:
+    lines = ["| direction | late by (s) | pairs | late share, median | mean |", "|---|---|---:|---:|---:|"]
+    for name, i in (("pull", 0), ("push", 1)):
+        got = np.array([x for t in traced_pairs(args.trace)
+                        for x in joiner_shares([s[i] for s in t[0]], [s[i] for s in t[1]], args.lone_s)])
+        for lo, hi in zip(OFFSET_BINS_S, OFFSET_BINS_S[1:]):
+            m = (got[:, 0] >= lo) & (got[:, 0] < hi) if len(got) else np.zeros(0, bool)
+            if m.sum():
+                lines.append(f"| {name} | {lo:g}-{hi:g} | {m.sum()} | {np.median(got[m, 1]):.2f} | "
+                             f"{got[m, 1].mean():.2f} |")
+    return "\n".join(lines)
+
+
+def against(args) -> str:
+    lines = ["| direction | transfers | time / lone: 10 % | median | 90 % | max | over 1.2 |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, i in (("pull", 0), ("push", 1)):
+        times = [x for t in traced_pairs(args.trace) for w in (0, 1)
+                 for x in against_opposite([s[i] for s in t[w]], [s[1 - i] for s in t[1 - w]],
+                                           [s[i] for s in t[1 - w]], args.lone_s)]
+        if times:
+            q = np.percentile(times, [10, 50, 90])
+            lines.append(f"| {name} | {len(times)} | {q[0]:.2f} | {q[1]:.2f} | {q[2]:.2f} | "
+                         f"{max(times):.2f} | {sum(x > 1.2 for x in times)} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    o = sub.add_parser("occupancy")
+    o.add_argument("trace")
+    o.add_argument("grid", help="name G of examples/grids/lab-G.toml with docs/validation/G/")
+    o.add_argument("case", type=int, help="the traced configuration's index in the grid")
+    o.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    o.add_argument("--seeds", type=int, default=8)
+    o.add_argument("--steps", type=int, default=40)
+    o.add_argument("--lockstep-start", action="store_true")
+    for name in ("joiners", "against"):
+        p = sub.add_parser(name)
+        p.add_argument("trace")
+        p.add_argument("lone_s", type=float, help="one transfer alone (s)")
+    args = ap.parse_args()
+    try:
+        print({"occupancy": occupancy, "joiners": joiners, "against": against}[args.cmd](args))
+    except (ConfigError, ProfileError, OSError, KeyError, IndexError, ValueError) as e:
+        print(f"trace_dynamics.py: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
