@@ -195,13 +195,15 @@ def test_together_pairs_transfers_that_start_at_once():
 
 
 def test_pull_phases_place_each_pull_within_the_other_workers_step():
-    from sgdsim.validate.regimes import pull_phases
+    from sgdsim.validate.regimes import phase_steps, pull_phases
 
     # A's steps start at 0, 10, 30; B's pulls at 5 (half of A's first step), 10 (with A's
     # second: lock-step, 0), 25 (three quarters of the 20-s second step); before A's first
     # and after A's last one there is no step to place them in
     got = pull_phases([0.0, 30.0, 10.0], [-1.0, 5.0, 10.0, 25.0, 31.0])
     assert got.tolist() == [0.5, 0.0, 0.75]
+    _, step_s = phase_steps([0.0, 30.0, 10.0], [-1.0, 5.0, 10.0, 25.0, 31.0])
+    assert step_s.tolist() == [10.0, 20.0, 20.0]
 
 
 def test_phase_occupancy_folds_phases_to_their_distance_from_lock_step():

@@ -4,6 +4,7 @@
     python examples/lab/trace_dynamics.py occupancy docs/validation/regimes/traced200-cnn-nooverlap-w2.json heldout200c 1
     python examples/lab/trace_dynamics.py joiners docs/validation/regimes/traced200-mlp-nooverlap-w2.json 0.42
     python examples/lab/trace_dynamics.py against docs/validation/regimes/traced200-wide-w2.json 1.463
+    python examples/lab/trace_dynamics.py phases docs/validation/regimes/traced200-mlp-overlap-w2.json
 
 - occupancy: how far each of worker 1's pulls sits from lock-step (folded phase, 0 lock-step,
   0.5 interleaved), as shares of the steps, in the lab's traced runs and in single simulated
@@ -13,7 +14,8 @@
 - joiners: the later transfer's share of the link while two transfers one way overlap, by how
   late it started (LONE_S: one transfer alone);
 - against: the time, over LONE_S, of transfers that start together with the other worker's
-  transfer the other way.
+  transfer the other way;
+- phases: each run's distance from lock-step (folded phase), step by step.
 """
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ import sgdsim.replicate
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.profile.io import load_profile
 from sgdsim.validate.grid import load_grid
-from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, joiner_shares,
-                                     phase_occupancy, pull_phases, step_transfers)
+from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
+                                     phase_occupancy, phase_steps, pull_phases, step_transfers)
 from sgdsim.validate.run import calibrated_hardware, measured_runs
 from sim_phases import pull_starts
 
@@ -45,8 +47,8 @@ def traced_pairs(path: str) -> list[dict]:
 
 
 def occupancy(args) -> str:
-    lab = np.concatenate([pull_phases([p[0][0] for p in t[0]], [p[0][0] for p in t[1]])
-                          for t in traced_pairs(args.trace)])
+    lab = [phase_steps([p[0][0] for p in t[0]], [p[0][0] for p in t[1]])
+           for t in traced_pairs(args.trace)]
     case = load_grid(f"examples/grids/lab-{args.grid}.toml").cases[args.case]
     prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
     runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{args.grid}/points.csv").items()
@@ -61,14 +63,25 @@ def occupancy(args) -> str:
         p = sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
                            timeline=True, **hw.predict_kwargs("ps", "async"))[0]
         rates.append(p.throughput)
-        sim.append(pull_phases(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1)))
+        sim.append(phase_steps(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1)))
     bins = " | ".join(f"{a:g}-{b:g}" for a, b in zip(OCCUPANCY_EDGES, OCCUPANCY_EDGES[1:]))
-    row = lambda ph: " | ".join(f"{x:.2f}" for x in phase_occupancy(ph))  # noqa: E731
-    return (f"{case.name}, W = 2 (measured point {np.mean(runs[2]):.1f} examples/s)\n"
-            f"| | {bins} | examples/s |\n|---|{'---:|' * (len(OCCUPANCY_EDGES))}\n"
-            f"| lab ({len(lab)} steps) | {row(lab)} | |\n"
-            f"| simulator ({args.seeds} seeds) | {row(np.concatenate(sim))} | "
-            f"{np.mean(rates):.1f} [{min(rates):.1f}, {max(rates):.1f}] |")
+    return "\n".join([f"{case.name}, W = 2 (measured point {np.mean(runs[2]):.1f} examples/s; "
+                      f"simulator {np.mean(rates):.1f} [{min(rates):.1f}, {max(rates):.1f}] over "
+                      f"{args.seeds} seeds)", f"| distance from lock-step (steps) | {bins} |",
+                      f"|---|{'---:|' * (len(OCCUPANCY_EDGES) - 1)}",
+                      *_rows("lab", lab), *_rows("simulator", sim)])
+
+
+def _rows(label: str, placed) -> list[str]:
+    """Share of the steps per bin, and the median step (s) there."""
+    phase = folded(np.concatenate([p for p, _ in placed]))
+    step_s = np.concatenate([s for _, s in placed])
+    which = np.digitize(phase, OCCUPANCY_EDGES[1:-1])
+    medians = [f"{np.median(step_s[which == k]):.2f}" if (which == k).any() else "-"
+               for k in range(len(OCCUPANCY_EDGES) - 1)]
+    return [f"| {label}: share of {len(phase)} steps | "
+            + " | ".join(f"{x:.2f}" for x in phase_occupancy(phase)) + " |",
+            f"| {label}: median step (s) | " + " | ".join(medians) + " |"]
 
 
 def joiners(args) -> str:
@@ -98,6 +111,14 @@ def against(args) -> str:
     return "\n".join(lines)
 
 
+def phases(args) -> str:
+    lines = []
+    for k, t in enumerate(traced_pairs(args.trace)):
+        p = folded(pull_phases([s[0][0] for s in t[0]], [s[0][0] for s in t[1]]))
+        lines.append(f"run {k}: " + " ".join(f"{x:.2f}" for x in p))
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -113,9 +134,11 @@ def main() -> None:
         p = sub.add_parser(name)
         p.add_argument("trace")
         p.add_argument("lone_s", type=float, help="one transfer alone (s)")
+    sub.add_parser("phases").add_argument("trace")
     args = ap.parse_args()
     try:
-        print({"occupancy": occupancy, "joiners": joiners, "against": against}[args.cmd](args))
+        print({"occupancy": occupancy, "joiners": joiners, "against": against,
+               "phases": phases}[args.cmd](args))
     except (ConfigError, ProfileError, OSError, KeyError, IndexError, ValueError) as e:
         print(f"trace_dynamics.py: {e}", file=sys.stderr)
         sys.exit(2)

@@ -185,22 +185,32 @@ def together(transfers_a, transfers_b, tolerance: float = 0.03) -> list[list[flo
 def pull_phases(starts_a, starts_b) -> np.ndarray:
     """Where each of worker B's pulls starts within worker A's step, in A's steps (0: with A's
     pull, lock-step; 0.5: half a step later), from the two workers' pull start times."""
+    return phase_steps(starts_a, starts_b)[0]
+
+
+def phase_steps(starts_a, starts_b) -> tuple[np.ndarray, np.ndarray]:
+    """``pull_phases`` and, for each, the length (s) of A's step it falls in."""
     a, b = np.sort(np.asarray(starts_a, float)), np.asarray(starts_b, float)
     i = np.searchsorted(a, b, side="right") - 1
     ok = (i >= 0) & (i < len(a) - 1)
-    return (b[ok] - a[i[ok]]) / (a[i[ok] + 1] - a[i[ok]])
+    step_s = a[i[ok] + 1] - a[i[ok]]
+    return (b[ok] - a[i[ok]]) / step_s, step_s
 
 
 OCCUPANCY_EDGES = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def phase_occupancy(phases, edges=OCCUPANCY_EDGES) -> np.ndarray:
-    """Share of the steps whose distance to lock-step falls in each bin of ``edges``: a phase
-    (``pull_phases``) of 0 or 1 is lock-step, 0.5 interleaved, so it folds to min(p, 1 − p)."""
+def folded(phases) -> np.ndarray:
+    """How far each phase (``pull_phases``) sits from lock-step, in steps: 0 or 1 is lock-step,
+    0.5 interleaved, so p folds to min(p, 1 − p)."""
     p = np.asarray(phases, float) % 1.0
-    folded = np.minimum(p, 1.0 - p)
-    counts = np.histogram(folded, edges)[0]
-    return counts / len(p) if len(p) else counts.astype(float)
+    return np.minimum(p, 1.0 - p)
+
+
+def phase_occupancy(phases, edges=OCCUPANCY_EDGES) -> np.ndarray:
+    """Share of the steps whose ``folded`` phase falls in each bin of ``edges``."""
+    counts = np.histogram(folded(phases), edges)[0]
+    return counts / max(len(np.atleast_1d(phases)), 1)
 
 
 def late_share(lone_s: float, delta_s: float, end_a_s: float, end_b_s: float) -> float:
