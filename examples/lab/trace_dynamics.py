@@ -42,14 +42,23 @@ OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
 def traced_pairs(path: str) -> list[dict]:
     """Each traced two-worker run's {rank: [(pull, push), ...]}."""
     with open(path, encoding="utf-8") as f:
-        runs = json.load(f)["runs"]
-    return [step_transfers(r["events"]) for r in runs if r["workers"] == 2]
+        try:
+            runs = json.load(f).get("runs", [])
+        except (json.JSONDecodeError, AttributeError) as e:
+            raise ConfigError(f"{path}: not a runs file of async_regimes.py ({e})") from None
+    traced = [step_transfers(r["events"]) for r in runs if r.get("workers") == 2 and r.get("events")]
+    if not traced:
+        raise ConfigError(f"{path}: no traced two-worker run (measure with async_regimes.py --trace)")
+    return traced
 
 
 def occupancy(args) -> str:
     lab = [phase_steps([p[0][0] for p in t[0]], [p[0][0] for p in t[1]])
            for t in traced_pairs(args.trace)]
-    case = load_grid(f"examples/grids/lab-{args.grid}.toml").cases[args.case]
+    cases = load_grid(f"examples/grids/lab-{args.grid}.toml").cases
+    if not 0 <= args.case < len(cases):
+        raise ConfigError(f"case index {args.case}: the grid has {len(cases)} case(s)")
+    case = cases[args.case]
     prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
     runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{args.grid}/points.csv").items()
             if name == case.name}
@@ -136,10 +145,12 @@ def main() -> None:
         p.add_argument("lone_s", type=float, help="one transfer alone (s)")
     sub.add_parser("phases").add_argument("trace")
     args = ap.parse_args()
+    if getattr(args, "lone_s", 1.0) <= 0:
+        ap.error(f"LONE_S must be positive, got {args.lone_s}")
     try:
         print({"occupancy": occupancy, "joiners": joiners, "against": against,
                "phases": phases}[args.cmd](args))
-    except (ConfigError, ProfileError, OSError, KeyError, IndexError, ValueError) as e:
+    except (ConfigError, ProfileError, OSError, KeyError, ValueError) as e:
         print(f"trace_dynamics.py: {e}", file=sys.stderr)
         sys.exit(2)
 
