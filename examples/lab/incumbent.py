@@ -27,6 +27,9 @@ rounds INC ARR ...`` writes the pooled fit (``sgdsim.lab.onset``). For pushes th
 is ``logged-push``: the server logs its progress where the bytes arrive (redirect the
 server's output to the incumbent file).
 
+``times LONE_S INC ARR ...`` prints each round's incumbent time and its arrival's, over
+LONE_S, where the arrival starts with the round (finding 10).
+
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
 incumbent's share after each arrival starts and the step fitted to it (``sgdsim.lab.joined``,
@@ -156,6 +159,11 @@ def main():
             joined(sys.argv[2], sys.argv[3], float(sys.argv[4]), _pairs(sys.argv[5:]), role == "record-joined")
         except (ConfigError, ValueError, OSError) as e:
             _die(f"{role}: {e}")
+    elif role == "times":  # LONE_S INC ARR [...]: rounds whose arrival starts with them
+        try:
+            print(times(float(sys.argv[2]), _pairs(sys.argv[3:])))
+        except (ValueError, OSError, IndexError) as e:
+            _die(f"times: {e}")
     elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
 
@@ -219,6 +227,24 @@ def _progress(incumbent_path) -> list[tuple[float, np.ndarray]]:
 def _arrivals(arrivals_path) -> list[list[float]]:
     """(index, start, end) of each arrival; negative indices are the lone ones."""
     return [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
+
+
+def times(lone_s, paths, within_s=0.3) -> str:
+    """Per run: each round's incumbent time and its arrival's (the other way, starting within
+    ``within_s``), in units of ``lone_s``; how many incumbents took over 1.2 of it."""
+    lines = []
+    for inc, arr in zip(paths[::2], paths[1::2]):
+        starts = [(s, rec[-1, 0]) for s, rec in _progress(inc) if len(rec)]
+        pairs = [((e - s) / lone_s, (b - a) / lone_s, a - s) for s, e in starts
+                 for i, a, b in _arrivals(arr) if i >= 0 and abs(a - s) < within_s]
+        if not pairs:
+            raise ValueError(f"{inc}: no round has an arrival within {within_s} s of its start")
+        mine, theirs, lag = (np.array(x) for x in zip(*pairs))
+        lines.append(f"{inc}: {len(mine)} rounds, the arrival {np.median(lag) * 1e3:.0f} ms after "
+                     f"(median); incumbent / lone: median {np.median(mine):.2f}, max {mine.max():.2f}, "
+                     f"over 1.2 in {int((mine > 1.2).sum())}; arrival / lone: median "
+                     f"{np.median(theirs):.2f}, max {theirs.max():.2f}")
+    return "\n".join(lines)
 
 
 def report(incumbent_path, arrivals_path):
