@@ -33,6 +33,21 @@ def pull_starts(timeline, worker: int) -> np.ndarray:
     return np.sort(start_s[order][first])
 
 
+def two_worker_case(grid: str, index: int):
+    """A committed grid's case with a measured 2-worker point: (case, its profile, its measured
+    runs by worker count, the hardware file calibrated on its 1-worker point)."""
+    cases = load_grid(f"examples/grids/lab-{grid}.toml").cases
+    if not 0 <= index < len(cases):
+        raise ConfigError(f"case index {index}: the grid has {len(cases)} case(s)")
+    case = cases[index]
+    prof = load_profile(f"docs/validation/{grid}/profiles/{case.name}.json")
+    runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{grid}/points.csv").items()
+            if name == case.name}
+    if 2 not in runs:
+        raise ConfigError(f"case {case.name!r} has no measured 2-worker point")
+    return case, prof, runs, calibrated_hardware(case, prof, runs)[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grid", help="name G of examples/grids/lab-G.toml with docs/validation/G/")
@@ -41,20 +56,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60)
     args = ap.parse_args()
     try:
-        cases = load_grid(f"examples/grids/lab-{args.grid}.toml").cases
-        if not 0 <= args.case < len(cases):
-            raise ConfigError(f"case index {args.case}: the grid has {len(cases)} case(s)")
-        case = cases[args.case]
-        prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
-        runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{args.grid}/points.csv").items()
-                if name == case.name}
-        if 2 not in runs:
-            raise ConfigError(f"case {case.name!r} has no measured 2-worker point")
+        case, prof, runs, hw = two_worker_case(args.grid, args.case)
     except (ConfigError, ProfileError, OSError) as e:
         print(f"sim_phases.py: {f'{e.filename}: {e.strerror}' if isinstance(e, OSError) else e}",
               file=sys.stderr)
         sys.exit(2)
-    _, hw = calibrated_hardware(case, prof, runs)
     print(f"{case.name}, W = 2: measured {np.mean(runs[2]):.2f} examples/s")
     fixed = dataclasses.replace(hw, two_way_joined_draws=None)
     none = dataclasses.replace(fixed, two_way_joined=None)

@@ -29,12 +29,9 @@ import numpy as np
 import sgdsim
 import sgdsim.replicate
 from sgdsim.errors import ConfigError, ProfileError
-from sgdsim.profile.io import load_profile
-from sgdsim.validate.grid import load_grid
 from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
                                      phase_occupancy, phase_steps, pull_phases, step_transfers)
-from sgdsim.validate.run import calibrated_hardware, measured_runs
-from sim_phases import pull_starts
+from sim_phases import pull_starts, two_worker_case
 
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
 
@@ -55,14 +52,9 @@ def traced_pairs(path: str) -> list[dict]:
 def occupancy(args) -> str:
     lab = [phase_steps([p[0][0] for p in t[0]], [p[0][0] for p in t[1]])
            for t in traced_pairs(args.trace)]
-    cases = load_grid(f"examples/grids/lab-{args.grid}.toml").cases
-    if not 0 <= args.case < len(cases):
-        raise ConfigError(f"case index {args.case}: the grid has {len(cases)} case(s)")
-    case = cases[args.case]
-    prof = load_profile(f"docs/validation/{args.grid}/profiles/{case.name}.json")
-    runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{args.grid}/points.csv").items()
-            if name == case.name}
-    _, hw = calibrated_hardware(case, prof, runs)
+    case, prof, runs, hw = two_worker_case(args.grid, args.case)
+    if (case.arch, case.mode) != ("ps", "async"):
+        raise ConfigError(f"case {case.name!r} is {case.mode} {case.arch}; traces are of async PS")
     for field, value in (s.split("=", 1) for s in args.set):
         hw = dataclasses.replace(hw, **{field: None if value == "none" else float(value)})
     if args.lockstep_start:  # replication 0's start, as the lab's workers start: together
