@@ -27,8 +27,9 @@ rounds INC ARR ...`` writes the pooled fit (``sgdsim.lab.onset``). For pushes th
 is ``logged-push``: the server logs its progress where the bytes arrive (redirect the
 server's output to the incumbent file).
 
-``times LONE_S INC ARR ...`` prints each round's incumbent time and its arrival's, over
-LONE_S, where the arrival starts with the round (finding 10).
+``alternate HOST pull|push SIZE N T0`` is a worker without compute: N transfers back to back,
+alternating directions; two hosts starting with opposite ones run a pull and a push at once
+(finding 10). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
 
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
@@ -141,6 +142,15 @@ def main():
             t = time.time()
             transfer(c, kind, n)
             print(i, t, time.time(), flush=True)
+    elif role == "alternate":  # HOST FIRST SIZE N T0: pull and push back to back, N in all
+        host, first, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
+        count, t0 = int(sys.argv[5]), float(sys.argv[6])
+        c = socket.create_connection((host, PORT))
+        time.sleep(max(0.0, t0 - time.time()))
+        for i in range(count):  # a worker without compute: its transfers alternate directions
+            kind, t = (first, "push" if first == "pull" else "pull")[i % 2], time.time()
+            transfer(c, kind, n)
+            print(kind, t, time.time(), flush=True)
     elif role == "report":
         report(sys.argv[2], sys.argv[3])
     elif role == "ramp":  # incumbent.txt arrivals.txt [...]: arrivals the same way
@@ -159,11 +169,6 @@ def main():
             joined(sys.argv[2], sys.argv[3], float(sys.argv[4]), _pairs(sys.argv[5:]), role == "record-joined")
         except (ConfigError, ValueError, OSError) as e:
             _die(f"{role}: {e}")
-    elif role == "times":  # LONE_S INC ARR [...]: rounds whose arrival starts with them
-        try:
-            print(times(float(sys.argv[2]), _pairs(sys.argv[3:])))
-        except (ValueError, OSError, IndexError) as e:
-            _die(f"times: {e}")
     elif role == "record":  # HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
 
@@ -214,7 +219,7 @@ def record(hardware, incumbent_kind, incumbent_path, arrivals_path):
           f"to {hardware}")
 
 
-def _progress(incumbent_path) -> list[tuple[float, np.ndarray]]:
+def progress_of(incumbent_path) -> list[tuple[float, np.ndarray]]:
     """Each incumbent transfer of a file: (its start, its (time, bytes) records); ``long``
     writes one, ``rounds`` and a logging server one per transfer."""
     blocks = []
@@ -224,34 +229,16 @@ def _progress(incumbent_path) -> list[tuple[float, np.ndarray]]:
     return blocks
 
 
-def _arrivals(arrivals_path) -> list[list[float]]:
+def arrivals_of(arrivals_path) -> list[list[float]]:
     """(index, start, end) of each arrival; negative indices are the lone ones."""
     return [[float(x) for x in ln.split()] for ln in open(arrivals_path) if ln.strip()]
-
-
-def times(lone_s, paths, within_s=0.3) -> str:
-    """Per run: each round's incumbent time and its arrival's (the other way, starting within
-    ``within_s``), in units of ``lone_s``; how many incumbents took over 1.2 of it."""
-    lines = []
-    for inc, arr in zip(paths[::2], paths[1::2]):
-        starts = [(s, rec[-1, 0]) for s, rec in _progress(inc) if len(rec)]
-        pairs = [((e - s) / lone_s, (b - a) / lone_s, a - s) for s, e in starts
-                 for i, a, b in _arrivals(arr) if i >= 0 and abs(a - s) < within_s]
-        if not pairs:
-            raise ValueError(f"{inc}: no round has an arrival within {within_s} s of its start")
-        mine, theirs, lag = (np.array(x) for x in zip(*pairs))
-        lines.append(f"{inc}: {len(mine)} rounds, the arrival {np.median(lag) * 1e3:.0f} ms after "
-                     f"(median); incumbent / lone: median {np.median(mine):.2f}, max {mine.max():.2f}, "
-                     f"over 1.2 in {int((mine > 1.2).sum())}; arrival / lone: median "
-                     f"{np.median(theirs):.2f}, max {theirs.max():.2f}")
-    return "\n".join(lines)
 
 
 def report(incumbent_path, arrivals_path):
     """Per arrival: the incumbent's longest progress gap while it ran, and its own time; returns
     the arrivals' and the incumbent's (probability, mean)."""
-    prog = _progress(incumbent_path)[0][1]
-    arr = _arrivals(arrivals_path)
+    prog = progress_of(incumbent_path)[0][1]
+    arr = arrivals_of(arrivals_path)
     lone = np.median([e - s for i, s, e in arr if i < 0])
     gaps, slow = [], []
     for i, s, e in arr:
@@ -279,8 +266,8 @@ def report(incumbent_path, arrivals_path):
 def ramp_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
     """One ramp run: the joiners' shares per bin (``sgdsim.lab.onset.joiner_shares``) against
     the incumbent's rate alone (the median over the gaps between arrivals)."""
-    prog = _progress(incumbent_path)[0][1]
-    arr = [(s, e) for i, s, e in _arrivals(arrivals_path) if i >= 0 and prog[0, 0] < s and e < prog[-1, 0]]
+    prog = progress_of(incumbent_path)[0][1]
+    arr = [(s, e) for i, s, e in arrivals_of(arrivals_path) if i >= 0 and prog[0, 0] < s and e < prog[-1, 0]]
     at = lambda t: np.interp(t, prog[:, 0], prog[:, 1])  # noqa: E731
     alone = [(e + 0.3, s2 - 0.1) for (_, e), (s2, _) in zip(arr, arr[1:]) if s2 - e > 0.7]
     rate = float(np.median([(at(b) - at(a)) / (b - a) for a, b in alone]))  # arrivals can overrun
@@ -290,9 +277,9 @@ def ramp_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
 def round_shares(incumbent_path, arrivals_path, bin_s=0.05, span_s=1.0):
     """Rounds of a short incumbent and a joiner (``rounds`` with ``arrivals`` started later):
     per round, the joiner's share per bin against the incumbent's own rate before it joined."""
-    arr = [(s, e) for i, s, e in _arrivals(arrivals_path) if i >= 0]
+    arr = [(s, e) for i, s, e in arrivals_of(arrivals_path) if i >= 0]
     rows = []
-    for (t0, prog), (s, e) in zip(_progress(incumbent_path), arr):
+    for (t0, prog), (s, e) in zip(progress_of(incumbent_path), arr):
         alone = prog[(prog[:, 0] > t0 + 0.1) & (prog[:, 0] < s)]
         if len(alone) < 3 or prog[-1, 0] < s + 0.3:
             continue  # the incumbent ran alone too briefly, or ended almost as the joiner came
@@ -357,7 +344,7 @@ def joined(hardware, direction, span_s, paths, write, bin_s=0.05):
                           "share corrects it")
     d = 0 if direction == "pull" else 1
     table_share = hw.two_way_table[d][1][1]
-    rows = [incumbent_shares(_progress(a), [(s, e) for i, s, e in _arrivals(b) if i >= 0],
+    rows = [incumbent_shares(progress_of(a), [(s, e) for i, s, e in arrivals_of(b) if i >= 0],
                              hw.bandwidth_bps / 8, span_s, bin_s) for a, b in zip(paths[::2], paths[1::2])]
     shares = np.vstack(rows)
     after_s, share = fit_joined(shares, table_share, bin_s)

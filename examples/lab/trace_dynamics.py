@@ -15,7 +15,9 @@
   late it started (LONE_S: one transfer alone);
 - against: the time, over LONE_S, of transfers that start together with the other worker's
   transfer the other way;
-- phases: each run's distance from lock-step (folded phase), step by step.
+- phases: each run's distance from lock-step (folded phase), step by step;
+- rounds: incumbent.py rounds with a transfer the other way starting with each round;
+- alternation: two hosts' incumbent.py alternate logs (workers without compute).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import sgdsim.replicate
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
                                      phase_occupancy, phase_steps, pull_phases, step_transfers)
+from incumbent import arrivals_of, progress_of
 from sim_phases import pull_starts, two_worker_case
 
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
@@ -120,6 +123,56 @@ def phases(args) -> str:
     return "\n".join(lines)
 
 
+def rounds(args) -> str:
+    """incumbent.py rounds with arrivals the other way: each round's incumbent time and its
+    arrival's, over LONE_S, where the arrival starts within 0.3 s of the round."""
+    if len(args.files) % 2:
+        raise ConfigError("give incumbent.txt arrivals.txt pairs, one per run")
+    lines = []
+    for inc, arr in zip(args.files[::2], args.files[1::2]):
+        pairs = [((e - s) / args.lone_s, (b - a) / args.lone_s, a - s)
+                 for s, rec in progress_of(inc) if len(rec) for e in [rec[-1, 0]]
+                 for i, a, b in arrivals_of(arr) if i >= 0 and abs(a - s) < 0.3]
+        if not pairs:
+            raise ConfigError(f"{inc}: no round has an arrival within 0.3 s of its start")
+        mine, theirs, lag = (np.array(x) for x in zip(*pairs))
+        lines.append(f"{inc}: {len(mine)} rounds, the arrival {np.median(lag) * 1e3:.0f} ms after "
+                     f"(median); incumbent / lone: median {np.median(mine):.2f}, max {mine.max():.2f}, "
+                     f"over 1.2 in {int((mine > 1.2).sum())}; arrival / lone: median "
+                     f"{np.median(theirs):.2f}, max {theirs.max():.2f}")
+    return "\n".join(lines)
+
+
+def alternation(args) -> str:
+    """Two hosts' incumbent.py alternate logs: the transfers that start with one of the other
+    host's the other way, and at the middle of each of host A's transfers whether host B moves
+    bytes the other way (x: interleaved), the same way (=: lock-step) or none (.)."""
+    a, b = (_alternated(path) for path in (args.a, args.b))
+    lines = []
+    for kind, other in (("pull", "push"), ("push", "pull")):
+        got = np.array(against_opposite(a[kind], b[other], b[kind], args.lone_s)
+                       + against_opposite(b[kind], a[other], a[kind], args.lone_s))
+        if len(got):
+            plural = "pulls" if kind == "pull" else "pushes"
+            lines.append(f"{plural} starting with a transfer the other way: {len(got)}, time / lone "
+                         f"median {np.median(got):.2f}, 90 % {np.percentile(got, 90):.2f}, max "
+                         f"{got.max():.2f}, over 1.2 in {int((got > 1.2).sum())}")
+    state = []
+    for kind, s, e in sorted((k, *t) for k in a for t in a[k]):
+        mid = (s + e) / 2
+        same = any(x < mid < y for x, y in b[kind])
+        state.append("=" if same else "x" if any(x < mid < y for k in b for x, y in b[k]) else ".")
+    return "\n".join(lines + ["A's transfers in turn: " + "".join(
+        c for _, c in sorted(zip([t[1] for k in a for t in a[k]], state)))])
+
+
+def _alternated(path) -> dict:
+    rows = [ln.split() for ln in open(path, encoding="utf-8") if ln.strip()]
+    if not rows or any(len(r) != 3 or r[0] not in ("pull", "push") for r in rows):
+        raise ConfigError(f"{path}: not a log of incumbent.py alternate")
+    return {k: [(float(x), float(y)) for kind, x, y in rows if kind == k] for k in ("pull", "push")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -136,12 +189,19 @@ def main() -> None:
         p.add_argument("trace")
         p.add_argument("lone_s", type=float, help="one transfer alone (s)")
     sub.add_parser("phases").add_argument("trace")
+    r = sub.add_parser("rounds")
+    r.add_argument("lone_s", type=float, help="one transfer alone (s)")
+    r.add_argument("files", nargs="+", metavar="INC ARR")
+    al = sub.add_parser("alternation")
+    al.add_argument("lone_s", type=float, help="one transfer alone (s)")
+    al.add_argument("a")
+    al.add_argument("b")
     args = ap.parse_args()
     if getattr(args, "lone_s", 1.0) <= 0:
         ap.error(f"LONE_S must be positive, got {args.lone_s}")
     try:
-        print({"occupancy": occupancy, "joiners": joiners, "against": against,
-               "phases": phases}[args.cmd](args))
+        print({"occupancy": occupancy, "joiners": joiners, "against": against, "phases": phases,
+               "rounds": rounds, "alternation": alternation}[args.cmd](args))
     except (ConfigError, ProfileError, OSError, KeyError, ValueError) as e:
         print(f"trace_dynamics.py: {e}", file=sys.stderr)
         sys.exit(2)
