@@ -17,7 +17,8 @@
   transfer the other way;
 - phases: each run's distance from lock-step (folded phase), step by step;
 - rounds: incumbent.py rounds with a transfer the other way starting with each round;
-- alternation: two hosts' incumbent.py alternate logs (workers without compute).
+- alternation: two hosts' incumbent.py alternate logs (workers without compute);
+- minimal: those logs' pair against the simulator's pair without compute.
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ import numpy as np
 
 import sgdsim
 import sgdsim.replicate
+from sgdsim.analytic.coarse_profile import CoarseProfile, to_profile
 from sgdsim.errors import ConfigError, ProfileError
+from sgdsim.hardware import load_hardware
+from sgdsim.units import parse_size_bytes
 from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
                                      phase_occupancy, phase_steps, pull_phases, step_transfers)
 from incumbent import arrivals_of, progress_of
@@ -166,6 +170,25 @@ def alternation(args) -> str:
         c for _, c in sorted(zip([t[1] for k in a for t in a[k]], state)))])
 
 
+def minimal(args) -> str:
+    """The lab's pair without compute (two alternate logs) against the simulator's: two
+    workers of a coarse profile (the logs' transfer size, 1 ms of compute) on HARDWARE."""
+    a, b = (_alternated(path) for path in (args.a, args.b))
+    lab = pull_phases([s for s, _ in a["pull"]], [s for s, _ in b["pull"]])
+    hw = load_hardware(args.hardware)
+    prof = to_profile(CoarseProfile(args.size_bytes, 0.5e-3, 0.5e-3, 0.0, 1))
+    sim = [pull_phases(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1))
+           for p in (sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
+                                    timeline=True, **hw.predict_kwargs("ps", "async"))[0]
+                     for seed in range(args.seeds))]
+    bins = " | ".join(f"{a:g}-{b:g}" for a, b in zip(OCCUPANCY_EDGES, OCCUPANCY_EDGES[1:]))
+    row = lambda ph: " | ".join(f"{x:.2f}" for x in phase_occupancy(ph))  # noqa: E731
+    return "\n".join([f"| distance from lock-step (steps) | {bins} |",
+                      f"|---|{'---:|' * (len(OCCUPANCY_EDGES) - 1)}",
+                      f"| lab ({len(lab)} pulls) | {row(lab)} |",
+                      *(f"| simulator, seed {k} | {row(ph)} |" for k, ph in enumerate(sim))])
+
+
 def _alternated(path) -> dict:
     rows = [ln.split() for ln in open(path, encoding="utf-8") if ln.strip()]
     if not rows or any(len(r) != 3 or r[0] not in ("pull", "push") for r in rows):
@@ -196,12 +219,24 @@ def main() -> None:
     al.add_argument("lone_s", type=float, help="one transfer alone (s)")
     al.add_argument("a")
     al.add_argument("b")
+    mi = sub.add_parser("minimal")
+    mi.add_argument("a", help="incumbent.py alternate log of the host that starts with a pull")
+    mi.add_argument("b", help="... and of the one that starts with a push")
+    mi.add_argument("hardware")
+    mi.add_argument("--size", default="10MB", help="bytes per transfer (default 10MB)")
+    mi.add_argument("--seeds", type=int, default=6)
+    mi.add_argument("--steps", type=int, default=100)
     args = ap.parse_args()
     if getattr(args, "lone_s", 1.0) <= 0:
         ap.error(f"LONE_S must be positive, got {args.lone_s}")
+    if args.cmd == "minimal":
+        try:
+            args.size_bytes = parse_size_bytes(args.size)
+        except ConfigError as e:
+            ap.error(str(e))
     try:
         print({"occupancy": occupancy, "joiners": joiners, "against": against, "phases": phases,
-               "rounds": rounds, "alternation": alternation}[args.cmd](args))
+               "rounds": rounds, "alternation": alternation, "minimal": minimal}[args.cmd](args))
     except (ConfigError, ProfileError, OSError, KeyError, ValueError) as e:
         print(f"trace_dynamics.py: {e}", file=sys.stderr)
         sys.exit(2)
