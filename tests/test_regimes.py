@@ -240,3 +240,13 @@ def test_against_opposite_keeps_transfers_that_start_with_one_the_other_way():
     same = [(19.5, 20.5)]                                  # runs when the one at 20 starts
     # 0.05 s is within 0.1 of the lone 1 s; the slowed one (1.5) is kept
     assert against_opposite(mine, opposite, same, 1.0) == pytest.approx([1.0, 1.5])
+
+
+def test_two_worker_traces_skip_untraced_runs_and_other_worker_counts():
+    from sgdsim.validate.regimes import two_worker_traces
+
+    ps = [{"event": "ps_step", "rank": 0, "step": 0, "down_start": [1.0], "up_end": [4.0]}]
+    worker = [{"event": "step", "rank": 0, "step": 0, "down_end": [2.0], "up_start": [3.0]}]
+    runs = [{"workers": 2, "events": [ps, worker]}, {"workers": 2, "events": []},
+            {"workers": 3, "events": [ps, worker]}]
+    assert two_worker_traces(runs) == [{0: [((1.0, 2.0), (3.0, 4.0))]}]

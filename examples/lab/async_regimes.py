@@ -166,9 +166,9 @@ def spread(runs: list[dict]) -> str:
     """The CV of TCP shares (``lab.fairness.share_cv``, as ``netbench --fanout`` fits it) from
     the traced runs' pulls, and pushes, that the two workers start together."""
     from sgdsim.lab.fairness import share_cv
-    from sgdsim.validate.regimes import step_transfers, together
+    from sgdsim.validate.regimes import together, two_worker_traces
 
-    traced = [step_transfers(r["events"]) for r in runs if r["workers"] == 2]
+    traced = two_worker_traces(runs)
     lines = []
     for kind, name in ((0, "pulls"), (1, "pushes")):
         rounds = []

@@ -36,7 +36,7 @@ from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.hardware import load_hardware
 from sgdsim.units import parse_size_bytes
 from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
-                                     phase_occupancy, phase_steps, pull_phases, step_transfers)
+                                     phase_occupancy, phase_steps, pull_phases, two_worker_traces)
 from incumbent import arrivals_of, progress_of
 from sim_phases import pull_starts, two_worker_case
 
@@ -50,15 +50,14 @@ def traced_pairs(path: str) -> list[dict]:
             runs = json.load(f).get("runs", [])
         except (json.JSONDecodeError, AttributeError) as e:
             raise ConfigError(f"{path}: not a runs file of async_regimes.py ({e})") from None
-    traced = [step_transfers(r["events"]) for r in runs if r.get("workers") == 2 and r.get("events")]
+    traced = two_worker_traces(runs)
     if not traced:
         raise ConfigError(f"{path}: no traced two-worker run (measure with async_regimes.py --trace)")
     return traced
 
 
 def occupancy(args) -> str:
-    lab = [phase_steps([p[0][0] for p in t[0]], [p[0][0] for p in t[1]])
-           for t in traced_pairs(args.trace)]
+    lab = [phase_steps(*_pull_starts(t)) for t in traced_pairs(args.trace)]
     case, prof, runs, hw = two_worker_case(args.grid, args.case)
     if (case.arch, case.mode) != ("ps", "async"):
         raise ConfigError(f"case {case.name!r} is {case.mode} {case.arch}; traces are of async PS")
@@ -66,18 +65,35 @@ def occupancy(args) -> str:
         hw = dataclasses.replace(hw, **{field: None if value == "none" else float(value)})
     if args.lockstep_start:  # replication 0's start, as the lab's workers start: together
         sgdsim.replicate.start_points = lambda seed, dims, idx: [(0.0,) * dims for _ in idx]
-    sim, rates = [], []
-    for seed in range(args.seeds):
-        p = sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
-                           timeline=True, **hw.predict_kwargs("ps", "async"))[0]
-        rates.append(p.throughput)
-        sim.append(phase_steps(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1)))
-    bins = " | ".join(f"{a:g}-{b:g}" for a, b in zip(OCCUPANCY_EDGES, OCCUPANCY_EDGES[1:]))
+    sim, rates = _simulated(prof, hw, args.seeds, args.steps)
     return "\n".join([f"{case.name}, W = 2 (measured point {np.mean(runs[2]):.1f} examples/s; "
                       f"simulator {np.mean(rates):.1f} [{min(rates):.1f}, {max(rates):.1f}] over "
-                      f"{args.seeds} seeds)", f"| distance from lock-step (steps) | {bins} |",
-                      f"|---|{'---:|' * (len(OCCUPANCY_EDGES) - 1)}",
-                      *_rows("lab", lab), *_rows("simulator", sim)])
+                      f"{args.seeds} seeds)", *_header(), *_rows("lab", lab), *_rows("simulator", sim)])
+
+
+def _pull_starts(trace: dict) -> tuple[list, list]:
+    """Workers 0's and 1's pull start times in one traced run."""
+    return [s[0][0] for s in trace[0]], [s[0][0] for s in trace[1]]
+
+
+def _simulated(prof, hw, seeds: int, steps: int) -> tuple[list, list]:
+    """Single replications of two workers, one per seed: ``phase_steps`` and throughputs."""
+    placed, rates = [], []
+    for seed in range(seeds):
+        p = sgdsim.predict(prof, workers=[2], replications=1, steps=steps, seed=seed,
+                           timeline=True, **hw.predict_kwargs("ps", "async"))[0]
+        rates.append(p.throughput)
+        placed.append(phase_steps(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1)))
+    return placed, rates
+
+
+def _header() -> list[str]:
+    bins = " | ".join(f"{a:g}-{b:g}" for a, b in zip(OCCUPANCY_EDGES, OCCUPANCY_EDGES[1:]))
+    return [f"| distance from lock-step (steps) | {bins} |", f"|---|{'---:|' * (len(OCCUPANCY_EDGES) - 1)}"]
+
+
+def _occupancy_row(label: str, phases) -> str:
+    return f"| {label} | " + " | ".join(f"{x:.2f}" for x in phase_occupancy(phases)) + " |"
 
 
 def _rows(label: str, placed) -> list[str]:
@@ -87,15 +103,15 @@ def _rows(label: str, placed) -> list[str]:
     which = np.digitize(phase, OCCUPANCY_EDGES[1:-1])
     medians = [f"{np.median(step_s[which == k]):.2f}" if (which == k).any() else "-"
                for k in range(len(OCCUPANCY_EDGES) - 1)]
-    return [f"| {label}: share of {len(phase)} steps | "
-            + " | ".join(f"{x:.2f}" for x in phase_occupancy(phase)) + " |",
+    return [_occupancy_row(f"{label}: share of {len(phase)} steps", phase),
             f"| {label}: median step (s) | " + " | ".join(medians) + " |"]
 
 
 def joiners(args) -> str:
     lines = ["| direction | late by (s) | pairs | late share, median | mean |", "|---|---|---:|---:|---:|"]
+    traced = traced_pairs(args.trace)
     for name, i in (("pull", 0), ("push", 1)):
-        got = np.array([x for t in traced_pairs(args.trace)
+        got = np.array([x for t in traced
                         for x in joiner_shares([s[i] for s in t[0]], [s[i] for s in t[1]], args.lone_s)])
         for lo, hi in zip(OFFSET_BINS_S, OFFSET_BINS_S[1:]):
             m = (got[:, 0] >= lo) & (got[:, 0] < hi) if len(got) else np.zeros(0, bool)
@@ -108,8 +124,9 @@ def joiners(args) -> str:
 def against(args) -> str:
     lines = ["| direction | transfers | time / lone: 10 % | median | 90 % | max | over 1.2 |",
              "|---|---:|---:|---:|---:|---:|---:|"]
+    traced = traced_pairs(args.trace)
     for name, i in (("pull", 0), ("push", 1)):
-        times = [x for t in traced_pairs(args.trace) for w in (0, 1)
+        times = [x for t in traced for w in (0, 1)
                  for x in against_opposite([s[i] for s in t[w]], [s[1 - i] for s in t[1 - w]],
                                            [s[i] for s in t[1 - w]], args.lone_s)]
         if times:
@@ -122,7 +139,7 @@ def against(args) -> str:
 def phases(args) -> str:
     lines = []
     for k, t in enumerate(traced_pairs(args.trace)):
-        p = folded(pull_phases([s[0][0] for s in t[0]], [s[0][0] for s in t[1]]))
+        p = folded(pull_phases(*_pull_starts(t)))
         lines.append(f"run {k}: " + " ".join(f"{x:.2f}" for x in p))
     return "\n".join(lines)
 
@@ -134,8 +151,8 @@ def rounds(args) -> str:
         raise ConfigError("give incumbent.txt arrivals.txt pairs, one per run")
     lines = []
     for inc, arr in zip(args.files[::2], args.files[1::2]):
-        pairs = [((e - s) / args.lone_s, (b - a) / args.lone_s, a - s)
-                 for s, rec in progress_of(inc) if len(rec) for e in [rec[-1, 0]]
+        ends = [(s, rec[-1, 0]) for s, rec in progress_of(inc) if len(rec)]
+        pairs = [((e - s) / args.lone_s, (b - a) / args.lone_s, a - s) for s, e in ends
                  for i, a, b in arrivals_of(arr) if i >= 0 and abs(a - s) < 0.3]
         if not pairs:
             raise ConfigError(f"{inc}: no round has an arrival within 0.3 s of its start")
@@ -175,18 +192,10 @@ def minimal(args) -> str:
     workers of a coarse profile (the logs' transfer size, 1 ms of compute) on HARDWARE."""
     a, b = (_alternated(path) for path in (args.a, args.b))
     lab = pull_phases([s for s, _ in a["pull"]], [s for s, _ in b["pull"]])
-    hw = load_hardware(args.hardware)
     prof = to_profile(CoarseProfile(args.size_bytes, 0.5e-3, 0.5e-3, 0.0, 1))
-    sim = [pull_phases(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1))
-           for p in (sgdsim.predict(prof, workers=[2], replications=1, steps=args.steps, seed=seed,
-                                    timeline=True, **hw.predict_kwargs("ps", "async"))[0]
-                     for seed in range(args.seeds))]
-    bins = " | ".join(f"{a:g}-{b:g}" for a, b in zip(OCCUPANCY_EDGES, OCCUPANCY_EDGES[1:]))
-    row = lambda ph: " | ".join(f"{x:.2f}" for x in phase_occupancy(ph))  # noqa: E731
-    return "\n".join([f"| distance from lock-step (steps) | {bins} |",
-                      f"|---|{'---:|' * (len(OCCUPANCY_EDGES) - 1)}",
-                      f"| lab ({len(lab)} pulls) | {row(lab)} |",
-                      *(f"| simulator, seed {k} | {row(ph)} |" for k, ph in enumerate(sim))])
+    sim, _ = _simulated(prof, load_hardware(args.hardware), args.seeds, args.steps)
+    return "\n".join([*_header(), _occupancy_row(f"lab ({len(lab)} pulls)", lab),
+                      *(_occupancy_row(f"simulator, seed {k}", ph) for k, (ph, _) in enumerate(sim))])
 
 
 def _alternated(path) -> dict:

@@ -328,12 +328,20 @@ def _finite(v) -> bool:
 
 
 def _draws(value, key: str, bad) -> tuple:
-    """A list of measured (after_s, share) pairs, at least one."""
+    """A list of measured (after_s, share) pairs, at least one, each within the simulator's
+    bounds of a joined share (``sim.config.check_joined``)."""
+    from .sim.config import check_joined
+
     def pair(p) -> bool:
-        return (isinstance(p, (list, tuple)) and len(p) == 2 and all(map(_finite, p))
-                and _RULES["non-negative"](p[0]) and _RULES["in (0, 1]"](p[1]))
+        if not (isinstance(p, (list, tuple)) and len(p) == 2 and all(map(_finite, p))):
+            return False
+        try:
+            check_joined([p[1]], [p[0]])
+        except ConfigError:
+            return False
+        return True
 
     if not isinstance(value, (list, tuple)) or not value or not all(map(pair, value)):
-        bad(f"field {key!r} must be a non-empty list of [after_s, share] pairs, after_s "
-            "non-negative and share in (0, 1]")
+        bad(f"field {key!r} must be a non-empty list of [after_s, share] pairs, after_s from 0 "
+            "to 1h and share in (0, 1]")
     return tuple((float(a), float(s)) for a, s in value)

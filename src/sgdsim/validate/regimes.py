@@ -141,6 +141,12 @@ def step_transfers(events) -> dict[int, list]:
     return out
 
 
+def two_worker_traces(runs) -> list[dict]:
+    """``step_transfers`` of each traced two-worker run of a runs file (``async_regimes.py
+    --trace``); untraced runs and other worker counts are skipped."""
+    return [step_transfers(r["events"]) for r in runs if r.get("workers") == 2 and r.get("events")]
+
+
 def _steps(events):
     """(rank, pull, push) of every traced worker step the PS also traced."""
     ps = _ps_steps(events)
