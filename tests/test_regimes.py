@@ -250,3 +250,35 @@ def test_two_worker_traces_skip_untraced_runs_and_other_worker_counts():
     runs = [{"workers": 2, "events": [ps, worker]}, {"workers": 2, "events": []},
             {"workers": 3, "events": [ps, worker]}]
     assert two_worker_traces(runs) == [{0: [((1.0, 2.0), (3.0, 4.0))]}]
+
+
+def _restoring_pair(x0: float, kappa: float, steps: int = 12):
+    """A's steps every second (pull 0.3 s, 0.2 s compute, push 0.3 s, 0.2 s gap); B starts x0
+    later and its pull takes kappa·x less, so its offset shrinks by that fraction per step."""
+    a = [((k, k + 0.3), (k + 0.5, k + 0.8)) for k in range(steps)]
+    b, start = [], x0
+    for k in range(steps):
+        x = start - k
+        pull_end = start + 0.3 - kappa * x
+        b.append(((start, pull_end), (pull_end + 0.2, pull_end + 0.5)))
+        start = pull_end + 0.7
+    return a, b
+
+
+@pytest.mark.parametrize("x0", [0.1, -0.1])
+def test_leg_slopes_find_the_leg_that_restores_lock_step(x0):
+    from sgdsim.validate.regimes import leg_slopes
+    a, b = _restoring_pair(x0, 0.2)
+    out = leg_slopes(a, b, within_s=0.5)
+    assert out["pull"][0] == pytest.approx(-0.2) and out["pull"][2] == pytest.approx(0.0, abs=1e-12)
+    assert out["total"][0] == pytest.approx(-0.2)
+    assert out["compute"][0] == pytest.approx(0.0, abs=1e-12) and out["push"][0] == pytest.approx(0.0, abs=1e-12)
+    assert out["total"][3] == 11  # every step but the last has a next one
+
+
+def test_leg_slopes_pair_only_steps_within_the_window():
+    from sgdsim.validate.regimes import leg_slopes
+    a, b = _restoring_pair(0.4, 0.2)  # offsets 0.4, 0.32, 0.256, ...
+    far = leg_slopes(a, b, within_s=0.35)["total"][3]
+    assert far == 10  # the first pair (0.4 s apart) is left out
+    assert math.isnan(leg_slopes(a[:3], b[:3], within_s=0.35)["pull"][0])  # one pair: no slope

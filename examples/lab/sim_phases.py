@@ -33,6 +33,20 @@ def pull_starts(timeline, worker: int) -> np.ndarray:
     return np.sort(start_s[order][first])
 
 
+def step_transfers(timeline, worker: int) -> list[tuple[tuple, tuple]]:
+    """Each step's (pull, push) of ``worker``, as (first chunk's start, last chunk's end) on
+    its downlink and uplink: the traced runs' shape (``validate.regimes.leg_slopes``)."""
+    spans = []
+    for prefix in ("downlink", "uplink"):
+        res = [i for i, n in enumerate(timeline.resource_names) if n.startswith(prefix)]
+        m = (timeline.worker == worker) & np.isin(timeline.resource, res)
+        step, lo, hi = timeline.step[m], timeline.start_s[m], timeline.end_s[m]
+        spans.append({int(k): (float(lo[step == k].min()), float(hi[step == k].max()))
+                      for k in np.unique(step)})
+    pulls, pushes = spans
+    return [(pulls[k], pushes[k]) for k in sorted(pulls) if k in pushes]
+
+
 def two_worker_case(grid: str, index: int):
     """A committed grid's case with a measured 2-worker point: (case, its profile, its measured
     runs by worker count, the hardware file calibrated on its 1-worker point)."""

@@ -18,7 +18,9 @@
 - phases: each run's distance from lock-step (folded phase), step by step;
 - rounds: incumbent.py rounds with a transfer the other way starting with each round;
 - alternation: two hosts' incumbent.py alternate logs (workers without compute);
-- minimal: those logs' pair against the simulator's pair without compute.
+- minimal: those logs' pair against the simulator's pair without compute;
+- legs: near lock-step, how much each leg of a step (pull, compute, push) moves the pair's
+  offset per second of offset, lab against simulator (``validate.regimes.leg_slopes``).
 """
 from __future__ import annotations
 
@@ -35,10 +37,11 @@ from sgdsim.analytic.coarse_profile import CoarseProfile, to_profile
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.hardware import load_hardware
 from sgdsim.units import parse_size_bytes
-from sgdsim.validate.regimes import (OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
-                                     phase_occupancy, phase_steps, pull_phases, two_worker_traces)
+from sgdsim.validate.regimes import (LEGS, OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
+                                     leg_slopes, phase_occupancy, phase_steps, pull_phases,
+                                     two_worker_traces)
 from incumbent import arrivals_of, progress_of
-from sim_phases import pull_starts, two_worker_case
+from sim_phases import pull_starts, step_transfers, two_worker_case
 
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
 
@@ -58,6 +61,42 @@ def traced_pairs(path: str) -> list[dict]:
 
 def occupancy(args) -> str:
     lab = [phase_steps(*_pull_starts(t)) for t in traced_pairs(args.trace)]
+    case, prof, runs, hw = _traced_case(args)
+    sim, rates = _simulated(prof, hw, args.seeds, args.steps)
+    return "\n".join([f"{case.name}, W = 2 (measured point {np.mean(runs[2]):.1f} examples/s; "
+                      f"simulator {np.mean(rates):.1f} [{min(rates):.1f}, {max(rates):.1f}] over "
+                      f"{args.seeds} seeds)", *_header(), *_rows("lab", lab), *_rows("simulator", sim)])
+
+
+def legs(args) -> str:
+    """Lab against simulator: each leg's slope on the offset near lock-step (± its standard
+    error) and the per-step noise of the total, for offsets within ``--within`` of a step."""
+    traces = traced_pairs(args.trace)
+    case, prof, _, hw = _traced_case(args)
+    within_s = args.within * float(np.median(np.diff(_pull_starts(traces[0])[0])))
+    lab = [leg_slopes(t[0], t[1], within_s) for t in traces]
+    sim = [leg_slopes(step_transfers(p.timeline, 0), step_transfers(p.timeline, 1), within_s)
+           for p in _predictions(prof, hw, args.seeds, args.steps)]
+    return "\n".join([f"{case.name}: offsets within {args.within:g} of a step ({within_s:.2f} s)",
+                      f"| | pairs | {' | '.join(LEGS)} | noise of total (s) |",
+                      f"|---|---:|{'---:|' * (len(LEGS) + 1)}", _legs_row("lab", lab), _legs_row("simulator", sim)])
+
+
+def _legs_row(label: str, fits: list[dict]) -> str:
+    """One row: the fits of several runs pooled by inverse variance (runs differ in length)."""
+    cells = []
+    for leg in LEGS:
+        ok = [f[leg] for f in fits if np.isfinite(f[leg][1]) and f[leg][1] > 0]
+        w = np.array([1 / se ** 2 for _, se, _, _ in ok])
+        slope = float(np.dot(w, [s for s, _, _, _ in ok]) / w.sum()) if ok else float("nan")
+        cells.append(f"{slope:+.2f} ± {1 / np.sqrt(w.sum()):.2f}" if ok else "-")
+    noise = [f["total"][2] for f in fits if np.isfinite(f["total"][2])]
+    pairs = sum(f["total"][3] for f in fits)
+    return f"| {label} | {pairs} | " + " | ".join(cells) + f" | {np.mean(noise):.3f} |"
+
+
+def _traced_case(args):
+    """The grid's case of a traced configuration, its hardware file with ``--set`` applied."""
     case, prof, runs, hw = two_worker_case(args.grid, args.case)
     if (case.arch, case.mode) != ("ps", "async"):
         raise ConfigError(f"case {case.name!r} is {case.mode} {case.arch}; traces are of async PS")
@@ -65,10 +104,7 @@ def occupancy(args) -> str:
         hw = dataclasses.replace(hw, **{field: None if value == "none" else float(value)})
     if args.lockstep_start:  # replication 0's start, as the lab's workers start: together
         sgdsim.replicate.start_points = lambda seed, dims, idx: [(0.0,) * dims for _ in idx]
-    sim, rates = _simulated(prof, hw, args.seeds, args.steps)
-    return "\n".join([f"{case.name}, W = 2 (measured point {np.mean(runs[2]):.1f} examples/s; "
-                      f"simulator {np.mean(rates):.1f} [{min(rates):.1f}, {max(rates):.1f}] over "
-                      f"{args.seeds} seeds)", *_header(), *_rows("lab", lab), *_rows("simulator", sim)])
+    return case, prof, runs, hw
 
 
 def _pull_starts(trace: dict) -> tuple[list, list]:
@@ -76,12 +112,17 @@ def _pull_starts(trace: dict) -> tuple[list, list]:
     return [s[0][0] for s in trace[0]], [s[0][0] for s in trace[1]]
 
 
-def _simulated(prof, hw, seeds: int, steps: int) -> tuple[list, list]:
-    """Single replications of two workers, one per seed: ``phase_steps`` and throughputs."""
-    placed, rates = [], []
+def _predictions(prof, hw, seeds: int, steps: int):
+    """Single replications of two workers with their timelines, one per seed."""
     for seed in range(seeds):
-        p = sgdsim.predict(prof, workers=[2], replications=1, steps=steps, seed=seed,
-                           timeline=True, **hw.predict_kwargs("ps", "async"))[0]
+        yield sgdsim.predict(prof, workers=[2], replications=1, steps=steps, seed=seed,
+                             timeline=True, **hw.predict_kwargs("ps", "async"))[0]
+
+
+def _simulated(prof, hw, seeds: int, steps: int) -> tuple[list, list]:
+    """``phase_steps`` and throughputs of ``_predictions``."""
+    placed, rates = [], []
+    for p in _predictions(prof, hw, seeds, steps):
         rates.append(p.throughput)
         placed.append(phase_steps(pull_starts(p.timeline, 0), pull_starts(p.timeline, 1)))
     return placed, rates
@@ -183,8 +224,10 @@ def alternation(args) -> str:
         mid = (s + e) / 2
         same = any(x < mid < y for x, y in b[kind])
         state.append("=" if same else "x" if any(x < mid < y for k in b for x, y in b[k]) else ".")
+    phase = pull_phases([t[0] for t in a["pull"]], [t[0] for t in b["pull"]])
     return "\n".join(lines + ["A's transfers in turn: " + "".join(
-        c for _, c in sorted(zip([t[1] for k in a for t in a[k]], state)))])
+        c for _, c in sorted(zip([t[1] for k in a for t in a[k]], state))),
+        "B's pulls in A's steps (0.5: interleaved): " + " ".join(f"{x:.2f}" for x in phase)])
 
 
 def minimal(args) -> str:
@@ -208,14 +251,16 @@ def _alternated(path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    o = sub.add_parser("occupancy")
-    o.add_argument("trace")
-    o.add_argument("grid", help="name G of examples/grids/lab-G.toml with docs/validation/G/")
-    o.add_argument("case", type=int, help="the traced configuration's index in the grid")
-    o.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
-    o.add_argument("--seeds", type=int, default=8)
-    o.add_argument("--steps", type=int, default=40)
-    o.add_argument("--lockstep-start", action="store_true")
+    for name, steps in (("occupancy", 40), ("legs", 60)):
+        o = sub.add_parser(name)
+        o.add_argument("trace")
+        o.add_argument("grid", help="name G of examples/grids/lab-G.toml with docs/validation/G/")
+        o.add_argument("case", type=int, help="the traced configuration's index in the grid")
+        o.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+        o.add_argument("--seeds", type=int, default=8)
+        o.add_argument("--steps", type=int, default=steps)
+        o.add_argument("--lockstep-start", action="store_true")
+    o.add_argument("--within", type=float, default=0.15, help="offsets within this share of a step")
     for name in ("joiners", "against"):
         p = sub.add_parser(name)
         p.add_argument("trace")
@@ -238,6 +283,8 @@ def main() -> None:
     args = ap.parse_args()
     if getattr(args, "lone_s", 1.0) <= 0:
         ap.error(f"LONE_S must be positive, got {args.lone_s}")
+    if not 0 < getattr(args, "within", 0.1) <= 0.5:
+        ap.error(f"--within must be a share of a step in (0, 0.5], got {args.within}")
     if args.cmd == "minimal":
         try:
             args.size_bytes = parse_size_bytes(args.size)
@@ -245,7 +292,7 @@ def main() -> None:
             ap.error(str(e))
     try:
         print({"occupancy": occupancy, "joiners": joiners, "against": against, "phases": phases,
-               "rounds": rounds, "alternation": alternation, "minimal": minimal}[args.cmd](args))
+               "rounds": rounds, "alternation": alternation, "minimal": minimal, "legs": legs}[args.cmd](args))
     except (ConfigError, ProfileError, OSError, KeyError, ValueError) as e:
         print(f"trace_dynamics.py: {e}", file=sys.stderr)
         sys.exit(2)

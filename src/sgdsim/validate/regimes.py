@@ -219,6 +219,47 @@ def phase_occupancy(phases, edges=OCCUPANCY_EDGES) -> np.ndarray:
     return counts / max(len(np.atleast_1d(phases)), 1)
 
 
+LEGS = ("pull", "compute", "push", "total")
+
+
+def leg_slopes(steps_a, steps_b, within_s: float) -> dict[str, tuple[float, float, float, int]]:
+    """Which leg of a step pulls two workers back to lock-step, and against how much noise.
+
+    Steps are ``[((pull_start, pull_end), (push_start, push_end)), ...]`` per worker. Each of
+    A's steps is paired with B's step whose pull starts nearest, if within ``within_s``; x is
+    that signed offset (B's pull start − A's). Per leg, B's minus A's time: the pull, the
+    compute (pull end to push start), the push, and "total", the change of x to the next
+    pair of steps. Per leg: (least-squares slope on x, its standard error, residual sd in s,
+    pairs). A negative total slope restores lock-step (x shrinks by that fraction per step);
+    the residual sd is the per-step noise it works against; nan with fewer than 3 pairs."""
+    pull_b = np.array([s[0][0] for s in steps_b], float)
+    rows = []
+    for k in range(len(steps_a) - 1):
+        j = int(np.argmin(np.abs(pull_b - steps_a[k][0][0]))) if len(pull_b) else -1
+        if j < 0 or j + 1 >= len(steps_b) or abs(pull_b[j] - steps_a[k][0][0]) > within_s:
+            continue
+        (pa, qa), (pb, qb) = steps_a[k], steps_b[j]
+        x = pb[0] - pa[0]
+        rows.append((x, (pb[1] - pb[0]) - (pa[1] - pa[0]), (qb[0] - pb[1]) - (qa[0] - pa[1]),
+                     (qb[1] - qb[0]) - (qa[1] - qa[0]), steps_b[j + 1][0][0] - steps_a[k + 1][0][0] - x))
+    return {leg: _slope(rows, i + 1) for i, leg in enumerate(LEGS)}
+
+
+def _slope(rows, col: int) -> tuple[float, float, float, int]:
+    if len(rows) < 3:
+        return math.nan, math.nan, math.nan, len(rows)
+    r = np.asarray(rows)
+    x, y = r[:, 0], r[:, col]
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    if sxx == 0.0:
+        return math.nan, math.nan, math.nan, len(rows)
+    slope = float(xc @ (y - y.mean())) / sxx
+    resid = y - y.mean() - slope * xc
+    sd = float(np.sqrt(resid @ resid / (len(r) - 2)))
+    return slope, sd / math.sqrt(sxx), sd, len(rows)
+
+
 def late_share(lone_s: float, delta_s: float, end_a_s: float, end_b_s: float) -> float:
     """The link share the later of two transfers got while both ran, from their ends (A starts
     at 0, B at ``delta_s``; ``lone_s``: one transfer alone). Work-conserving two-phase model: A
