@@ -92,7 +92,7 @@ def _legs_row(label: str, fits: list[dict]) -> str:
         cells.append(f"{slope:+.2f} ± {1 / np.sqrt(w.sum()):.2f}" if ok else "-")
     noise = [f["total"][2] for f in fits if np.isfinite(f["total"][2])]
     pairs = sum(f["total"][3] for f in fits)
-    return f"| {label} | {pairs} | " + " | ".join(cells) + f" | {np.mean(noise):.3f} |"
+    return f"| {label} | {pairs} | " + " | ".join(cells) + (f" | {np.mean(noise):.3f} |" if noise else " | - |")
 
 
 def _traced_case(args):
@@ -101,6 +101,8 @@ def _traced_case(args):
     if (case.arch, case.mode) != ("ps", "async"):
         raise ConfigError(f"case {case.name!r} is {case.mode} {case.arch}; traces are of async PS")
     for field, value in (s.split("=", 1) for s in args.set):
+        if field not in {f.name for f in dataclasses.fields(hw)}:
+            raise ConfigError(f"--set {field}: not a field of a hardware file")
         hw = dataclasses.replace(hw, **{field: None if value == "none" else float(value)})
     if args.lockstep_start:  # replication 0's start, as the lab's workers start: together
         sgdsim.replicate.start_points = lambda seed, dims, idx: [(0.0,) * dims for _ in idx]
