@@ -109,6 +109,9 @@ def test_profile_lab_model_is_a_chain_with_sizes():
     ({"duration_s": "2s", "warmup_s": "5s"}, "longer than the warm-up"),
     ({"bandwidth_bps": "10furlongs"}, "unknown bandwidth unit"),
     ({"workers": 2, "record_profile": "x.json"}, "records one worker"),
+    ({"mode": "sync", "stagger_s": "0.5s"}, "async parameter-server"),
+    ({"stagger_s": "2min"}, "from 0 to 60 s"),
+    ({"stagger_s": "soon"}, "cannot parse duration"),
 ])
 def test_bad_input_is_one_line_before_any_lab(kwargs, message):
     from sgdsim.lab.train.runner import check_config
@@ -119,6 +122,14 @@ def test_bad_input_is_one_line_before_any_lab(kwargs, message):
     with pytest.raises(ConfigError, match=message) as info:
         check_config(**args)
     assert "\n" not in str(info.value)
+
+
+def test_a_stagger_starts_worker_r_r_times_later():
+    from sgdsim.lab.train.runner import check_config
+
+    cfg = check_config(MODEL, 2, BATCH, BW, "ps", "async", False, 5, 1, None, stagger_s="0.6s")
+    assert cfg.stagger_s == pytest.approx(0.6)
+    assert check_config(MODEL, 2, BATCH, BW, "ps", "async", False, 5, 1, None).stagger_s == 0.0
 
 
 # ----------------------------------------------------------------------------- in the lab

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from sgdsim.errors import ConfigError
 from sgdsim.units import parse_bandwidth_bps
 from sgdsim.validate.regimes import dwell_times_s, windows
 
@@ -42,6 +43,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--trace", action="store_true", help="keep per-tensor transfer times")
     ap.add_argument("--ps-count", type=int, default=1, help="parameter servers sharing the layers")
+    ap.add_argument("--stagger", default="0", help="worker r starts r times this later (e.g. 0.6s)")
     ap.add_argument("--transfers", metavar="RUNS.json",
                     help="of traced 2-worker runs: each worker's pulls and pushes, step by step")
     ap.add_argument("--spread", metavar="RUNS.json",
@@ -67,6 +69,12 @@ def main() -> None:
         sys.exit("error: give -o RUNS.json (measure) or --report RUNS.json")
     if os.path.exists(args.out):
         sys.exit(f"error: {args.out} exists; choose another file")
+    from sgdsim.lab.train.runner import check_stagger
+    try:  # before the lab comes up
+        check_stagger(args.stagger, "ps", "async")
+    except ConfigError as e:
+        print(f"error: --stagger: {e}", file=sys.stderr)
+        sys.exit(2)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     counts = [int(w) for w in args.workers.split(",")]
     bw = parse_bandwidth_bps(args.bandwidth)
@@ -81,7 +89,7 @@ def main() -> None:
                 for rep in range(args.repeats):
                     r = run_training(args.model, W, args.batch_size, bw, "ps", "async", overlap,
                                      args.duration, args.warmup, lab=lab, trace=args.trace,
-                                     ps_count=args.ps_count)
+                                     ps_count=args.ps_count, stagger_s=args.stagger)
                     runs.append({"repeat": rep, **r.to_dict(with_times=True)})
                     print(f"overlap={overlap} W={W} rep={rep}: {r.throughput_intervals:.2f} ex/s",
                           flush=True)

@@ -87,6 +87,7 @@ class _Config:
     label: str  # the model as the user named it
     trace: bool = False
     ps_count: int = 1
+    stagger_s: float = 0.0  # async PS: worker r starts its first step r·stagger_s after t0
 
     @property
     def hosts(self) -> int:
@@ -101,16 +102,18 @@ def lab_hosts(workers: int, arch: str, ps_count: int = 1) -> int:
 def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch: str = "ps",
                  mode: str = "async", overlap: bool = False, duration_s=30.0, warmup_s=5.0,
                  lab: LabCluster | None = None, record_profile: str | None = None,
-                 trace: bool = False, ps_count: int = 1) -> TrainResult:
+                 trace: bool = False, ps_count: int = 1, stagger_s: float = 0.0) -> TrainResult:
     """Train ``model`` on ``workers`` lab hosts for ``duration_s``; see the module docstring.
 
     ``lab``: an up ``LabCluster`` with at least ``lab_hosts(...)`` hosts at ``bandwidth_bps`` (reused,
     left up), or None to bring one up and tear it down. ``trace``: the processes record
     per-tensor send/receive times (parameter server only), kept in ``TrainResult.events``.
     ``ps_count``: parameter servers sharing the model's layers (``models.shard_of``).
+    ``stagger_s``: async PS only, worker r starts r·stagger_s later than worker 0 (the lab's
+    workers otherwise start together, in lock-step; this starts them apart).
     """
     cfg = check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
-                       duration_s, warmup_s, record_profile, ps_count)
+                       duration_s, warmup_s, record_profile, ps_count, stagger_s)
     cfg = replace(cfg, trace=bool(trace) and arch == "ps")
     if lab is not None:
         _check_lab(lab, cfg)
@@ -118,6 +121,16 @@ def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch:
     require_lab()
     with LabCluster(cfg.hosts, cfg.bandwidth_bps) as own:
         return _run(own, cfg)
+
+
+def check_stagger(stagger_s, arch: str, mode: str) -> float:
+    """The start stagger in seconds; a ConfigError line if it is not 0-60 s of async PS."""
+    stagger = parse_duration_s(stagger_s)
+    if stagger and (arch, mode) != ("ps", "async"):
+        raise ConfigError("a start stagger applies to async parameter-server training")
+    if not 0 <= stagger <= 60:
+        raise ConfigError(f"the start stagger must be from 0 to 60 s, got {stagger:g} s")
+    return stagger
 
 
 def require_lab() -> None:
@@ -128,7 +141,7 @@ def require_lab() -> None:
 
 
 def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap, duration_s,
-                 warmup_s, record_profile, ps_count: int = 1) -> _Config:
+                 warmup_s, record_profile, ps_count: int = 1, stagger_s=0.0) -> _Config:
     """Every check that needs no lab (one-line ``ConfigError``s); the normalised settings."""
     from .models import check_spec
 
@@ -157,7 +170,8 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
     if record_profile is not None:
         _check_record(record_profile, workers, arch, ps_count)
     return _Config(spec, workers, batch_size, parse_bandwidth_bps(bandwidth_bps), arch, mode,
-                   bool(overlap), duration, warmup, record_profile, model, ps_count=ps_count)
+                   bool(overlap), duration, warmup, record_profile, model, ps_count=ps_count,
+                   stagger_s=check_stagger(stagger_s, arch, mode))
 
 
 def _check_record(path: str, workers: int, arch: str, ps_count: int = 1) -> None:
@@ -272,7 +286,8 @@ def _start_ps(lab, cfg: _Config, common, port, tmp, children) -> float:
     addresses = ",".join(lab.address(k) for k in range(M))
     for r in range(cfg.workers):
         argv = [f"{_PKG}.worker", *common, "--ps", addresses, "--port", str(port),
-                "--rank", str(r), *record, *(["--overlap"] if cfg.overlap else [])]
+                "--rank", str(r), *record, *(["--overlap"] if cfg.overlap else []),
+                *(["--delay", repr(r * cfg.stagger_s)] if cfg.stagger_s else [])]
         children.append(_Child(lab, M + r, argv, f"worker {r}", tmp))  # they retry connecting
 
     def started():  # every server announces its t0; the workers begin at the latest

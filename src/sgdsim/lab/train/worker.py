@@ -159,6 +159,7 @@ def main(argv=None) -> None:
     ap.add_argument("--overlap", action="store_true")
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--delay", type=float, default=0.0, help="start this long after t0 (s)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # the machine's cores are shared by every emulated host
     warnings.filterwarnings("ignore", category=UserWarning)
@@ -172,7 +173,7 @@ def main(argv=None) -> None:
             _, _, length = wire.expect(sock, wire.START)
             t0 = max(t0, json.loads(wire.recv_payload(sock, length))["t0"])
         worker = Worker(work, socks, args.overlap, args.record)
-        time.sleep(max(0.0, t0 - wire.now()))
+        time.sleep(max(0.0, t0 + args.delay - wire.now()))
         while True:
             rec = worker.run_step()
             wire.emit("step", rank=args.rank, step=worker.step - 1, t=wire.now() - t0, **rec)
