@@ -20,7 +20,10 @@
 - alternation: two hosts' incumbent.py alternate logs (workers without compute);
 - minimal: those logs' pair against the simulator's pair without compute;
 - legs: near lock-step, how much each leg of a step (pull, compute, push) moves the pair's
-  offset per second of offset, lab against simulator (``validate.regimes.leg_slopes``).
+  offset per second of offset, lab against simulator (``validate.regimes.leg_slopes``;
+  TRACE may list several files of one configuration, comma-separated, to pool their runs);
+- coupling: how much each leg of a worker slows per second that it overlaps the other
+  worker's compute or transfers (``validate.coupling``; the lab's shared cores).
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from sgdsim.analytic.coarse_profile import CoarseProfile, to_profile
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.hardware import load_hardware
 from sgdsim.units import parse_size_bytes
+from sgdsim.validate.coupling import REGRESSORS, coupling
 from sgdsim.validate.regimes import (LEGS, OCCUPANCY_EDGES, against_opposite, folded, joiner_shares,
                                      leg_slopes, phase_occupancy, phase_steps, pull_phases,
                                      two_worker_traces)
@@ -46,8 +50,12 @@ from sim_phases import pull_starts, step_transfers, two_worker_case
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
 
 
-def traced_pairs(path: str) -> list[dict]:
-    """Each traced two-worker run's {rank: [(pull, push), ...]}."""
+def traced_pairs(paths: str) -> list[dict]:
+    """Each traced two-worker run's {rank: [(pull, push), ...]}, of one file or several
+    comma-separated ones."""
+    if "," in paths:
+        return [t for path in paths.split(",") for t in traced_pairs(path)]
+    path = paths
     with open(path, encoding="utf-8") as f:
         try:
             runs = json.load(f).get("runs", [])
@@ -80,6 +88,17 @@ def legs(args) -> str:
     return "\n".join([f"{case.name}: offsets within {args.within:g} of a step ({within_s:.2f} s)",
                       f"| | pairs | {' | '.join(LEGS)} | noise of total (s) |",
                       f"|---|---:|{'---:|' * (len(LEGS) + 1)}", _legs_row("lab", lab), _legs_row("simulator", sim)])
+
+
+def coupling_table(args) -> str:
+    fit = coupling(traced_pairs(args.trace))
+    lines = ["| leg | steps | alone (s) | slower per second of overlap with | and with |",
+             "|---|---:|---:|---|---|"]
+    for leg, (what_a, what_b) in REGRESSORS.items():
+        coef, se, n = fit[leg]
+        lines.append(f"| {leg} | {n} | {coef[0]:.3f} | {what_a}: {100 * coef[1]:+.1f} ± {100 * se[1]:.1f} % "
+                     f"| {what_b}: {100 * coef[2]:+.1f} ± {100 * se[2]:.1f} % |")
+    return "\n".join(lines)
 
 
 def _legs_row(label: str, fits: list[dict]) -> str:
@@ -268,6 +287,7 @@ def main() -> None:
         p.add_argument("trace")
         p.add_argument("lone_s", type=float, help="one transfer alone (s)")
     sub.add_parser("phases").add_argument("trace")
+    sub.add_parser("coupling").add_argument("trace", help="traced runs (several: comma-separated)")
     r = sub.add_parser("rounds")
     r.add_argument("lone_s", type=float, help="one transfer alone (s)")
     r.add_argument("files", nargs="+", metavar="INC ARR")
@@ -294,7 +314,7 @@ def main() -> None:
             ap.error(str(e))
     try:
         print({"occupancy": occupancy, "joiners": joiners, "against": against, "phases": phases,
-               "rounds": rounds, "alternation": alternation, "minimal": minimal, "legs": legs}[args.cmd](args))
+               "rounds": rounds, "alternation": alternation, "minimal": minimal, "legs": legs, "coupling": coupling_table}[args.cmd](args))
     except (ConfigError, ProfileError, OSError, KeyError, ValueError) as e:
         print(f"trace_dynamics.py: {e}", file=sys.stderr)
         sys.exit(2)
