@@ -27,9 +27,11 @@ rounds INC ARR ...`` writes the pooled fit (``sgdsim.lab.onset``). For pushes th
 is ``logged-push``: the server logs its progress where the bytes arrive (redirect the
 server's output to the incumbent file).
 
-``alternate HOST pull|push SIZE N T0`` is a worker without compute: N transfers back to back,
-alternating directions; two hosts starting with opposite ones run a pull and a push at once
-(finding 10). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
+``alternate HOST pull|push SIZE N T0 [sleep:S|burn:S]`` is a worker without compute: N
+transfers back to back, alternating directions; two hosts starting with opposite ones run a
+pull and a push at once (finding 10). With ``sleep:S`` it waits S between a pull and its push
+with idle cores, with ``burn:S`` it keeps a core busy for S, like a compute thread
+(finding 13). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
 
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
@@ -107,6 +109,23 @@ def transfer(c, kind, n, every=0, log=None):
         recv_n(c, 1)
 
 
+def _pause(spec: str):
+    """A stand-in for compute between a pull and its push: ``sleep:S`` leaves the cores idle,
+    ``burn:S`` keeps one busy, as a worker's compute thread does."""
+    how, _, secs = spec.partition(":")
+    if how not in ("sleep", "burn") or not secs.replace(".", "", 1).isdigit():
+        _die(f"alternate: the pause must be sleep:S or burn:S, got {spec!r}")
+    s = float(secs)
+    if how == "sleep":
+        return lambda: time.sleep(s)
+
+    def burn():
+        end = time.perf_counter() + s
+        while time.perf_counter() < end:
+            pass
+    return burn
+
+
 def main():
     role = sys.argv[1]
     if role == "server":
@@ -142,15 +161,18 @@ def main():
             t = time.time()
             transfer(c, kind, n)
             print(i, t, time.time(), flush=True)
-    elif role == "alternate":  # HOST FIRST SIZE N T0: pull and push back to back, N in all
+    elif role == "alternate":  # HOST FIRST SIZE N T0 [sleep:S|burn:S]: pull and push, N in all
         host, first, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
         count, t0 = int(sys.argv[5]), float(sys.argv[6])
+        pause = _pause(sys.argv[7] if len(sys.argv) > 7 else "sleep:0")
         c = socket.create_connection((host, PORT))
         time.sleep(max(0.0, t0 - time.time()))
         for i in range(count):  # a worker without compute: its transfers alternate directions
             kind, t = (first, "push" if first == "pull" else "pull")[i % 2], time.time()
             transfer(c, kind, n)
             print(kind, t, time.time(), flush=True)
+            if kind == "pull":
+                pause()
     elif role == "report":
         report(sys.argv[2], sys.argv[3])
     elif role == "ramp":  # incumbent.txt arrivals.txt [...]: arrivals the same way
