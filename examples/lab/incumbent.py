@@ -30,8 +30,8 @@ server's output to the incumbent file).
 ``alternate HOST pull|push SIZE N T0 [sleep:S|burn:S]`` is a worker without compute: N
 transfers back to back, alternating directions; two hosts starting with opposite ones run a
 pull and a push at once (finding 10). With ``sleep:S`` it waits S between a pull and its push
-with idle cores, with ``burn:S`` it keeps a core busy for S, like a compute thread
-(finding 13). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
+with idle cores, with ``burn:S`` it keeps a core busy for S, like a compute thread, and
+with ``step:MODEL:BATCH`` it runs one real forward and backward (finding 13). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
 
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
@@ -113,8 +113,10 @@ def _pause(spec: str):
     """A stand-in for compute between a pull and its push: ``sleep:S`` leaves the cores idle,
     ``burn:S`` keeps one busy, as a worker's compute thread does."""
     how, _, secs = spec.partition(":")
+    if how == "step":  # step:MODEL:BATCH, e.g. step:lab:cnn-10mb:128: one real training step
+        return _training_step(*secs.rsplit(":", 1))
     if how not in ("sleep", "burn") or not secs.replace(".", "", 1).isdigit():
-        _die(f"alternate: the pause must be sleep:S or burn:S, got {spec!r}")
+        _die(f"alternate: the pause must be sleep:S, burn:S or step:MODEL:BATCH, got {spec!r}")
     s = float(secs)
     if how == "sleep":
         return lambda: time.sleep(s)
@@ -124,6 +126,20 @@ def _pause(spec: str):
         while time.perf_counter() < end:
             pass
     return burn
+
+
+def _training_step(model: str, batch: str):
+    """The forward and backward of one step of a lab model, on one thread as the workers run."""
+    import torch
+    from sgdsim.lab.train.models import load_workload
+    torch.set_num_threads(1)
+    work, step = load_workload(model, int(batch)), [0]
+
+    def run():
+        work.model.zero_grad(set_to_none=True)
+        work.loss(step[0]).backward()
+        step[0] += 1
+    return run
 
 
 def main():
