@@ -30,8 +30,9 @@ server's output to the incumbent file).
 ``alternate HOST pull|push SIZE N T0 [sleep:S|burn:S]`` is a worker without compute: N
 transfers back to back, alternating directions; two hosts starting with opposite ones run a
 pull and a push at once (finding 10). With ``sleep:S`` it waits S between a pull and its push
-with idle cores, with ``burn:S`` it keeps a core busy for S, like a compute thread, and
-with ``step:MODEL:BATCH`` it runs one real forward and backward (finding 13). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
+with idle cores, with ``burn:S`` it keeps a core busy for S (a fixed time), with ``work:S``
+it does a fixed amount of CPU work that takes S alone (contention stretches it), and with
+``step:MODEL:BATCH`` it runs one real forward and backward (finding 13). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
 
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
@@ -51,6 +52,7 @@ from sgdsim.errors import ConfigError
 from sgdsim.lab.onset import joiner_shares, onset_delay
 from sgdsim.lab.stalls import fit_waits
 from sgdsim.units import parse_size_bytes
+from pauses import pause_of
 
 PORT = 45558
 RECORD_BYTES = 1 << 18  # the incumbent logs its progress every 256 KiB
@@ -109,39 +111,6 @@ def transfer(c, kind, n, every=0, log=None):
         recv_n(c, 1)
 
 
-def _pause(spec: str):
-    """A stand-in for compute between a pull and its push: ``sleep:S`` leaves the cores idle,
-    ``burn:S`` keeps one busy, as a worker's compute thread does."""
-    how, _, secs = spec.partition(":")
-    if how == "step":  # step:MODEL:BATCH, e.g. step:lab:cnn-10mb:128: one real training step
-        return _training_step(*secs.rsplit(":", 1))
-    if how not in ("sleep", "burn") or not secs.replace(".", "", 1).isdigit():
-        _die(f"alternate: the pause must be sleep:S, burn:S or step:MODEL:BATCH, got {spec!r}")
-    s = float(secs)
-    if how == "sleep":
-        return lambda: time.sleep(s)
-
-    def burn():
-        end = time.perf_counter() + s
-        while time.perf_counter() < end:
-            pass
-    return burn
-
-
-def _training_step(model: str, batch: str):
-    """The forward and backward of one step of a lab model, on one thread as the workers run."""
-    import torch
-    from sgdsim.lab.train.models import load_workload
-    torch.set_num_threads(1)
-    work, step = load_workload(model, int(batch)), [0]
-
-    def run():
-        work.model.zero_grad(set_to_none=True)
-        work.loss(step[0]).backward()
-        step[0] += 1
-    return run
-
-
 def main():
     role = sys.argv[1]
     if role == "server":
@@ -180,7 +149,10 @@ def main():
     elif role == "alternate":  # HOST FIRST SIZE N T0 [sleep:S|burn:S]: pull and push, N in all
         host, first, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
         count, t0 = int(sys.argv[5]), float(sys.argv[6])
-        pause = _pause(sys.argv[7] if len(sys.argv) > 7 else "sleep:0")
+        try:
+            pause = pause_of(sys.argv[7] if len(sys.argv) > 7 else "sleep:0")
+        except ConfigError as e:
+            _die(f"alternate: {e}")
         c = socket.create_connection((host, PORT))
         time.sleep(max(0.0, t0 - time.time()))
         for i in range(count):  # a worker without compute: its transfers alternate directions

@@ -246,9 +246,15 @@ def alternation(args) -> str:
         same = any(x < mid < y for x, y in b[kind])
         state.append("=" if same else "x" if any(x < mid < y for k in b for x, y in b[k]) else ".")
     phase = pull_phases([t[0] for t in a["pull"]], [t[0] for t in b["pull"]])
-    return "\n".join(lines + ["A's transfers in turn: " + "".join(
+    lines += ["A's transfers in turn: " + "".join(
         c for _, c in sorted(zip([t[1] for k in a for t in a[k]], state))),
-        "B's pulls in A's steps (0.5: interleaved): " + " ".join(f"{x:.2f}" for x in phase)])
+        "B's pulls in A's steps (0.5: interleaved): " + " ".join(f"{x:.2f}" for x in phase)]
+    coef, se, _ = coupling([{0: list(zip(a["pull"], a["push"])), 1: list(zip(b["pull"], b["push"]))}])["compute"]
+    pauses = [q[0] - p[1] for p, q in zip(a["pull"], a["push"])]
+    if np.isfinite(coef).all() and min(pauses) > 0:  # a pause between pull and push (alternate ... PAUSE)
+        lines.append(f"pause {coef[0]:.3f} s alone, slower per second the other pulls {100 * coef[1]:+.1f} ± "
+                     f"{100 * se[1]:.1f} %, pushes {100 * coef[2]:+.1f} ± {100 * se[2]:.1f} %")
+    return "\n".join(lines)
 
 
 def minimal(args) -> str:
