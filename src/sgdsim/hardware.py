@@ -68,6 +68,8 @@ class Hardware:
     two_way_joined_draws_push: tuple | None = None  # the same for pushes
     allreduce_compute_share: float | None = None  # compute a call occupies (lab.interference)
     host_cores: int | None = None  # every worker on one host of this many cores (netbench --lab)
+    host_contention: float | None = None  # compute slower per other worker pulling (findings 12-13)
+    host_contention_push: float | None = None  # ... and per other worker pushing
     join_boost: float | None = None  # weight of a pull joining a busy link (lab.joiner)
     join_after_s: float | None = None  # ... once the youngest pull there has run this long
     join_boost_push: float | None = None  # the same for pushes; None: they share equally
@@ -104,6 +106,8 @@ class Hardware:
                 **self._two_way(),
                 "run_spread": self.run_spread_rel or 0.0,
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
+                **({"host_contention": self._directions("host_contention")}
+                   if arch == "ps" and self._directions("host_contention", None) != (None, None) else {}),
                 **(self._tcp_dynamics(bool(tcp_dynamics)) if dynamics else {}),
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
@@ -270,7 +274,8 @@ _FIELDS = (  # key, required, rule
     ("two_way_joined_after_s", False, "non-negative"),
     ("two_way_joined_after_push_s", False, "non-negative"),
     ("ring_latency_s", False, "non-negative"), ("allreduce_compute_share", False, "in [0, 1)"),
-    ("host_cores", False, _WHOLE), ("join_boost", False, "positive"),
+    ("host_cores", False, _WHOLE), ("host_contention", False, "non-negative"),
+    ("host_contention_push", False, "non-negative"), ("join_boost", False, "positive"),
     ("join_after_s", False, "non-negative"), ("join_boost_push", False, "positive"),
     ("join_after_push_s", False, "non-negative"), ("join_delay_s", False, "non-negative"),
     ("join_delay_push_s", False, "non-negative"), ("stall_prob", False, "in [0, 1]"),

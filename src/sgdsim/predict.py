@@ -92,7 +92,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             overhead_alpha: float = 0.0, overhead_beta: str | float = 0.0,
             ps_count: int | None = None, collective: str = "ring", gpus_per_node: int = 1,
             intra_bandwidth: str | float | None = None, bucket_size: str | float | None = None,
-            host_cores: int | None = None,
+            host_cores: int | None = None, host_contention: float | str | tuple = 0.0,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
             jitter: float = 0.0, seed: int = 0, warmup: int | None = None, steps: int | str = "auto",
             timeline: bool = False, model: str = "fine", coarse: str | CoarseProfile | None = None,
@@ -132,6 +132,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     first of 1 MiB; None: one call per layer.
     ``host_cores``: every worker runs on one host of that many cores (the lab); synchronous
     workers, computing at once, each get K/W of a core (``topology/hosts.py``).
+    ``host_contention`` (pulls, pushes), PS: a worker's compute is that much slower per other
+    worker on its host pulling, pushing (the lab's shared cores; ``topology/hosts.py``).
     ``run_spread``: the relative run-to-run noise of the real job (``sgdsim calibrate`` with
     several runs); every fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
@@ -170,7 +172,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         allreduce_compute_share=_non_negative(allreduce_compute_share, "allreduce compute share"),
         gpus_per_node=int(gpus_per_node),
         intra_bandwidth_bps=None if intra_bandwidth is None else parse_bandwidth_bps(intra_bandwidth),
-        host_cores=host_cores, run_spread_rel=float(run_spread))
+        host_cores=host_cores, host_contention=_pair(host_contention, "host_contention"),
+        run_spread_rel=float(run_spread))
     control = Control(
         seed=int(seed), warmup_steps=Control.warmup_steps if warmup is None else int(warmup),
         steps_per_worker=_steps(steps), replications=_replications(replications),

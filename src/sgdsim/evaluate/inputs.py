@@ -160,6 +160,7 @@ class Cluster:
     gpus_per_node: int = 1  # devices per node, sharing its NIC (bandwidth_bps is per node)
     intra_bandwidth_bps: float | None = None  # each device's link inside its node
     host_cores: int | None = None  # every worker on one host of this many cores (topology/hosts.py)
+    host_contention: tuple = (0.0, 0.0)  # compute slower per other worker pulling, pushing (ditto)
     run_spread_rel: float = 0.0
     price_per_node_hour: float = 0.0
     ps_price_per_node_hour: float | None = None
@@ -244,6 +245,7 @@ class Cluster:
                     ring_latency_s=kw.get("ring_latency", 0.0),
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
                     host_cores=kw.get("host_cores"),
+                    host_contention=kw.get("host_contention", (0.0, 0.0)),
                     measured_late_comer=hw.late_comer() or None)
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
@@ -290,7 +292,7 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
         allreduce_compute_share=cluster.allreduce_compute_share, flow_cap_bps=cluster.flow_cap_bps,
         collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
         intra_bandwidth_bps=cluster.intra_bandwidth_bps, host_cores=cluster.host_cores,
-        bucket_size_bytes=strategy.bucket_size_bytes,
+        host_contention=cluster.host_contention, bucket_size_bytes=strategy.bucket_size_bytes,
         streams=strategy.streams, window_bytes=strategy.window_bytes, order=strategy.order,
         overhead_alpha_s_per_byte=strategy.overhead_alpha_s_per_byte,
         overhead_beta_s=strategy.overhead_beta_s, ps_count=strategy.ps_count,

@@ -7,7 +7,7 @@ from ..analytic.two_way import TwoWay, check_table
 from ..arch import ARCHITECTURES
 from ..errors import ConfigError
 from ..profile.model import MAX_PS_INDEX, Profile
-from ..topology import COLLECTIVES, Topology, check_host_cores
+from ..topology import COLLECTIVES, Topology, check_contention, check_host_cores
 
 MODES = ("async", "sync")
 ARCHS = tuple(ARCHITECTURES)
@@ -103,6 +103,7 @@ class SimConfig:
     intra_bandwidth_bps: float | None = None  # each device's link inside its node
     bucket_size_bytes: float | None = None  # DDP gradient buckets (topology/buckets.py); None: per layer
     host_cores: int | None = None  # every worker on one host of this many cores (topology/hosts.py)
+    host_contention: tuple = (0.0, 0.0)  # compute slower per other worker pulling, pushing (ditto)
     flow_cap_bps: float | None = None
     streams: str = "fifo"
     window_bytes: float = 28e6
@@ -177,6 +178,7 @@ class SimConfig:
                      self.stall_mean_s + self.stall_incumbent_mean_s, self.arch, self.sharing,
                      self.flow_cap_bps)
         check_joined(self.two_way_joined, self.two_way_joined_after_s)
+        check_contention(self.host_contention, self.arch)
         object.__setattr__(self, "two_way_joined_draws", joined_draws(self.two_way_joined_draws))
         if self.share_cv > 0 and self.flow_cap_bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
@@ -220,7 +222,8 @@ _PAIRS = (("join_boost", "--join-boost"), ("join_after_s", "--join-after"),  # (
           ("stall_prob", "--stall-prob"), ("stall_mean_s", "--stall-mean"),
           ("stall_incumbent_prob", "--stall-incumbent"),
           ("stall_incumbent_mean_s", "--stall-incumbent-mean"),
-          ("two_way_joined", "two_way_joined"), ("two_way_joined_after_s", "two_way_joined_after_s"))
+          ("two_way_joined", "two_way_joined"), ("two_way_joined_after_s", "two_way_joined_after_s"),
+          ("host_contention", "host_contention"))
 
 
 def pair(value, what: str = "--join-boost") -> tuple[float, float]:

@@ -95,7 +95,7 @@ def _event(P, S, K, LK, Q, timer, now):
             if LK.on[l * P.W + w]:
                 _slot_on_link(P, K, LK, l, w, now)
             else:
-                _join_link(P, K, LK, l, w, S.run_bytes[timer], now)
+                _join_link(P, S, K, LK, l, w, S.run_bytes[timer], now)
             return
         done = S.run_op[timer]
         _chunk_end(S, timer, w, r, done, now)
@@ -110,6 +110,8 @@ def _event(P, S, K, LK, Q, timer, now):
         if LK.join_delay_s[l & 1] > 0.0:  # a boost timer may still be pending: it must not fire
             schedule(K, w * P.R + r, np.inf)
         remove_flow(LK, l, w, now, next_seq(K))
+        if contended(S):
+            _restretch(P, S, K, LK, now)
         _reschedule(P, K, LK, l, now, True)
 
 
@@ -196,7 +198,11 @@ def _try_start(P, S, K, LK, Q, w, r, now):
     S.run_start[slot] = now
     l = P.res_link[r]
     if l < 0:
-        schedule(K, slot, now + P.dur[S.w_row[w] * P.n_ops + op])
+        d = P.dur[S.w_row[w] * P.n_ops + op]
+        if r == 0 and contended(S):  # the worker's compute, on a host others transfer through
+            S.c_work[slot], S.c_since[slot], S.c_speed[slot] = d, now, compute_speed(P, S, LK, w)
+            d /= S.c_speed[slot]
+        schedule(K, slot, now + d)
         return
     size = chunk_bytes(P, S, item)
     S.run_bytes[slot] = size
@@ -206,15 +212,17 @@ def _try_start(P, S, K, LK, Q, w, r, now):
             if wait > 0.0:  # the transfer stalls before it joins: its slot's own timer ends that
                 schedule(K, slot, now + wait)
                 return
-        _join_link(P, K, LK, l, w, size, now)
+        _join_link(P, S, K, LK, l, w, size, now)
         return
     continue_flow(LK, l, w, size, now, next_seq(K))
     _reschedule(P, K, LK, l, now, False)
 
 
 @jit  # not inlined: two call sites, one of them inside the inlined _try_start
-def _join_link(P, K, LK, l, w, size, now):
+def _join_link(P, S, K, LK, l, w, size, now):
     add_flow(LK, l, w, size, now, next_seq(K))
+    if contended(S):
+        _restretch(P, S, K, LK, now)
     _reschedule(P, K, LK, l, now, True)
     if LK.boost_due[l * P.W + w] >= 0.0:
         schedule(K, w * P.R + P.link_res[l], LK.boost_due[l * P.W + w])
@@ -225,6 +233,45 @@ def _join_link(P, K, LK, l, w, size, now):
         due = joined_due(LK, m)
         if now < due < np.inf:  # (due now: set_rate has applied it already)
             schedule(K, P.W * P.R + len(P.link_res) + P.W + m, due)
+
+
+@jit
+def contended(S):
+    return S.contention[0] > 0.0 or S.contention[1] > 0.0
+
+
+@jit
+def compute_speed(P, S, LK, w):
+    """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
+    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
+    pulling, pushing = 0, 0
+    for v in range(P.W):
+        if v == w:
+            continue
+        down, up = 0, 0
+        for l in range(len(P.link_res)):
+            if LK.on[l * P.W + v]:
+                if l & 1:
+                    up = 1
+                else:
+                    down = 1
+        pulling += down
+        pushing += up
+    return 1.0 / (1.0 + S.contention[0] * pulling + S.contention[1] * pushing)
+
+
+@jit
+def _restretch(P, S, K, LK, now):
+    """A transfer started or ended: every running compute op goes on at its new speed, its end
+    re-timed from the work it has left."""
+    for v in range(P.W):
+        slot = v * P.R
+        if S.run_op[slot] >= 0:
+            left = S.c_work[slot] - (now - S.c_since[slot]) * S.c_speed[slot]
+            S.c_work[slot] = left if left > 0.0 else 0.0
+            S.c_since[slot] = now
+            S.c_speed[slot] = compute_speed(P, S, LK, v)
+            schedule(K, slot, now + S.c_work[slot] / S.c_speed[slot])
 
 
 @jit

@@ -91,7 +91,7 @@ class _Sim:
                                          _joined(config, self.info.ps_count)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
-        self.S = for_backend(make_state(plan, L, 1024, tl))
+        self.S = for_backend(make_state(plan, L, 1024, tl, config.host_contention))
         self.plan, self.timeline_parts = plan, []
         self.classes_ref = classes[0].profile
         self._refill()

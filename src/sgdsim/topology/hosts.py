@@ -7,6 +7,15 @@ all-reduce ranks of the lab's 10 MB CNN at batch 32 compute 8 × 73 ms at once o
 292 ms instead of 73 on a ~2 s step (docs/validation/README.md). Asynchronous workers compute
 at different times; their contention is not modelled (on the lab's async cases a worker
 computes 1–6 % of the time).
+
+Asynchronous workers on one host slow each other another way: one's compute runs while
+another's transfers move bytes through the same cores (the lab's 10 MB CNN: +7.8 % per
+second of another worker's pull, +2.0 % of its push; docs/validation/regimes/, findings 12
+and 13). ``host_contention`` (pulls, pushes) is that slowdown per other worker transferring:
+the engine runs a compute op at speed 1 / (1 + a·pulling + b·pushing) and re-times it when
+transfers start or end (``sim/engine.py``). When pulls slow compute more than pushes do,
+it draws a pair that drifts apart back together: the worker ahead computes while the other
+still pulls, the one behind while the other pushes.
 """
 from __future__ import annotations
 
@@ -21,6 +30,20 @@ def check_host_cores(cores: int | None) -> None:
     if cores is not None and not (type(cores) is int and 1 <= cores <= MAX_HOST_CORES):
         raise ConfigError(f"--host-cores must be a whole number of cores from 1 to {MAX_HOST_CORES}, "
                           f"got {cores}")
+
+
+MAX_CONTENTION = 10.0
+
+
+def check_contention(contention, arch: str) -> None:
+    """``host_contention``: per other worker pulling and pushing, each in [0, 10]; PS only."""
+    for c in contention:
+        if not 0 <= c <= MAX_CONTENTION:
+            raise ConfigError(f"host_contention must be from 0 to {MAX_CONTENTION:g} per transferring "
+                              f"worker, got {c}")
+    if any(contention) and arch != "ps":
+        raise ConfigError("host_contention (compute slowed by other workers' transfers) applies to "
+                          "--arch ps")
 
 
 def compute_slowdown(workers: int, host_cores: int | None, mode: str) -> float:
