@@ -5,8 +5,8 @@ all-reduce calls that keep the ranks in lock-step), so W workers on K shared cor
 at K/W of a core while W > K: compute takes max(1, W/K) times its profiled duration. 8
 all-reduce ranks of the lab's 10 MB CNN at batch 32 compute 8 × 73 ms at once on 2 cores:
 292 ms instead of 73 on a ~2 s step (docs/validation/README.md). Asynchronous workers compute
-at different times; their contention is not modelled (on the lab's async cases a worker
-computes 1–6 % of the time).
+at different times, so their compute-against-compute contention is not modelled (on most of
+the lab's async cases a worker computes 1–6 % of the time).
 
 Asynchronous workers on one host slow each other another way: one's compute runs while
 another's transfers move bytes through the same cores (the lab's 10 MB CNN: +7.8 % per
