@@ -27,12 +27,13 @@ rounds INC ARR ...`` writes the pooled fit (``sgdsim.lab.onset``). For pushes th
 is ``logged-push``: the server logs its progress where the bytes arrive (redirect the
 server's output to the incumbent file).
 
-``alternate HOST pull|push SIZE N T0 [sleep:S|burn:S]`` is a worker without compute: N
+``alternate HOST pull|push SIZE N T0 [PAUSE]`` is a worker without compute: N
 transfers back to back, alternating directions; two hosts starting with opposite ones run a
 pull and a push at once (finding 10). With ``sleep:S`` it waits S between a pull and its push
 with idle cores, with ``burn:S`` it keeps a core busy for S (a fixed time), with ``work:S``
 it does a fixed amount of CPU work that takes S alone (contention stretches it), and with
-``step:MODEL:BATCH`` it runs one real forward and backward (finding 13). ``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
+``step:MODEL:BATCH`` it runs one real forward and backward (finding 13; ``pauses.py``).
+``examples/lab/trace_dynamics.py rounds`` and ``alternation`` read these runs.
 
 With arrivals the other way a little after each round's start (``rounds`` and ``arrivals``
 at T0 + 0.15 s), ``joined HARDWARE.json pull|push SPAN_S INC ARR ...`` prints the
@@ -146,7 +147,7 @@ def main():
             t = time.time()
             transfer(c, kind, n)
             print(i, t, time.time(), flush=True)
-    elif role == "alternate":  # HOST FIRST SIZE N T0 [sleep:S|burn:S]: pull and push, N in all
+    elif role == "alternate":  # HOST FIRST SIZE N T0 [PAUSE]: pull and push, N in all
         host, first, n = sys.argv[2], sys.argv[3], int(parse_size_bytes(sys.argv[4]))
         count, t0 = int(sys.argv[5]), float(sys.argv[6])
         try:

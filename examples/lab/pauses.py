@@ -8,8 +8,8 @@ from sgdsim.errors import ConfigError
 
 
 def pause_of(spec: str):
-    """A stand-in for compute between a pull and its push: ``sleep:S`` leaves the cores idle,
-    ``burn:S`` keeps one busy, as a worker's compute thread does."""
+    """A stand-in for compute between a pull and its push, from ``spec``: ``sleep:S``,
+    ``burn:S``, ``work:S`` or ``step:MODEL:BATCH`` (the module's docstring); ConfigError else."""
     how, _, secs = spec.partition(":")
     if how == "step":  # step:MODEL:BATCH, e.g. step:lab:cnn-10mb:128: one real training step
         return _training_step(*secs.rsplit(":", 1))

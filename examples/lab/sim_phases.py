@@ -23,27 +23,23 @@ from sgdsim.validate.regimes import pull_phases
 from sgdsim.validate.run import calibrated_hardware, measured_runs
 
 
+def _spans(timeline, worker: int, prefix: str) -> dict[int, tuple[float, float]]:
+    """{step: (first chunk's start, last chunk's end)} of ``worker`` on its ``prefix`` links."""
+    res = [i for i, n in enumerate(timeline.resource_names) if n.startswith(prefix)]
+    m = (timeline.worker == worker) & np.isin(timeline.resource, res)
+    step, lo, hi = timeline.step[m], timeline.start_s[m], timeline.end_s[m]
+    return {int(k): (float(lo[step == k].min()), float(hi[step == k].max())) for k in np.unique(step)}
+
+
 def pull_starts(timeline, worker: int) -> np.ndarray:
     """Each step's first downlink chunk of ``worker``: when its pull started."""
-    down = [i for i, n in enumerate(timeline.resource_names) if n.startswith("downlink")]
-    m = (timeline.worker == worker) & np.isin(timeline.resource, down)
-    step, start_s = timeline.step[m], timeline.start_s[m]
-    order = np.lexsort((start_s, step))
-    _, first = np.unique(step[order], return_index=True)
-    return np.sort(start_s[order][first])
+    return np.sort([s for s, _ in _spans(timeline, worker, "downlink").values()])
 
 
-def step_transfers(timeline, worker: int) -> list[tuple[tuple, tuple]]:
-    """Each step's (pull, push) of ``worker``, as (first chunk's start, last chunk's end) on
-    its downlink and uplink: the traced runs' shape (``validate.regimes.leg_slopes``)."""
-    spans = []
-    for prefix in ("downlink", "uplink"):
-        res = [i for i, n in enumerate(timeline.resource_names) if n.startswith(prefix)]
-        m = (timeline.worker == worker) & np.isin(timeline.resource, res)
-        step, lo, hi = timeline.step[m], timeline.start_s[m], timeline.end_s[m]
-        spans.append({int(k): (float(lo[step == k].min()), float(hi[step == k].max()))
-                      for k in np.unique(step)})
-    pulls, pushes = spans
+def timeline_steps(timeline, worker: int) -> list[tuple[tuple, tuple]]:
+    """Each step's (pull, push) of ``worker`` in a simulated timeline: the shape
+    ``validate.regimes.step_transfers`` gives traced runs (for ``leg_slopes``)."""
+    pulls, pushes = _spans(timeline, worker, "downlink"), _spans(timeline, worker, "uplink")
     return [(pulls[k], pushes[k]) for k in sorted(pulls) if k in pushes]
 
 

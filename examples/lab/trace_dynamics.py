@@ -45,7 +45,7 @@ from sgdsim.validate.regimes import (LEGS, OCCUPANCY_EDGES, against_opposite, fo
                                      leg_slopes, phase_occupancy, phase_steps, pull_phases,
                                      two_worker_traces)
 from incumbent import arrivals_of, progress_of
-from sim_phases import pull_starts, step_transfers, two_worker_case
+from sim_phases import pull_starts, timeline_steps, two_worker_case
 
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
 
@@ -83,7 +83,7 @@ def legs(args) -> str:
     case, prof, _, hw = _traced_case(args)
     within_s = args.within * float(np.median(np.diff(_pull_starts(traces[0])[0])))
     lab = [leg_slopes(t[0], t[1], within_s) for t in traces]
-    sim = [leg_slopes(step_transfers(p.timeline, 0), step_transfers(p.timeline, 1), within_s)
+    sim = [leg_slopes(timeline_steps(p.timeline, 0), timeline_steps(p.timeline, 1), within_s)
            for p in _predictions(prof, hw, args.seeds, args.steps)]
     return "\n".join([f"{case.name}: offsets within {args.within:g} of a step ({within_s:.2f} s)",
                       f"| | pairs | {' | '.join(LEGS)} | noise of total (s) |",
@@ -278,8 +278,9 @@ def _alternated(path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    compared = {}
     for name, steps in (("occupancy", 40), ("legs", 60)):
-        o = sub.add_parser(name)
+        o = compared[name] = sub.add_parser(name)
         o.add_argument("trace")
         o.add_argument("grid", help="name G of examples/grids/lab-G.toml with docs/validation/G/")
         o.add_argument("case", type=int, help="the traced configuration's index in the grid")
@@ -287,7 +288,8 @@ def main() -> None:
         o.add_argument("--seeds", type=int, default=8)
         o.add_argument("--steps", type=int, default=steps)
         o.add_argument("--lockstep-start", action="store_true")
-    o.add_argument("--within", type=float, default=0.15, help="offsets within this share of a step")
+    compared["legs"].add_argument("--within", type=float, default=0.15,
+                                  help="offsets within this share of a step")
     for name in ("joiners", "against"):
         p = sub.add_parser(name)
         p.add_argument("trace")

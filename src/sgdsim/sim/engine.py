@@ -200,7 +200,9 @@ def _try_start(P, S, K, LK, Q, w, r, now):
     if l < 0:
         d = P.dur[S.w_row[w] * P.n_ops + op]
         if r == 0 and contended(S):  # the worker's compute, on a host others transfer through
-            S.c_work[slot], S.c_since[slot], S.c_speed[slot] = d, now, compute_speed(P, S, LK, w)
+            pulling, pushing = _transferring(P, LK)
+            S.c_work[slot], S.c_since[slot] = d, now
+            S.c_speed[slot] = compute_speed(P, S, LK, w, pulling, pushing)
             d /= S.c_speed[slot]
         schedule(K, slot, now + d)
         return
@@ -241,36 +243,46 @@ def contended(S):
 
 
 @jit
-def compute_speed(P, S, LK, w):
-    """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
-    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
+def _moves(P, LK, v, direction):
+    """Whether worker v has a flow on a PS link of ``direction`` (0: downlinks, 1: uplinks)."""
+    for l in range(direction, len(P.link_res), 2):
+        if LK.on[l * P.W + v]:
+            return 1
+    return 0
+
+
+@jit
+def _transferring(P, LK):
+    """How many workers pull, and how many push, right now."""
     pulling, pushing = 0, 0
     for v in range(P.W):
-        if v == w:
-            continue
-        down, up = 0, 0
-        for l in range(len(P.link_res)):
-            if LK.on[l * P.W + v]:
-                if l & 1:
-                    up = 1
-                else:
-                    down = 1
-        pulling += down
-        pushing += up
-    return 1.0 / (1.0 + S.contention[0] * pulling + S.contention[1] * pushing)
+        pulling += _moves(P, LK, v, 0)
+        pushing += _moves(P, LK, v, 1)
+    return pulling, pushing
+
+
+@jit
+def compute_speed(P, S, LK, w, pulling, pushing):
+    """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
+    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink
+    (``pulling``/``pushing``: ``_transferring``'s counts, w's own included)."""
+    others_pulling = pulling - _moves(P, LK, w, 0)
+    others_pushing = pushing - _moves(P, LK, w, 1)
+    return 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
 
 
 @jit
 def _restretch(P, S, K, LK, now):
     """A transfer started or ended: every running compute op goes on at its new speed, its end
     re-timed from the work it has left."""
+    pulling, pushing = _transferring(P, LK)
     for v in range(P.W):
         slot = v * P.R
         if S.run_op[slot] >= 0:
             left = S.c_work[slot] - (now - S.c_since[slot]) * S.c_speed[slot]
             S.c_work[slot] = left if left > 0.0 else 0.0
             S.c_since[slot] = now
-            S.c_speed[slot] = compute_speed(P, S, LK, v)
+            S.c_speed[slot] = compute_speed(P, S, LK, v, pulling, pushing)
             schedule(K, slot, now + S.c_work[slot] / S.c_speed[slot])
 
 

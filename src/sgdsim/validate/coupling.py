@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .regimes import least_squares
+
 # leg: (what of the other worker it is regressed on), in the order of the coefficients
 REGRESSORS = {"compute": ("other pulls", "other pushes"),
               "pull": ("other computes", "other pushes"),
@@ -57,15 +59,9 @@ def coupling(pairs) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
         for w in (0, 1):
             for leg, r in _rows(pair[w], pair[1 - w]).items():
                 rows[leg].extend(r)
-    return {leg: _least_squares(np.asarray(r, float).reshape(-1, 3)) for leg, r in rows.items()}
-
-
-def _least_squares(r: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    n = len(r)
-    X = np.column_stack([np.ones(n), r[:, 1:]])
-    if n <= X.shape[1] or np.linalg.matrix_rank(X) < X.shape[1]:
-        return np.full(3, np.nan), np.full(3, np.nan), n
-    coef, *_ = np.linalg.lstsq(X, r[:, 0], rcond=None)
-    resid = r[:, 0] - X @ coef
-    cov = np.linalg.inv(X.T @ X) * (resid @ resid) / (n - X.shape[1])
-    return coef, np.sqrt(np.diag(cov)), n
+    out = {}
+    for leg, r in rows.items():
+        a = np.asarray(r, float).reshape(-1, 3)
+        coef, se, _ = least_squares(a[:, 0], a[:, 1:])
+        out[leg] = (coef, se, len(a))
+    return out

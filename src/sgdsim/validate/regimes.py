@@ -242,22 +242,25 @@ def leg_slopes(steps_a, steps_b, within_s: float) -> dict[str, tuple[float, floa
         x = pb[0] - pa[0]
         rows.append((x, (pb[1] - pb[0]) - (pa[1] - pa[0]), (qb[0] - pb[1]) - (qa[0] - pa[1]),
                      (qb[1] - qb[0]) - (qa[1] - qa[0]), steps_b[j + 1][0][0] - steps_a[k + 1][0][0] - x))
-    return {leg: _slope(rows, i + 1) for i, leg in enumerate(LEGS)}
+    r = np.asarray(rows, float).reshape(-1, len(LEGS) + 1)
+    out = {}
+    for i, leg in enumerate(LEGS):
+        coef, se, sd = least_squares(r[:, i + 1], r[:, :1])
+        out[leg] = (float(coef[1]), float(se[1]), sd, len(r))
+    return out
 
 
-def _slope(rows, col: int) -> tuple[float, float, float, int]:
-    if len(rows) < 3:
-        return math.nan, math.nan, math.nan, len(rows)
-    r = np.asarray(rows)
-    x, y = r[:, 0], r[:, col]
-    xc = x - x.mean()
-    sxx = float(xc @ xc)
-    if sxx == 0.0:
-        return math.nan, math.nan, math.nan, len(rows)
-    slope = float(xc @ (y - y.mean())) / sxx
-    resid = y - y.mean() - slope * xc
-    sd = float(np.sqrt(resid @ resid / (len(r) - 2)))
-    return slope, sd / math.sqrt(sxx), sd, len(rows)
+def least_squares(y, x) -> tuple[np.ndarray, np.ndarray, float]:
+    """Ordinary least squares of ``y`` on an intercept and the columns of ``x``: (coefficients,
+    their standard errors, residual sd); all nan with too few rows or collinear columns."""
+    X = np.column_stack([np.ones(len(y)), x])
+    n, k = X.shape
+    if n <= k or np.linalg.matrix_rank(X) < k:
+        return np.full(k, np.nan), np.full(k, np.nan), math.nan
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    var = float(resid @ resid) / (n - k)
+    return coef, np.sqrt(np.diag(np.linalg.inv(X.T @ X)) * var), math.sqrt(var)
 
 
 def late_share(lone_s: float, delta_s: float, end_a_s: float, end_b_s: float) -> float:
