@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sgdsim import predict
-from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, with_busy
+from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, busy_share, with_busy
 from sgdsim.errors import ConfigError
 from sgdsim.evaluate.inputs import Cluster
 from sgdsim.hardware import hardware_from_dict
@@ -102,8 +102,47 @@ def test_the_fit_recovers_the_busy_share_of_traffic_that_follows_the_model(gaps,
 def test_the_fit_needs_runs_busy_both_ways_with_three_transfers():
     table = _table()
     two = [_fluid(table, (0.5, 0.5), (0.01, 0.02), 1e6, 1e7, cycles=5)]
-    with pytest.raises(ConfigError, match="4 or more workers"):
+    with pytest.raises(ConfigError, match="3 or more transfers at once"):
         busy_shares(two, 1e6, 8e7, table)
+
+
+def test_with_busy_by_flow_count_gives_three_flows_their_share_and_the_last_share_holds_on():
+    t = _table()
+    out = with_busy(t, ((0.8, 0.7), (0.9,)))
+    for n in range(1, SIDE):
+        for m in range(1, SIDE - n):
+            if n + m >= BUSY_FLOWS:
+                assert out[0][n][m] == (0.8 if n + m == 3 else 0.7)
+                assert out[1][n][m] == 0.9  # a list of one: one share for every count
+    assert with_busy(t, ((0.6, 0.6), (0.6,))) == with_busy(t, (0.6, 0.6))
+    assert busy_share((0.8, 0.7, 0.5), 9) == 0.5 and busy_share(0.4, 9) == 0.4
+
+
+@pytest.mark.parametrize("share", [(), (0.8, 0.0), (0.8, float("nan")), ("0.8",), (True,)])
+def test_with_busy_refuses_bad_shares_by_flow_count(share):
+    with pytest.raises(ConfigError, match="busy share"):
+        with_busy(_table(), (share, None))
+
+
+def test_the_fit_recovers_shares_by_flow_count_from_runs_of_three_and_five_workers():
+    """Three workers put at most 3 transfers on the NIC, five up to 5: together they tell the
+    share at 3 from the one at 4 or more, in each direction, with a different size per run."""
+    table, rate = _table(1), 1e7
+    busy = ((0.85, 0.7), (0.9, 0.6))
+    runs = [_fluid(table, busy, (0.02, 0.05, 0.01), 1e6, rate, cycles=12),
+            _fluid(table, busy, (0.05, 0.3, 0.01, 0.02, 0.04), 2e6, rate, cycles=12)]
+    got = busy_shares(runs, [1e6, 2e6], 8 * rate, table, flows=(3, 4))
+    assert got[0] == pytest.approx(busy[0], rel=1e-6) and got[1] == pytest.approx(busy[1], rel=1e-6)
+    one = busy_shares(runs, [1e6, 2e6], 8 * rate, table)  # one class: between the two
+    assert all(lo < c < hi for c, (hi, lo) in zip(one, busy))
+    with pytest.raises(ConfigError, match="4 or more transfers at once"):
+        busy_shares(runs[:1], 1e6, 8 * rate, table, flows=(3, 4))  # 3 workers cannot tell them apart
+
+
+@pytest.mark.parametrize("flows", [(4,), (3, 3), (2, 3), ()])
+def test_bad_flow_classes_are_refused_in_one_line(flows):
+    with pytest.raises(ConfigError, match="ascending flow counts starting at 3"):
+        busy_shares([], 1e6, 8e7, _table(), flows=flows)
 
 
 def _hardware(**extra):
@@ -119,6 +158,11 @@ def test_the_hardware_file_applies_its_busy_shares_with_one_ps_and_round_trips()
     assert t[0][2][1] == 0.6 and t[1][1][2] == 0.75 and t[0][1][1] == hw.two_way_table[0][1][1]
     assert cluster.two_way_table_for(2) == hw.two_way_table  # measured with one PS
     assert hardware_from_dict(json.loads(json.dumps(hw.to_dict()))) == hw
+    by_count = hardware_from_dict(_hardware(two_way_busy=[0.8, 0.6], two_way_busy_push=0.75))
+    t = Cluster.from_hardware(by_count, "ps").two_way_table_for(1)
+    assert (t[0][2][1], t[0][3][1], t[0][2][2]) == (0.8, 0.6, 0.6) and t[1][1][2] == 0.75
+    assert by_count.two_way_busy == (0.8, 0.6)
+    assert hardware_from_dict(json.loads(json.dumps(by_count.to_dict()))) == by_count
     plain = Cluster.from_hardware(hardware_from_dict(_hardware()), "ps")
     assert plain.two_way_table_for(1) == plain.two_way_table
     # an explicit two-way rule replaces the file's table, and its busy shares with it
@@ -133,7 +177,9 @@ def test_busy_shares_without_a_table_are_refused_in_one_line():
 @pytest.mark.parametrize("extra,match", [
     ({"two_way_busy": 0}, "'two_way_busy' must be in \\(0, 1\\]"),
     ({"two_way_busy_push": 1.2}, "'two_way_busy_push' must be in \\(0, 1\\]"),
-    ({"two_way_busy": "0.7"}, "'two_way_busy' must be a finite number"),
+    ({"two_way_busy": "0.7"}, "'two_way_busy' must be in \\(0, 1\\], or a list"),
+    ({"two_way_busy": [0.8, None]}, "'two_way_busy' must be in \\(0, 1\\], or a list"),
+    ({"two_way_busy": []}, "'two_way_busy' must be in"),
     ({"two_way_busy": 0.7, "two_way_table": None}, "has none"),
 ])
 def test_bad_busy_fields_are_one_line_errors(extra, match):
@@ -181,7 +227,7 @@ def test_the_script_refuses_untraced_runs_in_one_line():
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("busy,match", [("x", "a share or two"), ((0.5, 0.5, 0.5), "a share or two"),
+@pytest.mark.parametrize("busy,match", [("x", "busy share must be in"), ((0.5, 0.5, 0.5), "a share or two"),
                                         (1.5, "in \\(0, 1\\]"), (float("nan"), "in \\(0, 1\\]")])
 def test_predict_refuses_bad_busy_shares_in_one_line(busy, match):
     with pytest.raises(ConfigError, match=match):
@@ -192,3 +238,18 @@ def test_predict_refuses_bad_busy_shares_in_one_line(busy, match):
 def test_one_busy_share_serves_both_directions():
     kw = dict(coarse="size=10MB,fwd=5ms,bwd=5ms,batch=16", workers=4, model="coarse", two_way_table=_table())
     assert predict(two_way_busy=0.6, **kw)[0].throughput == predict(two_way_busy=(0.6, 0.6), **kw)[0].throughput
+    same = predict(two_way_busy=((0.6, 0.6), [0.6]), **kw)[0].throughput  # by flow count, all equal
+    assert same == predict(two_way_busy=0.6, **kw)[0].throughput
+
+
+@pytest.mark.parametrize("model", ["fine", "coarse"])
+def test_a_higher_share_at_three_flows_speeds_three_workers_and_not_five_much(model):
+    """Three workers see only the share at 3 flows; five mostly the one from 4 on."""
+    kw = dict(coarse="size=10MB,fwd=5ms,bwd=5ms,batch=16", workers=[3, 5], model=model,
+              two_way_table=_table(), **({"replications": 2, "steps": 60, "warmup": 5, "seed": 3}
+                                         if model == "fine" else {}))
+    flat = predict(two_way_busy=0.5, **kw)
+    high3 = predict(two_way_busy=((0.9, 0.5), (0.9, 0.5)), **kw)
+    gain3 = high3[0].throughput / flat[0].throughput
+    gain5 = high3[1].throughput / flat[1].throughput
+    assert gain3 > 1.1 and gain5 < gain3

@@ -7,8 +7,12 @@ regimes/, finding 7; ``sgdsim.lab.busy``).
     .venv/bin/python examples/lab/busy.py traced.json HARDWARE.json --record   # into the file
 
 The table of ``netbench --lab --two-way`` must already be in HARDWARE.json: the fit is what
-training traffic delivers beyond it. The runs' model (``lab:...``) gives the bytes of a
-transfer; it needs torch.
+training traffic delivers beyond it. Each run's model (``lab:...``) gives the bytes of its
+transfers; it needs torch. Several traced files (comma-separated) are pooled; ``--flows 3,4``
+fits one share for 3 transfers on the NIC and one from 4 on (runs of 3 workers and of 4 or
+more tell them apart; finding 16):
+
+    .venv/bin/python examples/lab/busy.py A.json,B.json,C.json HARDWARE.json --flows 3,4 --record
 """
 from __future__ import annotations
 
@@ -30,41 +34,63 @@ def model_bytes(spec: str, batch_size: int) -> int:
     return int(sum(layer_bytes(load_workload(spec, batch_size).model).values()))
 
 
-def traced_runs(path: str) -> list[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            runs = [r for r in json.load(f)["runs"] if r.get("events")]
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise SgdsimError(f"{path} is not an async_regimes.py file ({type(exc).__name__}: {exc})") from None
+def traced_runs(paths: str) -> list[dict]:
+    runs = []
+    for path in paths.split(","):
+        try:
+            with open(path, encoding="utf-8") as f:
+                runs += [r for r in json.load(f)["runs"] if r.get("events")]
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise SgdsimError(f"{path} is not an async_regimes.py file ({type(exc).__name__}: {exc})") from None
     if not runs:
-        raise SgdsimError(f"{path} holds no traced runs (measure them with --trace)")
+        raise SgdsimError(f"{paths} holds no traced runs (measure them with --trace)")
     return runs
+
+
+def _flows(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise SgdsimError(f"--flows: expected flow counts such as 3,4, got {text!r}") from None
+
+
+def _shares(c) -> str:
+    return "/".join(f"{v:.3f}" for v in (c if isinstance(c, tuple) else (c,)))
+
+
+def _rounded(c):
+    return tuple(round(v, 3) for v in c) if isinstance(c, tuple) else round(c, 3)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("traced", help="async_regimes.py --trace output")
+    ap.add_argument("traced", help="async_regimes.py --trace output (several: comma-separated)")
     ap.add_argument("hardware", help="hardware file with the two-way table")
+    ap.add_argument("--flows", default="3", help="flow counts each share starts at (default 3: one share)")
     ap.add_argument("--record", action="store_true", help="write the pooled fit into the file")
     args = ap.parse_args()
     try:
+        flows = _flows(args.flows)
         runs = traced_runs(args.traced)
         hw = load_hardware(args.hardware)
         if hw.two_way_table is None:
             raise SgdsimError(f"{args.hardware} has no two_way_table (netbench --lab --two-way)")
-        size = model_bytes(runs[0]["model"], int(runs[0]["batch_size"]))
-        for r in runs:
+        sizes = [model_bytes(r["model"], int(r["batch_size"])) for r in runs]
+        for r, size in zip(runs, sizes):
             c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table)
             print(f"W = {r['workers']}, run {r['repeat']}: pulls {c[0]:.3f}, pushes {c[1]:.3f}")
-        c = busy_shares([r["events"] for r in runs], size, hw.bandwidth_bps, hw.two_way_table)
+        c = busy_shares([r["events"] for r in runs], sizes, hw.bandwidth_bps, hw.two_way_table, flows)
     except (OSError, KeyError, TypeError, ValueError, SgdsimError) as exc:
         print(f"busy.py: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    print(f"pooled ({len(runs)} runs, {size} bytes a transfer): pulls {c[0]:.3f}, pushes {c[1]:.3f}")
+    by = "" if len(flows) == 1 else f" by flow count from {'/'.join(map(str, flows))}"
+    print(f"pooled ({len(runs)} runs, {'/'.join(str(s) for s in sorted(set(sizes)))} bytes a transfer){by}: "
+          f"pulls {_shares(c[0])}, pushes {_shares(c[1])}")
     if args.record:
-        hw = dataclasses.replace(hw, two_way_busy=round(c[0], 3), two_way_busy_push=round(c[1], 3),
+        hw = dataclasses.replace(hw, two_way_busy=_rounded(c[0]), two_way_busy_push=_rounded(c[1]),
                                  measured={**hw.measured, "busy": {
-                                     "traced": args.traced, "model_bytes": size,
+                                     "traced": args.traced, "flows": list(flows),
+                                     "model_bytes": sorted(set(sizes)),
                                      "runs": [[r["workers"], r["repeat"]] for r in runs]}})
         save_hardware(hw, args.hardware, force=True)
         print(f"wrote two_way_busy and two_way_busy_push to {args.hardware}")

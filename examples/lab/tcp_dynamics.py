@@ -27,6 +27,13 @@ def with_dynamics(grid, dynamics: bool | None):
                                                  for c in grid.cases))
 
 
+def field_value(text: str):
+    """A --set value: none, a number, or numbers by flow count (two_way_busy=0.81,0.74)."""
+    if text == "none":
+        return None
+    return tuple(float(x) for x in text.split(",")) if "," in text else float(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grids", nargs="+", help="names G of examples/grids/lab-G.toml with docs/validation/G/")
@@ -38,7 +45,8 @@ def main() -> None:
                     help="these join boosts and ages (s) instead of the hardware files'")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="replace a hardware field in every case (e.g. stall_prob=0, join_boost=1; "
-                         "none: as if not measured, e.g. two_way_joined_draws=none)")
+                         "none: as if not measured, e.g. two_way_joined_draws=none; by flow count: "
+                         "two_way_busy=0.81,0.74)")
     args = ap.parse_args()
     for name in args.grids:
         points = f"docs/validation/{name}/points.csv"
@@ -53,7 +61,7 @@ def main() -> None:
         for field, value in (s.split("=") for s in args.set):
             grid = dataclasses.replace(grid, cases=tuple(
                 dataclasses.replace(c, hardware_spec=dataclasses.replace(
-                    c.hardware_spec, **{field: None if value == "none" else float(value)}))
+                    c.hardware_spec, **{field: field_value(value)}))
                 if c.hardware_spec is not None else c for c in grid.cases))
         replay(grid, points, os.path.join(args.output, name))
 

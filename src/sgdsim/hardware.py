@@ -14,7 +14,7 @@ from typing import Any
 
 from .tagged_json import read_json
 from .errors import ConfigError, ProfileError
-from .analytic.two_way import check_table
+from .analytic.two_way import check_busy, check_table
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
@@ -58,8 +58,9 @@ class Hardware:
     run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
     ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
-    two_way_busy: float | None = None  # downlink share in training traffic, both ways busy (lab.busy)
-    two_way_busy_push: float | None = None  # the same for the uplink
+    two_way_busy: float | tuple | None = None  # downlink share in training traffic, both ways
+    # busy (lab.busy): one share, or one per flow count from 3 on (analytic/two_way.busy_share)
+    two_way_busy_push: float | tuple | None = None  # the same for the uplink
     two_way_joined: float | None = None  # a lone pull's share once a push joined it (incumbent.py)
     two_way_joined_after_s: float | None = None  # ... from this long after the push started
     two_way_joined_push: float | None = None  # the same for a push that a pull joined
@@ -171,7 +172,7 @@ class Hardware:
 
     def to_dict(self) -> dict:
         optional = {key: getattr(self, key) for key, required, _ in _FIELDS if not required}
-        for key in ("two_way_table",) + _DRAWS:  # nested tuples: JSON writes them as lists
+        for key in ("two_way_table",) + _BUSY + _DRAWS:  # tuples: JSON writes them as lists
             optional[key] = getattr(self, key)
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
@@ -269,7 +270,6 @@ _FIELDS = (  # key, required, rule
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
-    ("two_way_busy", False, "in (0, 1]"), ("two_way_busy_push", False, "in (0, 1]"),
     ("two_way_joined", False, "in (0, 1]"), ("two_way_joined_push", False, "in (0, 1]"),
     ("two_way_joined_after_s", False, "non-negative"),
     ("two_way_joined_after_push_s", False, "non-negative"),
@@ -311,6 +311,13 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
             values["two_way_table"] = check_table(data["two_way_table"])
         except ConfigError as exc:
             bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
+    for key in _BUSY:
+        if data.get(key) is not None:
+            try:
+                values[key] = check_busy(data[key])
+            except ConfigError:
+                bad(f"field {key!r} must be in (0, 1], or a list of such shares by flow count "
+                    f"from 3 on, got {data[key]!r}")
     for key in _DRAWS:
         if data.get(key) is not None:
             values[key] = _draws(data[key], key, bad)
@@ -326,6 +333,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
 
 
 _DRAWS = ("two_way_joined_draws", "two_way_joined_draws_push")
+_BUSY = ("two_way_busy", "two_way_busy_push")
 
 
 def _finite(v) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from .analytic.coarse_profile import CoarseProfile, load_coarse, parse_coarse
+from .analytic.two_way import check_busy
 from .errors import ConfigError, ProfileError
 from .tagged_json import read_json
 from .evaluate import Cluster, Control, Job, Strategy, evaluate
@@ -113,7 +114,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     capacity; ``two_way_table[d][n][m]`` gives the measured shares instead (``netbench --lab
     --two-way`` measures both; ``analytic/two_way.py``). ``two_way_busy`` (pull, push): the
     shares training traffic gets while the NIC carries 3 or more transfers both ways
-    (``sgdsim.lab.busy``); they replace those entries of the table, with one PS.
+    (``sgdsim.lab.busy``), each one share or a list by flow count from 3 on (the last holds
+    from there on); they replace those entries of the table, with one PS.
     ``two_way_joined`` (pull, push) and ``two_way_joined_after``: the share a lone transfer keeps
     once a transfer the other way joined it, from that long after the join (``sim/sharing/fair.py``;
     ``examples/lab/incumbent.py record-joined`` measures them); with the table, one PS.
@@ -194,16 +196,14 @@ def _pair(value, what: str, duration: bool = False) -> tuple[float, float]:
 
 
 def _busy(value) -> tuple:
-    """Busy shares (pulls, pushes): None, one share for both, or two (None: as the table)."""
+    """Busy shares (pulls, pushes): None, one share for both, or two, each a share, a list of
+    shares by flow count from 3 on, or None (as the table)."""
     if value is None:
         return (None, None)
     parts = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        return tuple(None if v is None else float(v) for v in parts)
-    except (TypeError, ValueError):
-        raise ConfigError(f"two_way_busy expects a share or two (pulls, pushes), got {value!r}") from None
+    if len(parts) != 2:
+        raise ConfigError(f"two_way_busy expects a share or two (pulls, pushes), got {value!r}")
+    return tuple(None if v is None else check_busy(v) for v in parts)
 
 
 def _non_negative(value, what: str) -> float:

@@ -12,7 +12,9 @@ traffic is different: transfers of one model's size start and end all the time, 
 that carries 3 or more of them with both directions busy delivers a nearly flat share of
 each direction, whatever the split (traced lab runs: 0.68-0.80 at 4 and 8 workers, where the
 table says 0.57-0.99; docs/validation/regimes/, finding 7). ``with_busy`` puts that measured
-share (``sgdsim.lab.busy``) into those entries of the table.
+share (``sgdsim.lab.busy``) into those entries of the table: one share for every flow count, or
+one per count from 3 on, the last holding from there on (3 transfers deliver more than 4 or
+more: 0.81 against 0.74 of the downlink at 200 Mbit/s; finding 16).
 
 In the coarse model, MVA knows only mean queue lengths, and the penalty lives in the
 fluctuations (8 workers average 4 each way but spend time at 1 against 7), so the occupancy is
@@ -71,19 +73,37 @@ def _grid(rule: TwoWay, size: int) -> np.ndarray:
 BUSY_FLOWS = 3  # from this many flows on a NIC busy both ways, the measured share is flat
 
 
+def busy_share(share, flows: int) -> float:
+    """A direction's busy share with ``flows`` >= ``BUSY_FLOWS`` transfers on the NIC: ``share``
+    itself, or, for one share per flow count, the entry for ``flows`` (the last from there on)."""
+    return share[min(flows - BUSY_FLOWS, len(share) - 1)] if isinstance(share, tuple) else share
+
+
+def check_busy(share) -> float | tuple:
+    """One busy share in (0, 1], or a non-empty sequence of them by flow count (as a tuple);
+    anything else is one ConfigError line."""
+    values = share if isinstance(share, (list, tuple)) else (share,)
+    ok = len(values) > 0 and all(not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v <= 1
+                                 for v in values)
+    if not ok:
+        raise ConfigError("two-way busy share must be in (0, 1], or a list of such shares by flow "
+                          f"count from {BUSY_FLOWS} on, got {share!r}")
+    return tuple(float(v) for v in values) if isinstance(share, (list, tuple)) else float(share)
+
+
 def with_busy(table, shares) -> tuple:
     """``table`` with every measured split of n >= 1 flows against m >= 1, n + m >=
-    ``BUSY_FLOWS``, set to ``shares[d]`` for direction d (None: that direction as measured)."""
+    ``BUSY_FLOWS``, set to direction d's ``busy_share(shares[d], n + m)`` (None: that direction
+    as measured)."""
     t = [[list(row) for row in d] for d in check_table(table)]
     for d, share in enumerate(shares):
         if share is None:
             continue
-        if not 0 < share <= 1:
-            raise ConfigError(f"two-way busy share must be in (0, 1], got {share}")
+        share = check_busy(share)
         for n, row in enumerate(t[d]):
             for m, v in enumerate(row):
                 if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
-                    row[m] = float(share)
+                    row[m] = busy_share(share, n + m)
     return check_table(t)
 
 

@@ -11,7 +11,9 @@ ends of transfers the NIC's state (n, m) is fixed. A direction is taken to move
 B·f(n, m) bytes per second where the table ``f`` holds, and B·c where both directions are
 busy with n + m >= ``BUSY_FLOWS``. Every transfer moves the model's bytes, so over a run a
 direction moved N·S = B·(Σ f·t over the other busy states + c·t_busy); pooled over runs,
-that gives c. It is exact for traffic that follows the model (tests/test_busy.py).
+that gives c. Three transfers on the NIC deliver more than four or more (traced runs of 3
+workers against 4 and 8; finding 16), so c may be fitted per class of flow counts, one
+equation per run. It is exact for traffic that follows the model (tests/test_busy.py).
 """
 from __future__ import annotations
 
@@ -22,25 +24,63 @@ from ..errors import ConfigError
 from ..validate.regimes import pulls_pushes
 
 
-def busy_shares(runs, model_bytes: float, bandwidth_bps: float, table) -> tuple[float, float]:
-    """(pull, push) busy shares c from traced runs: ``runs`` holds each run's ``events``
-    (``run_training(trace=True).events``), or its (pulls, pushes) lists of (start, end)."""
-    moved, base, busy = np.zeros(2), np.zeros(2), np.zeros(2)
+def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOWS,)) -> tuple:
+    """(pull, push) busy shares from traced runs: ``runs`` holds each run's ``events``
+    (``run_training(trace=True).events``), or its (pulls, pushes) lists of (start, end);
+    ``model_bytes`` is a transfer's bytes, one number or one per run. ``flows`` (ascending,
+    from ``BUSY_FLOWS``): the flow count each share starts at. With one, a share per direction;
+    with several, a tuple per direction (``analytic.two_way.busy_share`` reads it): (3, 4) fits
+    one share for 3 transfers on the NIC and one from 4 on.
+
+    Per run and direction, moved − base = B·Σ_k c_k·t_k, t_k the time both directions were busy
+    with class k's flow counts. Least squares weighted by 1/Σ_k t_k (a run's bytes vary with
+    its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t)."""
+    classes = _classes(flows)
+    sizes = np.broadcast_to(np.asarray(model_bytes, float), (len(runs),))
     rate, rule = bandwidth_bps / 8.0, TwoWay(table=check_table(table))
-    for run in runs:
+    rows: list[list] = [[], []]
+    for run, size in zip(runs, sizes):
         down, up = run if isinstance(run, tuple) else pulls_pushes(run)
         for d, (mine, other) in enumerate(((down, up), (up, down))):
             n, m, t = _states(mine, other)
             f = rule.grid(int(max(n.max(initial=0), m.max(initial=0))) + 1)[d][n, m]
             both = (n >= 1) & (m >= 1) & (n + m >= BUSY_FLOWS)
-            moved[d] += model_bytes * len(mine)
-            base[d] += rate * float(np.sum((f * t)[(n >= 1) & ~both]))
-            busy[d] += float(np.sum(t[both]))
-    if not (busy > 0).all():
-        raise ConfigError("busy shares need traced runs in which both directions of the PS's NIC "
-                          f"carried {BUSY_FLOWS} or more transfers at once (4 or more workers)")
-    c = (moved - base) / (rate * busy)
-    return float(c[0]), float(c[1])
+            k = np.searchsorted(classes, n + m, side="right") - 1
+            base = rate * float(np.sum((f * t)[(n >= 1) & ~both]))
+            rows[d].append([size * len(mine) - base, *(rate * float(np.sum(t[both & (k == i)]))
+                                                       for i in range(len(classes)))])
+    shares = [_weighted_fit(np.array(r, float).reshape(-1, len(classes) + 1), classes) for r in rows]
+    return tuple(float(c[0]) if len(classes) == 1 else tuple(float(v) for v in c) for c in shares)
+
+
+def _classes(flows) -> np.ndarray:
+    classes = np.array(flows, dtype=int)
+    if classes.ndim != 1 or len(classes) == 0 or classes[0] != BUSY_FLOWS or (np.diff(classes) <= 0).any():
+        raise ConfigError(f"busy share classes must be ascending flow counts starting at {BUSY_FLOWS}, "
+                          f"got {tuple(flows)}")
+    return classes
+
+
+def _weighted_fit(rows: np.ndarray, classes) -> np.ndarray:
+    y, x = rows[:, 0], rows[:, 1:]
+    for i, busy in enumerate(x.sum(axis=0)):
+        if busy <= 0:
+            raise ConfigError("busy shares need traced runs in which both directions of the PS's NIC "
+                              f"carried {_label(classes, i)} at once (runs of {classes[i]} or more workers)")
+    total = x.sum(axis=1)
+    keep = total > 0
+    w = 1.0 / np.sqrt(total[keep])
+    a, b = x[keep] * w[:, None], y[keep] * w
+    if np.linalg.matrix_rank(a) < len(classes):
+        raise ConfigError(f"busy shares by flow count {tuple(int(c) for c in classes)}: the runs do not "
+                          "tell the classes apart (trace runs of different worker counts)")
+    return np.linalg.lstsq(a, b, rcond=None)[0]
+
+
+def _label(classes, i: int) -> str:
+    last = i == len(classes) - 1
+    return f"{classes[i]} or more transfers" if last else \
+        (f"{classes[i]} transfers" if classes[i + 1] == classes[i] + 1 else f"{classes[i]}-{classes[i + 1] - 1} transfers")
 
 
 def _states(mine, other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
