@@ -210,15 +210,25 @@ def _busy_script(*args):
                           text=True, cwd=ROOT, timeout=300)
 
 
-@pytest.mark.parametrize("traced,hardware", [("traced-w48.json", "hardware-lab-100mbps.json"),
-                                             ("traced200-w48.json", "hardware-lab-200mbps.json")])
-def test_the_lab_files_busy_shares_come_from_the_committed_traces(traced, hardware):
+TRACED_200 = ",".join(f"docs/validation/regimes/traced200-{n}.json" for n in
+                      ("cnn-nooverlap-w3", "mlp-nooverlap-w3", "cnn-nooverlap-w4", "w48"))
+
+
+@pytest.mark.parametrize("traced,hardware,flows", [
+    ("docs/validation/regimes/traced-w48.json", "hardware-lab-100mbps.json", "3"),
+    (TRACED_200, "hardware-lab-200mbps.json", "3,4"),  # by flow count (finding 16)
+])
+def test_the_lab_files_busy_shares_come_from_the_committed_traces(traced, hardware, flows):
     pytest.importorskip("torch")  # the script sizes a transfer from the lab's model
-    out = _busy_script(f"docs/validation/regimes/{traced}", f"examples/grids/{hardware}")
+    out = _busy_script(traced, f"examples/grids/{hardware}", "--flows", flows)
     assert out.returncode == 0, out.stderr
     pooled = out.stdout.strip().splitlines()[-1]
     hw = json.loads((ROOT / "examples/grids" / hardware).read_text())
-    assert f"pulls {hw['two_way_busy']:.3f}, pushes {hw['two_way_busy_push']:.3f}" in pooled
+
+    def shares(v):
+        return "/".join(f"{x:.3f}" for x in (v if isinstance(v, list) else [v]))
+    assert f"pulls {shares(hw['two_way_busy'])}, pushes {shares(hw['two_way_busy_push'])}" in pooled
+    assert hw["measured"]["busy"]["traced"] == traced
 
 
 def test_the_script_refuses_untraced_runs_in_one_line():

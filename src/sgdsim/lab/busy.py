@@ -78,9 +78,11 @@ def _weighted_fit(rows: np.ndarray, classes) -> np.ndarray:
 
 
 def _label(classes, i: int) -> str:
-    last = i == len(classes) - 1
-    return f"{classes[i]} or more transfers" if last else \
-        (f"{classes[i]} transfers" if classes[i + 1] == classes[i] + 1 else f"{classes[i]}-{classes[i + 1] - 1} transfers")
+    """Class i's flow counts in words: "3 transfers", "4-5 transfers", "6 or more transfers"."""
+    if i == len(classes) - 1:
+        return f"{classes[i]} or more transfers"
+    last = classes[i + 1] - 1
+    return f"{classes[i]} transfers" if last == classes[i] else f"{classes[i]}-{last} transfers"
 
 
 def _states(mine, other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
