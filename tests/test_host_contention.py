@@ -101,3 +101,23 @@ def test_contention_draws_a_drifting_pair_back_to_lock_step(monkeypatch):
     drawn = _pull_offsets(monkeypatch, (0.5, 0.0))
     assert drawn[0] == pytest.approx(0.15)
     assert np.all(np.diff(drawn) < 0) and drawn[4] < 0.05
+
+
+def test_the_cli_flag_is_the_apis_and_overrides_the_hardware_file(capsys, tmp_path):
+    import json
+
+    from conftest import cli_predictions
+
+    hw = tmp_path / "hw.json"
+    hw.write_text(json.dumps(_hardware(bandwidth_bps=1e9, host_contention=0.5, host_contention_push=0.4)))
+    none = tmp_path / "none.json"
+    none.write_text(json.dumps(_hardware(bandwidth_bps=1e9)))
+    plain, flag, filed, zeroed, without = cli_predictions(
+        capsys, 2, [], ["--host-contention", "0.3,0.1"], ["--hardware", str(hw)],
+        ["--hardware", str(hw), "--host-contention", "0"], ["--hardware", str(none)])
+    api = sgdsim.predict("examples/profiles/alexnet.json", workers=[2], bandwidth="1Gbps",
+                         replications=1, steps=10, host_contention=(0.3, 0.1))[0]
+    assert flag[0]["throughput"] == pytest.approx(api.throughput, rel=1e-12)
+    assert flag[0]["throughput"] != plain[0]["throughput"]  # the flag acts
+    assert filed[0]["throughput"] != zeroed[0]["throughput"]  # and 0 replaces the file's 0.5/0.4
+    assert zeroed[0]["throughput"] == without[0]["throughput"]

@@ -34,6 +34,9 @@ TCP_PAIRS = (
      False),
     ("stall_incumbent_mean", "DURATION[,DURATION]", "--stall-incumbent: the mean of its stall's "
      "exponential length (default 0s)", False),
+    ("host_contention", "A[,A_PUSH]", "PS, workers sharing one host's cores: a worker's compute "
+     "runs 1 + A·(other workers pulling) + A_PUSH·(pushing) times slower while they transfer "
+     "(measured from traced lab runs; topology/hosts.py) (default 0, or the --hardware file's)", False),
 )
 SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed",
                   *(dest for dest, *_ in TCP_PAIRS))
