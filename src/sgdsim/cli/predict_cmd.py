@@ -13,8 +13,9 @@ from .common import add_executor_arguments, executor_from
 from .tables import format_points
 from ..progress import say
 
-# The measured TCP dynamics, one value for pulls and pushes or two: (dest, metavar, help,
-# whether they apply to async PS only, or to PS of either mode).
+# The measured dynamics of PS transfers (TCP's) and of workers sharing a host, one value for
+# pulls and pushes or two: (dest, metavar, help, whether they apply to async PS only, or to PS
+# of either mode). All are the simulator's.
 TCP_PAIRS = (
     ("join_boost", "K[,K_PUSH]", "PS sharing: a flow joining a busy link gets K times the weight of "
      "the others (TCP's late-comer advantage; netbench --lab --joiner measures it into the hardware "

@@ -34,7 +34,8 @@ def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOW
 
     Per run and direction, moved − base = B·Σ_k c_k·t_k, t_k the time both directions were busy
     with class k's flow counts. Least squares weighted by 1/Σ_k t_k (a run's bytes vary with
-    its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t)."""
+    its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t); a run
+    that never had the NIC busy both ways says nothing of c and is left out."""
     classes = _classes(flows)
     sizes = np.broadcast_to(np.asarray(model_bytes, float), (len(runs),))
     rate, rule = bandwidth_bps / 8.0, TwoWay(table=check_table(table))
