@@ -23,7 +23,7 @@ import sys
 
 from sgdsim.errors import SgdsimError
 from sgdsim.hardware import load_hardware, save_hardware
-from sgdsim.lab.busy import busy_shares
+from sgdsim.lab.busy import busy_shares, check_flows
 
 
 def model_bytes(spec: str, batch_size: int) -> int:
@@ -49,9 +49,11 @@ def traced_runs(paths: str) -> list[dict]:
 
 def _flows(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(x) for x in text.split(","))
+        flows = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise SgdsimError(f"--flows: expected flow counts such as 3,4, got {text!r}") from None
+    check_flows(flows)
+    return flows
 
 
 def _shares(c) -> str:

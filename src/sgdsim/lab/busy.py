@@ -36,7 +36,7 @@ def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOW
     with class k's flow counts. Least squares weighted by 1/Σ_k t_k (a run's bytes vary with
     its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t); a run
     that never had the NIC busy both ways says nothing of c and is left out."""
-    classes = _classes(flows)
+    classes = check_flows(flows)
     sizes = np.broadcast_to(np.asarray(model_bytes, float), (len(runs),))
     rate, rule = bandwidth_bps / 8.0, TwoWay(table=check_table(table))
     rows: list[list] = [[], []]
@@ -54,7 +54,8 @@ def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOW
     return tuple(float(c[0]) if len(classes) == 1 else tuple(float(v) for v in c) for c in shares)
 
 
-def _classes(flows) -> np.ndarray:
+def check_flows(flows) -> np.ndarray:
+    """The flow counts each busy share starts at, as an array, or one ConfigError line."""
     classes = np.array(flows, dtype=int)
     if classes.ndim != 1 or len(classes) == 0 or classes[0] != BUSY_FLOWS or (np.diff(classes) <= 0).any():
         raise ConfigError(f"busy share classes must be ascending flow counts starting at {BUSY_FLOWS}, "
