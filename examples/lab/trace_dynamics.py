@@ -46,6 +46,7 @@ from sgdsim.validate.regimes import (LEGS, OCCUPANCY_EDGES, against_opposite, fo
                                      two_worker_traces)
 from incumbent import arrivals_of, progress_of
 from sim_phases import pull_starts, timeline_steps, two_worker_case
+from tcp_dynamics import field_value
 
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
 
@@ -122,7 +123,7 @@ def _traced_case(args):
     for field, value in (s.split("=", 1) for s in args.set):
         if field not in {f.name for f in dataclasses.fields(hw)}:
             raise ConfigError(f"--set {field}: not a field of a hardware file")
-        hw = dataclasses.replace(hw, **{field: None if value == "none" else float(value)})
+        hw = dataclasses.replace(hw, **{field: field_value(value)})
     if args.lockstep_start:  # replication 0's start, as the lab's workers start: together
         sgdsim.replicate.start_points = lambda seed, dims, idx: [(0.0,) * dims for _ in idx]
     return case, prof, runs, hw

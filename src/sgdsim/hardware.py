@@ -315,9 +315,8 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
         if data.get(key) is not None:
             try:
                 values[key] = check_busy(data[key])
-            except ConfigError:
-                bad(f"field {key!r} must be in (0, 1], or a list of such shares by flow count "
-                    f"from 3 on, got {data[key]!r}")
+            except ConfigError as exc:
+                bad(f"field {key!r} {str(exc).removeprefix('two-way busy share ')}")
     for key in _DRAWS:
         if data.get(key) is not None:
             values[key] = _draws(data[key], key, bad)

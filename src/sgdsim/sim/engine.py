@@ -111,6 +111,7 @@ def _event(P, S, K, LK, Q, timer, now):
             schedule(K, w * P.R + r, np.inf)
         remove_flow(LK, l, w, now, next_seq(K))
         if contended(S):
+            _moved(S, l, w, -1)
             _restretch(P, S, K, LK, now)
         _reschedule(P, K, LK, l, now, True)
 
@@ -200,9 +201,8 @@ def _try_start(P, S, K, LK, Q, w, r, now):
     if l < 0:
         d = P.dur[S.w_row[w] * P.n_ops + op]
         if r == 0 and contended(S):  # the worker's compute, on a host others transfer through
-            pulling, pushing = _transferring(P, LK)
             S.c_work[slot], S.c_since[slot] = d, now
-            S.c_speed[slot] = compute_speed(P, S, LK, w, pulling, pushing)
+            S.c_speed[slot] = compute_speed(S, w)
             d /= S.c_speed[slot]
         schedule(K, slot, now + d)
         return
@@ -224,6 +224,7 @@ def _try_start(P, S, K, LK, Q, w, r, now):
 def _join_link(P, S, K, LK, l, w, size, now):
     add_flow(LK, l, w, size, now, next_seq(K))
     if contended(S):
+        _moved(S, l, w, 1)
         _restretch(P, S, K, LK, now)
     _reschedule(P, K, LK, l, now, True)
     if LK.boost_due[l * P.W + w] >= 0.0:
@@ -243,31 +244,22 @@ def contended(S):
 
 
 @jit
-def _moves(P, LK, v, direction):
-    """Whether worker v has a flow on a PS link of ``direction`` (0: downlinks, 1: uplinks)."""
-    for l in range(direction, len(P.link_res), 2):
-        if LK.on[l * P.W + v]:
-            return 1
-    return 0
+def _moved(S, l, w, step):
+    """Worker w's flows on PS links of l's direction (0: downlinks, 1: uplinks) went up or down
+    by one: the count of workers with any (``S.transferring``) follows, O(1) per flow."""
+    d = l & 1
+    before = S.moving[w * 2 + d]
+    S.moving[w * 2 + d] = before + step
+    if before == 0 or before + step == 0:
+        S.transferring[d] += step
 
 
 @jit
-def _transferring(P, LK):
-    """How many workers pull, and how many push, right now."""
-    pulling, pushing = 0, 0
-    for v in range(P.W):
-        pulling += _moves(P, LK, v, 0)
-        pushing += _moves(P, LK, v, 1)
-    return pulling, pushing
-
-
-@jit
-def compute_speed(P, S, LK, w, pulling, pushing):
+def compute_speed(S, w):
     """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
-    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink
-    (``pulling``/``pushing``: ``_transferring``'s counts, w's own included)."""
-    others_pulling = pulling - _moves(P, LK, w, 0)
-    others_pushing = pushing - _moves(P, LK, w, 1)
+    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
+    others_pulling = S.transferring[0] - (S.moving[w * 2] > 0)
+    others_pushing = S.transferring[1] - (S.moving[w * 2 + 1] > 0)
     return 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
 
 
@@ -275,14 +267,13 @@ def compute_speed(P, S, LK, w, pulling, pushing):
 def _restretch(P, S, K, LK, now):
     """A transfer started or ended: every running compute op goes on at its new speed, its end
     re-timed from the work it has left."""
-    pulling, pushing = _transferring(P, LK)
     for v in range(P.W):
         slot = v * P.R
         if S.run_op[slot] >= 0:
             left = S.c_work[slot] - (now - S.c_since[slot]) * S.c_speed[slot]
             S.c_work[slot] = left if left > 0.0 else 0.0
             S.c_since[slot] = now
-            S.c_speed[slot] = compute_speed(P, S, LK, v, pulling, pushing)
+            S.c_speed[slot] = compute_speed(S, v)
             schedule(K, slot, now + S.c_work[slot] / S.c_speed[slot])
 
 

@@ -14,7 +14,7 @@ State = namedtuple(
     "State",
     "samp samp_cur waiting op_rem op_served w_left w_row w_perm w_steps run_op run_start "
     "run_bytes busy ctr win bytes0 sent comp_t comp_w tl_on tl_w tl_r tl_op tl_t0 tl_t1 tl_step "
-    "contention c_work c_since c_speed",
+    "contention c_work c_since c_speed moving transferring",
 )
 
 SAMPLES_PER_WORKER = 256
@@ -24,7 +24,9 @@ def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int,
                contention=(0.0, 0.0)) -> State:
     """``contention``: compute slower per other worker pulling, pushing (``topology/hosts.py``);
     ``c_work``/``c_since``/``c_speed``: each running compute op's work left (s alone), when that
-    was counted, and its speed since (``engine._restretch``)."""
+    was counted, and its speed since (``engine._restretch``); ``moving``: each worker's flows
+    on downlinks and on uplinks, ``transferring``: how many workers have any (pulling,
+    pushing), kept only while contention is on (``engine._moved``)."""
     W, n, R = plan.W, plan.n_ops, plan.R
     i64, f64 = np.int64, np.float64
     tl = max(2, timeline_capacity)
@@ -43,6 +45,7 @@ def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int,
         tl_t0=np.zeros(tl, f64), tl_t1=np.zeros(tl, f64), tl_step=np.zeros(tl, i64),
         contention=np.asarray(contention, f64), c_work=np.zeros(W * R, f64),
         c_since=np.zeros(W * R, f64), c_speed=np.ones(W * R, f64),
+        moving=np.zeros(2 * W, i64), transferring=np.zeros(2, i64),
     )
 
 
