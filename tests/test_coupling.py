@@ -44,15 +44,17 @@ def _worker(gaps, other):
     return steps
 
 
-def _pair(seed=0, steps=40):
+def _pair(seed=0, steps=40, workers=2):
     rng = np.random.default_rng(seed)
-    gaps = [rng.uniform(0.0, 0.6, steps) for _ in range(2)]
-    a, b = _worker(gaps[0], []), _worker(gaps[1], [])
-    for _ in range(100):  # each built against the other until both obey the laws together
-        a, b, before = _worker(gaps[0], b), _worker(gaps[1], a), (a, b)
-        if np.allclose(np.array((a, b), float), np.array(before, float), atol=1e-9, rtol=0):
-            return {0: a, 1: b}
-    raise AssertionError("the pair did not settle")
+    gaps = [rng.uniform(0.0, 0.6, steps) for _ in range(workers)]
+    built = [_worker(g, []) for g in gaps]
+    for _ in range(100):  # each built against the others until all obey the laws together
+        before = list(built)
+        for w, g in enumerate(gaps):
+            built[w] = _worker(g, [s for v, steps in enumerate(built) if v != w for s in steps])
+        if np.allclose(np.array(built, float), np.array(before, float), atol=1e-9, rtol=0):
+            return dict(enumerate(built))
+    raise AssertionError("the workers did not settle")
 
 
 def test_equal_share_time_counts_a_shared_stretch_at_half():
@@ -67,6 +69,15 @@ def test_coupling_recovers_the_slowdowns_the_pair_was_built_with():
     for leg, law in LAWS.items():
         coef, se, n = fit[leg]
         assert n == 80
+        assert coef == pytest.approx(law, abs=2e-4), leg
+
+
+def test_with_three_workers_the_others_overlaps_add_up():
+    """Each worker slowed by both others' transfers (overlaps summed): the fit recovers it."""
+    fit = coupling([_pair(seed=1, workers=3)])
+    for leg, law in LAWS.items():
+        coef, se, n = fit[leg]
+        assert n == 120
         assert coef == pytest.approx(law, abs=2e-4), leg
 
 

@@ -23,7 +23,7 @@ from sgdsim.validate.regimes import pull_phases
 from sgdsim.validate.run import calibrated_hardware, measured_runs
 
 
-def _spans(timeline, worker: int, prefix: str) -> dict[int, tuple[float, float]]:
+def link_spans(timeline, worker: int, prefix: str) -> dict[int, tuple[float, float]]:
     """{step: (first chunk's start, last chunk's end)} of ``worker`` on its ``prefix`` links."""
     res = [i for i, n in enumerate(timeline.resource_names) if n.startswith(prefix)]
     m = (timeline.worker == worker) & np.isin(timeline.resource, res)
@@ -33,19 +33,20 @@ def _spans(timeline, worker: int, prefix: str) -> dict[int, tuple[float, float]]
 
 def pull_starts(timeline, worker: int) -> np.ndarray:
     """Each step's first downlink chunk of ``worker``: when its pull started."""
-    return np.sort([s for s, _ in _spans(timeline, worker, "downlink").values()])
+    return np.sort([s for s, _ in link_spans(timeline, worker, "downlink").values()])
 
 
 def timeline_steps(timeline, worker: int) -> list[tuple[tuple, tuple]]:
     """Each step's (pull, push) of ``worker`` in a simulated timeline: the shape
     ``validate.regimes.step_transfers`` gives traced runs (for ``leg_slopes``)."""
-    pulls, pushes = _spans(timeline, worker, "downlink"), _spans(timeline, worker, "uplink")
+    pulls, pushes = link_spans(timeline, worker, "downlink"), link_spans(timeline, worker, "uplink")
     return [(pulls[k], pushes[k]) for k in sorted(pulls) if k in pushes]
 
 
-def two_worker_case(grid: str, index: int):
-    """A committed grid's case with a measured 2-worker point: (case, its profile, its measured
-    runs by worker count, the hardware file calibrated on its 1-worker point)."""
+def two_worker_case(grid: str, index: int, workers: int = 2):
+    """A committed grid's case with a measured point of ``workers`` workers: (case, its
+    profile, its measured runs by worker count, the hardware file calibrated on its 1-worker
+    point)."""
     cases = load_grid(f"examples/grids/lab-{grid}.toml").cases
     if not 0 <= index < len(cases):
         raise ConfigError(f"case index {index}: the grid has {len(cases)} case(s)")
@@ -53,8 +54,8 @@ def two_worker_case(grid: str, index: int):
     prof = load_profile(f"docs/validation/{grid}/profiles/{case.name}.json")
     runs = {w: x for (name, w), x in measured_runs(f"docs/validation/{grid}/points.csv").items()
             if name == case.name}
-    if 2 not in runs:
-        raise ConfigError(f"case {case.name!r} has no measured 2-worker point")
+    if workers not in runs:
+        raise ConfigError(f"case {case.name!r} has no measured {workers}-worker point")
     return case, prof, runs, calibrated_hardware(case, prof, runs)[1]
 
 

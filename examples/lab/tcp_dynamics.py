@@ -46,7 +46,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="replace a hardware field in every case (e.g. stall_prob=0, join_boost=1; "
                          "none: as if not measured, e.g. two_way_joined_draws=none; by flow count: "
-                         "two_way_busy=0.81,0.74)")
+                         "two_way_busy=0.81,0.74; only some models' cases: "
+                         "join_boost=1.15@lab:cnn-10mb+lab:mlp-10mb)")
     args = ap.parse_args()
     for name in args.grids:
         points = f"docs/validation/{name}/points.csv"
@@ -58,11 +59,13 @@ def main() -> None:
                 dataclasses.replace(c, hardware_spec=dataclasses.replace(
                     c.hardware_spec, join_boost=k, join_after_s=a, join_boost_push=kp, join_after_push_s=ap_))
                 if c.hardware_spec is not None else c for c in grid.cases))
-        for field, value in (s.split("=") for s in args.set):
+        for field, rest in (s.split("=", 1) for s in args.set):
+            value, _, only = rest.partition("@")  # FIELD=VALUE@MODEL+MODEL: those models' cases
             grid = dataclasses.replace(grid, cases=tuple(
                 dataclasses.replace(c, hardware_spec=dataclasses.replace(
                     c.hardware_spec, **{field: field_value(value)}))
-                if c.hardware_spec is not None else c for c in grid.cases))
+                if c.hardware_spec is not None and (not only or c.model in only.split("+")) else c
+                for c in grid.cases))
         replay(grid, points, os.path.join(args.output, name))
 
 

@@ -50,14 +50,16 @@ def _rows(mine, other) -> dict[str, list]:
     return rows
 
 
-def coupling(pairs) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
+def coupling(runs) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
     """Per leg (``REGRESSORS``): (coefficients [intercept s, per second of each overlap],
-    their standard errors, steps), over every worker of the traced two-worker ``pairs``
-    (each ``{0: steps, 1: steps}``)."""
+    their standard errors, steps), over every worker of the traced ``runs`` (each ``{rank:
+    steps}``). With more than two workers "the other" is all the others: their overlaps add
+    up (seconds times workers)."""
     rows: dict[str, list] = {leg: [] for leg in REGRESSORS}
-    for pair in pairs:
-        for w in (0, 1):
-            for leg, r in _rows(pair[w], pair[1 - w]).items():
+    for run in runs:
+        for w, mine in run.items():
+            others = [s for v, steps in run.items() if v != w for s in steps]
+            for leg, r in _rows(mine, others).items():
                 rows[leg].extend(r)
     out = {}
     for leg, r in rows.items():
