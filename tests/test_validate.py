@@ -458,3 +458,65 @@ def test_measured_replays_an_earlier_run_without_the_lab(tmp_path, capsys):
     args.measured = str(tmp_path / "notes.csv")
     with pytest.raises(ConfigError, match="not a points.csv"):
         cmd_validate(args)
+
+
+def test_measured_pools_later_runs_of_the_same_points(tmp_path):
+    """``--measured A --measured B``: B's runs of a point follow A's, the measurement is the mean
+    of all of them, and points B does not have keep A's runs; a file pooled twice is refused."""
+    run(tmp_path)
+    first = tmp_path / "out" / "points.csv"
+    old = {(r["case"], r["workers"]): r["measured_runs"] for r in read_csv(first) if r["model"] == "fine"}
+    (tmp_path / "more.csv").write_text("case,workers,measured_runs,grid\n"
+                                       "async,2,50.5,g\nasync,2,60.25,g\nother,2,1.0,g\n")
+    args = argparse.Namespace(grid=str(tmp_path / "grid.toml"), output=str(tmp_path / "pooled"),
+                              force=False, dry_run=False, models="fine",
+                              measured=[str(first), str(tmp_path / "more.csv")])
+    assert cmd_validate(args, lab_fn=None) == 0
+    rows = {(r["case"], r["workers"]): r for r in read_csv(tmp_path / "pooled" / "points.csv")}
+    two = rows[("async", "2")]
+    runs = [float(x) for x in old[("async", "2")].split(";")] + [50.5, 60.25]
+    assert [float(x) for x in two["measured_runs"].split(";")] == pytest.approx(runs, rel=1e-5)
+    assert float(two["measured"]) == pytest.approx(sum(runs) / len(runs), rel=1e-5)
+    for key in (("async", "1"), ("async", "3"), ("ring", "2")):
+        assert rows[key]["measured_runs"] == old[key]
+    args.measured, args.output = [str(first), str(first)], str(tmp_path / "twice")
+    with pytest.raises(ConfigError, match="already in an earlier --measured file"):
+        cmd_validate(args)
+    assert not (tmp_path / "twice").exists()
+
+
+def _more_runs_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("more_runs", ROOT / "examples" / "lab" / "more_runs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_more_runs_writes_runs_that_validate_pools_and_never_overwrites(tmp_path, monkeypatch, capsys):
+    """more_runs.py: rounds over the points, one row per run, read back as that point's runs in
+    order; an existing output is refused (exit 2, one line) unless --append; bad points exit 2."""
+    from sgdsim.validate.run import measured_runs
+
+    mod = _more_runs_module()
+    values = iter([11.0, 22.0, 33.0, 44.0])
+    order = []
+    monkeypatch.setattr(mod, "default_lab", lambda case: contextlib.nullcontext(None))
+    monkeypatch.setattr(mod, "default_measure",
+                        lambda case, w, lab: order.append((case.name, w)) or next(values))
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "runs.csv"
+    points = ["async:ps-async-nooverlap:2", "cnn:cnn10-async-overlap-100:1"]
+    assert mod.main([str(out), *points, "--repeats", "2"]) == 0
+    assert order == [("ps-async-nooverlap", 2), ("cnn10-async-overlap-100", 1)] * 2  # rounds
+    assert measured_runs(str(out)) == {("ps-async-nooverlap", 2): [11.0, 33.0],
+                                       ("cnn10-async-overlap-100", 1): [22.0, 44.0]}
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert mod.main([str(out), *points]) == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and err.count("\n") == 1 and out.read_bytes() == before
+    for bad in ("async:ps-async-nooverlap:3", "async:nope:2", "async:ps-async-nooverlap"):
+        assert mod.main([str(tmp_path / "other.csv"), bad]) == 2
+    assert not (tmp_path / "other.csv").exists() and len(order) == 4

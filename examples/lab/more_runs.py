@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"worker(s), {case.duration_s:g} s ({case.warmup_s:g} s warm-up)", file=sys.stderr, flush=True)
                 with default_lab(case) as lab:
                     got = default_measure(case, w, lab)
-                value = float(getattr(got, "throughput_intervals", None) or got.throughput)
+                value = float(getattr(got, "throughput_intervals", None) or getattr(got, "throughput", got))
                 writer.writerow((case.name, w, f"{value:g}", grid_name, r + 1, started))
                 f.flush()
                 print(f"  {value:.2f} examples/s", file=sys.stderr, flush=True)

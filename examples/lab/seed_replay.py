@@ -3,7 +3,7 @@
 Issue 8 asks that no prediction move across seeds by more than its interval. This replays
 the committed lab measurements (docs/validation/G/points.csv) with ``seed=S`` passed to every
 prediction, writes each seed's grid under OUT/S/G/, prints the 22-point table line per seed
-(the held-out grids are replayed and checked too),
+(the held-out grids and the second measurement of the W = 2 points are replayed and checked too),
 and checks every seed's prediction against every other seed's interval at every point.
 
     python examples/lab/seed_replay.py -o /tmp/seeds --seeds 0-4     # ~1 min on 2 cores
@@ -22,7 +22,8 @@ from sgdsim.validate.grid import load_grid
 
 GRIDS = ("async", "cnn", "allreduce", "2ps", "widecnn")  # issue 8's 22 points
 HELD_OUT = ("heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e")  # measured after the models were fixed: checked, not in the 22
-REPLAYED = GRIDS + HELD_OUT
+SECOND = ("second-w2",)  # the 14 async W = 2 points measured again on another machine (repeats-w2/)
+REPLAYED = GRIDS + HELD_OUT + SECOND
 
 
 def replay_seed(seed: int, out: str) -> None:

@@ -1,5 +1,6 @@
 """One table over several validation runs: per case, fine and coarse mean / max |error| and how
-often the fine interval holds the measurement (held-out points only; calibration fits left out).
+often the fine interval holds the measurement (held-out points only; calibration fits left out);
+then how many single lab runs fall inside it (the interval is meant for one run: ~95 %).
 
     python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps,widecnn}/points.csv
 """
@@ -32,6 +33,10 @@ def table(points: list[dict]) -> str:
                    for r in fine)
         lines.append(f"| {case} | {len(fine)} | {_stats(fine)} | {_stats(models.get('coarse', []))} "
                      f"| {held} of {len(fine)} |")
+    runs = [(float(x), r) for r in by["all"]["fine"] for x in r["measured_runs"].split(";")]
+    inside = sum(float(r["interval_low"]) <= x <= float(r["interval_high"]) for x, r in runs)
+    lines.append(f"\nsingle runs inside the fine interval: {inside} of {len(runs)} "
+                 f"({100 * inside / max(len(runs), 1):.0f} %)")
     return "\n".join(lines)
 
 

@@ -27,9 +27,11 @@ def register(subparsers) -> dict:
                    help="profile and predict only: no lab, nothing measured")
     p.add_argument("--models", default="all", metavar="fine,coarse,lin,cynthia",
                    help="models to compare (default all; those that cannot honour a case are skipped)")
-    p.add_argument("--measured", default=None, metavar="POINTS.csv",
+    p.add_argument("--measured", action="append", default=None, metavar="POINTS.csv",
                    help="reuse the lab runs of an earlier run's points.csv instead of measuring "
-                        "(no lab, no root); its profiles/ folder is used when present (default: measure)")
+                        "(no lab, no root); its profiles/ folder is used when present; give it "
+                        "again to pool the runs of later measurements of the same points "
+                        "(default: measure)")
     p.set_defaults(validate_cmd=cmd_validate)
     return {"validate": cmd_validate}
 
@@ -55,15 +57,17 @@ def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
     return 0
 
 
-def replay_hooks(points_csv: str, grid):
+def replay_hooks(points_csv, grid):
     """``profile_fn``, ``measure_fn`` and ``lab_fn`` that replay an earlier run's points.csv
-    and profiles (``--measured``): the models again, without the lab."""
+    and profiles (``--measured``): the models again, without the lab. Several files pool their
+    runs; the profiles are the first file's."""
     from .run import measured_from_csv
 
-    return (_saved_profiles(points_csv), *measured_from_csv(points_csv, grid))
+    paths = [points_csv] if isinstance(points_csv, str) else list(points_csv)
+    return (_saved_profiles(paths[0]), *measured_from_csv(paths, grid))
 
 
-def replay(grid, points_csv: str, output: str):
+def replay(grid, points_csv, output: str):
     """``sgdsim validate GRID -o OUTPUT --measured POINTS.csv --force`` for a grid object (the
     lab scripts change its cases first), quietly; returns the result."""
     from .run import run_validation

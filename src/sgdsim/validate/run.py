@@ -158,9 +158,11 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
     with lab_fn(case) as lab:
         for w in case.workers:
             runs = cr.measured_runs.setdefault(w, [])
-            for r in range(case.repeats):
+            count = getattr(measure_fn, "runs", None)  # a replay has its own number of runs
+            n = count(case, w) if count else case.repeats
+            for r in range(n):
                 verb = "replaying" if getattr(measure_fn, "replay", False) else "measuring"
-                log(f"[{case.name}] {verb} {w} worker(s){_nth(r, case.repeats)}: "
+                log(f"[{case.name}] {verb} {w} worker(s){_nth(r, n)}: "
                     f"{case.warmup_s:g} s warm-up + {case.duration_s - case.warmup_s:g} s")
                 got = measure_fn(case, w, lab)
                 # step-completion intervals avoid the ±1 step rounding of a count in a short window
@@ -200,30 +202,50 @@ def calibrated_hardware(case: Case, profile, runs: dict[int, list[float]]):
                          case.ps_count if case.ps_count > 1 else None)
 
 
-def measured_from_csv(path: str, grid: Grid):
-    """``measure_fn`` and ``lab_fn`` that replay the runs of an earlier ``points.csv``, so the
-    models can be compared again without the lab; every (case, workers) the grid needs must be
-    there with as many runs as ``repeats``."""
+def measured_from_csv(paths, grid: Grid):
+    """``measure_fn`` and ``lab_fn`` that replay the runs of earlier ``points.csv`` files (one
+    path or several, their runs pooled in order), so the models can be compared again without
+    the lab. Every (case, workers) the grid needs must have at least ``repeats`` runs; all of
+    them are replayed (a point measured again later has more)."""
     import contextlib
 
-    runs = measured_runs(path)
+    runs = pooled_runs([paths] if isinstance(paths, str) else list(paths))
     for case in grid.cases:
         for w in case.workers:
             got = runs.get((case.name, w), [])
             if len(got) < case.repeats:
-                raise ConfigError(f"{path}: case {case.name!r} has {len(got)} measured run(s) "
-                                  f"at {w} worker(s), the grid wants {case.repeats}")
+                raise ConfigError(f"{', '.join([paths] if isinstance(paths, str) else paths)}: case "
+                                  f"{case.name!r} has {len(got)} measured run(s) at {w} worker(s), "
+                                  f"the grid wants {case.repeats}")
     queues = {k: list(v) for k, v in runs.items()}
 
     def measure(case, workers, lab):
         return queues[(case.name, workers)].pop(0)
 
     measure.replay = True  # type: ignore[attr-defined]  # the log says "replaying"
+    measure.runs = lambda case, w: len(runs[(case.name, w)])  # type: ignore[attr-defined]
     return measure, lambda case: contextlib.nullcontext(None)
 
 
+def pooled_runs(paths: list[str]) -> dict[tuple[str, int], list[float]]:
+    """The runs of several ``points.csv`` files, per (case, workers), in the files' order. A
+    file whose runs of a point are already among the earlier files' is refused: pooled twice,
+    its runs would count twice."""
+    pooled: dict[tuple[str, int], list[float]] = {}
+    for path in paths:
+        for key, got in measured_runs(path).items():
+            have = pooled.setdefault(key, [])
+            if set(got) & set(have):
+                raise ConfigError(f"{path}: its runs of case {key[0]!r} at {key[1]} worker(s) are "
+                                  f"already in an earlier --measured file; give each run once")
+            have += got
+    return pooled
+
+
 def measured_runs(path: str) -> dict[tuple[str, int], list[float]]:
-    """{(case, workers): the measured runs, examples/s} of an earlier ``points.csv``."""
+    """{(case, workers): the measured runs, examples/s} of an earlier ``points.csv`` (a row per
+    model, each with the point's runs) or of a file without a ``model`` column, whose rows
+    each add runs (``examples/lab/more_runs.py`` writes one per run)."""
     import csv
 
     try:
@@ -235,11 +257,14 @@ def measured_runs(path: str) -> dict[tuple[str, int], list[float]]:
     if not {"case", "workers", "measured_runs"} <= set(reader.fieldnames or ()):
         raise ConfigError(f"{path}: not a points.csv of sgdsim validate (no case, workers and "
                           f"measured_runs columns)")
+    per_model = "model" in (reader.fieldnames or ())
     runs: dict[tuple[str, int], list[float]] = {}
     try:
         for r in rows:
             if r.get("measured_runs"):
-                runs[(r["case"], int(r["workers"]))] = [float(x) for x in r["measured_runs"].split(";")]
+                got = [float(x) for x in r["measured_runs"].split(";")]
+                key = (r["case"], int(r["workers"]))
+                runs[key] = got if per_model else runs.get(key, []) + got
     except (KeyError, ValueError):
         raise ConfigError(f"{path}: not a points.csv of sgdsim validate (case, workers, "
                           f"measured_runs columns)") from None
