@@ -53,15 +53,15 @@ def main() -> None:
         for g in REPLAYED:
             for r in csv.DictReader(open(os.path.join(args.output, str(seed), g, "points.csv"))):
                 if r["model"] == "fine" and r["interval_low"]:
-                    points.setdefault((r["case"], int(r["workers"])), []).append(
+                    points.setdefault((g, r["case"], int(r["workers"])), []).append(
                         (float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"]),
                          float(r["error_pct"])))
     outside = 0
-    for (case, w), rows in sorted(points.items()):
+    for (g, case, w), rows in sorted(points.items()):  # second-w2 re-uses case names
         inside = all(lo <= p <= hi for _, lo, hi, _ in rows for p, _, _, _ in rows)
         outside += not inside
         errors = [e for *_, e in rows]
-        print(f"{case} W={w}: errors {min(errors):+.1f} to {max(errors):+.1f} %"
+        print(f"{g}: {case} W={w}: errors {min(errors):+.1f} to {max(errors):+.1f} %"
               + ("" if inside else "  (a seed's prediction outside another seed's interval)"))
     print(f"points where a seed's prediction falls outside another seed's interval: {outside}")
 
