@@ -209,12 +209,13 @@ def measured_from_csv(paths, grid: Grid):
     them are replayed (a point measured again later has more)."""
     import contextlib
 
-    runs = pooled_runs([paths] if isinstance(paths, str) else list(paths))
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    runs = pooled_runs(paths)
     for case in grid.cases:
         for w in case.workers:
             got = runs.get((case.name, w), [])
             if len(got) < case.repeats:
-                raise ConfigError(f"{', '.join([paths] if isinstance(paths, str) else paths)}: case "
+                raise ConfigError(f"{', '.join(paths)}: case "
                                   f"{case.name!r} has {len(got)} measured run(s) at {w} worker(s), "
                                   f"the grid wants {case.repeats}")
     queues = {k: list(v) for k, v in runs.items()}
