@@ -37,7 +37,17 @@ def table(points: list[dict]) -> str:
     inside = sum(float(r["interval_low"]) <= x <= float(r["interval_high"]) for x, r in runs)
     lines.append(f"\nsingle runs inside the fine interval: {inside} of {len(runs)} "
                  f"({100 * inside / max(len(runs), 1):.0f} %)")
+    if runs:  # how far out: each run's distance from the prediction in its side's half-widths
+        k = sorted(_reach(x, r) for x, r in runs)
+        lines.append(f"a run's distance from the prediction, in half-widths of the interval: median "
+                     f"{k[len(k) // 2]:.2f}, 95 % of runs within {k[min(len(k) - 1, int(0.95 * len(k)))]:.2f}")
     return "\n".join(lines)
+
+
+def _reach(x: float, r: dict) -> float:
+    p = float(r["predicted"])
+    edge = float(r["interval_high"] if x >= p else r["interval_low"])
+    return abs(x - p) / abs(edge - p) if edge != p else float("inf")
 
 
 def _stats(rs: list[dict]) -> str:
