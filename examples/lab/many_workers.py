@@ -26,7 +26,7 @@ from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.validate.coupling import coupling
 from sgdsim.validate.regimes import (concurrency_shares, folded, phase_occupancy, phase_steps,
                                      step_transfers)
-from sim_phases import link_spans, two_worker_case
+from sim_phases import link_spans, measured_case
 from tcp_dynamics import field_value
 
 HEADER = ["| | examples/s | pull (s) | compute (s) | push (s) | downlink busy | its Mbit/s | "
@@ -83,7 +83,7 @@ def main() -> None:
         if not runs:
             raise ConfigError(f"{args.trace} holds no traced runs (measure them with --trace)")
         workers = int(runs[0]["workers"])
-        case, prof, _, hw = two_worker_case(args.grid, args.case, workers)
+        case, prof, _, hw = measured_case(args.grid, args.case, workers)
         for field, value in (s.split("=", 1) for s in args.set):
             if field not in {f.name for f in dataclasses.fields(hw)}:
                 raise ConfigError(f"--set {field}: not a field of a hardware file")

@@ -23,7 +23,7 @@ import sys
 
 from sgdsim.errors import ConfigError
 from sgdsim.validate.grid import load_grid
-from sgdsim.validate.run import default_lab, default_measure
+from sgdsim.validate.run import default_lab, default_measure, examples_per_s
 
 COLUMNS = ("case", "workers", "measured_runs", "grid", "round", "started_utc")
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"worker(s), {case.duration_s:g} s ({case.warmup_s:g} s warm-up)", file=sys.stderr, flush=True)
                 with default_lab(case) as lab:
                     got = default_measure(case, w, lab)
-                value = float(getattr(got, "throughput_intervals", None) or getattr(got, "throughput", got))
+                value = examples_per_s(got)
                 writer.writerow((case.name, w, f"{value:g}", grid_name, r + 1, started))
                 f.flush()
                 print(f"  {value:.2f} examples/s", file=sys.stderr, flush=True)

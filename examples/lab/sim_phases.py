@@ -43,7 +43,7 @@ def timeline_steps(timeline, worker: int) -> list[tuple[tuple, tuple]]:
     return [(pulls[k], pushes[k]) for k in sorted(pulls) if k in pushes]
 
 
-def two_worker_case(grid: str, index: int, workers: int = 2):
+def measured_case(grid: str, index: int, workers: int = 2):
     """A committed grid's case with a measured point of ``workers`` workers: (case, its
     profile, its measured runs by worker count, the hardware file calibrated on its 1-worker
     point)."""
@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60)
     args = ap.parse_args()
     try:
-        case, prof, runs, hw = two_worker_case(args.grid, args.case)
+        case, prof, runs, hw = measured_case(args.grid, args.case)
     except (ConfigError, ProfileError, OSError) as e:
         print(f"sim_phases.py: {f'{e.filename}: {e.strerror}' if isinstance(e, OSError) else e}",
               file=sys.stderr)

@@ -45,7 +45,7 @@ from sgdsim.validate.regimes import (LEGS, OCCUPANCY_EDGES, against_opposite, fo
                                      leg_slopes, phase_occupancy, phase_steps, pull_phases,
                                      two_worker_traces)
 from incumbent import arrivals_of, progress_of
-from sim_phases import pull_starts, timeline_steps, two_worker_case
+from sim_phases import pull_starts, timeline_steps, measured_case
 from tcp_dynamics import field_value
 
 OFFSET_BINS_S = (0.0, 0.05, 0.15, 0.3, float("inf"))
@@ -117,7 +117,7 @@ def _legs_row(label: str, fits: list[dict]) -> str:
 
 def _traced_case(args):
     """The grid's case of a traced configuration, its hardware file with ``--set`` applied."""
-    case, prof, runs, hw = two_worker_case(args.grid, args.case)
+    case, prof, runs, hw = measured_case(args.grid, args.case)
     if (case.arch, case.mode) != ("ps", "async"):
         raise ConfigError(f"case {case.name!r} is {case.mode} {case.arch}; traces are of async PS")
     for field, value in (s.split("=", 1) for s in args.set):

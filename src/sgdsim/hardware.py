@@ -314,9 +314,9 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     for key in _BUSY:
         if data.get(key) is not None:
             try:
-                values[key] = check_busy(data[key])
+                values[key] = check_busy(data[key], f"field {key!r}")
             except ConfigError as exc:
-                bad(f"field {key!r} {str(exc).removeprefix('two-way busy share ')}")
+                bad(str(exc))
     for key in _DRAWS:
         if data.get(key) is not None:
             values[key] = _draws(data[key], key, bad)

@@ -79,15 +79,15 @@ def busy_share(share, flows: int) -> float:
     return share[min(flows - BUSY_FLOWS, len(share) - 1)] if isinstance(share, tuple) else share
 
 
-def check_busy(share) -> float | tuple:
+def check_busy(share, what: str = "two-way busy share") -> float | tuple:
     """One busy share in (0, 1], or a non-empty sequence of them by flow count (as a tuple);
-    anything else is one ConfigError line."""
+    anything else is one ConfigError line naming ``what``."""
     values = share if isinstance(share, (list, tuple)) else (share,)
     ok = len(values) > 0 and all(not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v <= 1
                                  for v in values)
     if not ok:
-        raise ConfigError("two-way busy share must be in (0, 1], or a list of such shares by flow "
-                          f"count from {BUSY_FLOWS} on, got {share!r}")
+        raise ConfigError(f"{what} must be in (0, 1], or a list of such shares by flow count "
+                          f"from {BUSY_FLOWS} on, got {share!r}")
     return tuple(float(v) for v in values) if isinstance(share, (list, tuple)) else float(share)
 
 

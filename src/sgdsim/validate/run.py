@@ -164,13 +164,16 @@ def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
                 verb = "replaying" if getattr(measure_fn, "replay", False) else "measuring"
                 log(f"[{case.name}] {verb} {w} worker(s){_nth(r, n)}: "
                     f"{case.warmup_s:g} s warm-up + {case.duration_s - case.warmup_s:g} s")
-                got = measure_fn(case, w, lab)
-                # step-completion intervals avoid the ±1 step rounding of a count in a short window
-                runs.append(float(getattr(got, "throughput_intervals", None)
-                                  or getattr(got, "throughput", got)))
+                runs.append(examples_per_s(measure_fn(case, w, lab)))
                 log(f"[{case.name}]   {runs[-1]:.2f} examples/s")
     measured = cr.measured
     cr.points = [dataclasses.replace(p, measured=measured.get(p.workers)) for p in cr.points]
+
+
+def examples_per_s(got) -> float:
+    """A measurement's examples/s: a lab run's (``TrainResult``) or a plain number."""
+    # step-completion intervals avoid the ±1 step rounding of a count in a short window
+    return float(getattr(got, "throughput_intervals", None) or getattr(got, "throughput", got))
 
 
 def _calibrate_case(cr: CaseResult, models, log) -> None:
