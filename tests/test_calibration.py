@@ -123,7 +123,7 @@ def test_several_runs_fit_their_mean_and_record_their_spread():
 
 
 def test_run_spread_widens_every_fine_interval_and_nothing_else(tmp_path, capsys):
-    kw = dict(workers=[1, 2], replications=1, steps=40)
+    kw = dict(workers=[1, 2], replications=1, steps=40, model_error=0)
     base = sgdsim.predict(_profile(), **kw)
     wide = sgdsim.predict(_profile(), run_spread=0.05, **kw)
     for b, w in zip(base, wide):

@@ -13,6 +13,7 @@ import pytest
 
 import sgdsim
 from sgdsim.cli import main
+from sgdsim.evaluate.margin import MODEL_ERROR_REL
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "profiles"
 PROFILE = str(EXAMPLES / "alexnet-nooverlap.json")  # 68 ops: quick
@@ -96,9 +97,12 @@ def test_predict_table(capsys):
     rc, out, err = cli(capsys, "predict", PROFILE, "--workers", "1-2", *FAST)
     assert rc == 0, err
     lines = out.strip().splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert "examples/s" in lines[0] and "bottleneck" in lines[0]
     assert lines[1].split()[0] == "1" and lines[2].split()[0] == "2"
+    assert f"the model's error (±{MODEL_ERROR_REL:.1%}" in lines[3]  # what the interval holds besides the runs
+    rc, out, err = cli(capsys, "predict", PROFILE, "--workers", "1-2", "--model-error", "0", *FAST)
+    assert rc == 0 and len(out.strip().splitlines()) == 3
 
 
 def test_info(capsys):

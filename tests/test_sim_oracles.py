@@ -61,6 +61,7 @@ def _one(p, **kw):
     kw.setdefault("warmup", 2)
     kw.setdefault("steps", 5)
     kw.setdefault("bandwidth", BPS)
+    kw.setdefault("model_error", 0)  # the simulator's own interval
     pts = sgdsim.predict(p, **kw)
     assert len(pts) == 1
     return pts[0]
@@ -269,7 +270,7 @@ def test_automatic_step_count_reaches_the_oracle(K, mode):
     the first round since the interval has collapsed."""
     p = example("vgg16-nooverlap")
     b, M, C = _parts(p)
-    pt = sgdsim.predict(p, workers=K, bandwidth=BPS, mode=mode, sharing="fcfs", warmup=2)[0]
+    pt = sgdsim.predict(p, workers=K, bandwidth=BPS, mode=mode, sharing="fcfs", warmup=2, model_error=0)[0]
     assert pt.throughput == pytest.approx(K * b / ((K + 1) * M / B + C), rel=REL)
     assert pt.steps_measured >= max(20 * K, 100)
     assert pt.steps_measured % K == 0

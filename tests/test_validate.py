@@ -9,10 +9,12 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sgdsim.analytic.coarse_profile import parse_coarse, to_profile
 from sgdsim.errors import ConfigError
+from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage, run_score
 from sgdsim.profile.io import save_profile
 from sgdsim.validate import load_grid, parse_models, predict_case, run_validation
 from sgdsim.validate.cli import cmd_validate, main, register
@@ -353,6 +355,38 @@ def test_repeats_are_averaged_and_kept(tmp_path):
     rows = read_csv(tmp_path / "out" / "points.csv")
     assert [r["measured_runs"] for r in rows] == ["10;11;13", "20;22;24"]
     assert float(rows[0]["measured"]) == pytest.approx(34 / 3)
+
+
+def test_summary_fits_the_margin_its_single_runs_call_for(tmp_path):
+    """points.csv keeps the simulator's own interval (a deterministic one worker: no width), and
+    the summary's margin is the split-conformal rank of the runs' scores, computed here from
+    points.csv alone."""
+    rng = np.random.default_rng(3)
+    grid = GRID.split("[[case]]")[0] + '[[case]]\nname = "async"\nworkers = "1-3"\nrepeats = 7\n'
+    fine = {}
+
+    def measure(case, w, lab):
+        if not fine:
+            fine.update({p.workers: p.predicted for p in predict_case(case, PROFILE, ("fine",))[0]})
+        return fine[w] * (1 + rng.normal(0, 0.08))
+
+    run_validation(load_grid(write(tmp_path, grid)), str(tmp_path / "out"),
+                   profile_fn=lambda case: PROFILE, models=("fine",), measure_fn=measure,
+                   lab_fn=lambda case: contextlib.nullcontext(None), log=lambda m: None)
+    rows = read_csv(tmp_path / "out" / "points.csv")
+    assert float(rows[0]["interval_low"]) == float(rows[0]["interval_high"]) == float(rows[0]["predicted"])
+    runs = [(float(x), float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"]))
+            for r in rows for x in r["measured_runs"].split(";")]
+    assert len(runs) == 21
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())["single_runs"]
+    assert s["runs"] == 21 and s["default_margin_rel"] == MODEL_ERROR_REL
+    assert s["inside"] == pytest.approx(coverage(runs, 0.0))
+    assert s["inside_with_default_margin"] == pytest.approx(coverage(runs, MODEL_ERROR_REL))
+    scores = sorted(run_score(*r) for r in runs)
+    assert s["fitted_margin_rel"] == pytest.approx(scores[20])  # rank ceil(0.95 * 22) = 21
+    # points.csv keeps 6 significant digits of a run
+    assert s["inside"] < 1 <= coverage(runs, s["fitted_margin_rel"] * (1 + 1e-4))
+    assert f"±{s['fitted_margin_rel']:.1%}" in (tmp_path / "out" / "summary.md").read_text()
 
 
 def test_hardware_key_sets_the_models_network(tmp_path):

@@ -56,6 +56,7 @@ class Hardware:
     parse_alpha_s_per_byte: float | None = None  # receiver CPU per byte (sgdsim calibrate)
     two_way_penalty: float | None = None  # capacity lost per surplus reverse flow (lab.twoway)
     run_spread_rel: float | None = None  # run-to-run noise of the real job (sgdsim calibrate)
+    model_error_rel: float | None = None  # the fine model's error on this cluster (sgdsim validate)
     ring_latency_s: float | None = None  # fixed cost per all-reduce ring step (lab.gloo_bench)
     two_way_table: tuple | None = None  # measured shares [direction][n][m] (lab.twoway)
     two_way_busy: float | tuple | None = None  # downlink share in training traffic, both ways
@@ -106,6 +107,7 @@ class Hardware:
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
                 **self._two_way(),
                 "run_spread": self.run_spread_rel or 0.0,
+                **({"model_error": self.model_error_rel} if self.model_error_rel is not None else {}),
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
                 **({"host_contention": self._directions("host_contention")}
                    if arch == "ps" and self._directions("host_contention", None) != (None, None) else {}),
@@ -270,6 +272,7 @@ _FIELDS = (  # key, required, rule
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
+    ("model_error_rel", False, "in [0, 1)"),
     ("two_way_joined", False, "in (0, 1]"), ("two_way_joined_push", False, "in (0, 1]"),
     ("two_way_joined_after_s", False, "non-negative"),
     ("two_way_joined_after_push_s", False, "non-negative"),

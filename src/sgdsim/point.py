@@ -14,7 +14,8 @@ class PredictionPoint:
     ``ci_low``/``ci_high``: for the simulator, a 95 % interval for the throughput of one run
     (it covers the spread between independent runs, lock-step regimes included); for the
     analytical models, equal to ``throughput``. ``regimes``: two entries when independent
-    runs clustered around two values (``sim/regimes.py``), else empty.
+    runs clustered around two values (``sim/regimes.py``), else empty. ``model_error_rel``: the
+    model's own error added to the simulator's interval (``evaluate/margin.py``), 0 if none.
     """
 
     workers: int
@@ -32,12 +33,13 @@ class PredictionPoint:
     response_time_s: dict[str, float] = field(default_factory=dict)
     replications: int = 1
     regimes: tuple[Regime, ...] = ()
+    model_error_rel: float = 0.0  # the model's error the interval holds (evaluate/margin.py)
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         # plain Python numbers for users (json, comparisons); utilizations a hair above 1 from
         # floating-point sums of busy times are 1
-        for name in ("throughput", "ci_low", "ci_high", "step_time_s", "wall_s"):
+        for name in ("throughput", "ci_low", "ci_high", "step_time_s", "wall_s", "model_error_rel"):
             object.__setattr__(self, name, float(getattr(self, name)))
         for name in ("workers", "ops_simulated", "steps_measured", "replications"):
             object.__setattr__(self, name, int(getattr(self, name)))

@@ -10,6 +10,7 @@ from .tagged_json import read_json
 from .evaluate import Cluster, Control, Job, Strategy, evaluate
 from .evaluate.executors import Executor
 from .evaluate.inputs import DEFAULT_RHO_THRESHOLD
+from .evaluate.margin import MODEL_ERROR_REL, check_margin
 from .point import PredictionPoint
 from .sim.config import MAX_WORKERS, pair
 from .profile.io import load_profile
@@ -86,7 +87,7 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
             two_way_penalty: float = 0.0, two_way_table=None, two_way_busy=None,
             two_way_joined: float | str | tuple = 1.0, two_way_joined_after: str | float | tuple = 0.0,
             two_way_joined_draws: tuple = ((), ()),
-            run_spread: float = 0.0,
+            run_spread: float = 0.0, model_error: float | str | None = None,
             ring_latency: str | float = 0.0, allreduce_compute_share: float = 0.0,
             flow_cap: str | float | None = None, streams: str = "fifo",
             window: str | float = "28MB", order: str = "profiled",
@@ -137,7 +138,10 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
     ``host_contention`` (pulls, pushes), PS: a worker's compute is that much slower per other
     worker on its host pulling, pushing (the lab's shared cores; ``topology/hosts.py``).
     ``run_spread``: the relative run-to-run noise of the real job (``sgdsim calibrate`` with
-    several runs); every fine interval is at least mean·(1 ± run_spread). ``coarse`` gives a coarse
+    several runs); every fine interval is at least mean·(1 ± run_spread). ``model_error``: the
+    fine model's relative error for one run, added to each side of the interval in quadrature
+    (``evaluate/margin.py``; None: ``MODEL_ERROR_REL``, as the lab's validation measured it;
+    0: the simulator's spread alone). ``coarse`` gives a coarse
     profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
     ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
     ``replications``: "auto" (default) runs rounds of independent simulations until the mean
@@ -175,7 +179,8 @@ def predict(profile: Profile | CoarseProfile | str | os.PathLike | None = None, 
         gpus_per_node=int(gpus_per_node),
         intra_bandwidth_bps=None if intra_bandwidth is None else parse_bandwidth_bps(intra_bandwidth),
         host_cores=host_cores, host_contention=_pair(host_contention, "host_contention"),
-        run_spread_rel=float(run_spread))
+        run_spread_rel=float(run_spread),
+        model_error_rel=MODEL_ERROR_REL if model_error is None else check_margin(model_error, "model error (--model-error)"))
     control = Control(
         seed=int(seed), warmup_steps=Control.warmup_steps if warmup is None else int(warmup),
         steps_per_worker=_steps(steps), replications=_replications(replications),

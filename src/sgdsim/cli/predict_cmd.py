@@ -39,7 +39,7 @@ TCP_PAIRS = (
      "runs 1 + A·(other workers pulling) + A_PUSH·(pushing) times slower while they transfer "
      "(measured from traced lab runs; topology/hosts.py) (default 0, or the --hardware file's)", False),
 )
-SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed",
+SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed", "model_error",
                   *(dest for dest, *_ in TCP_PAIRS))
 
 
@@ -86,6 +86,10 @@ def add_model_arguments(q) -> None:
     q.add_argument("--fcfs-weight", type=float, default=None, metavar="W",
                    help="hybrid sharing = (1-W)·ps + W·fcfs (default: the --hardware file's "
                         "measured value, else 0.5 as in the papers)")
+    q.add_argument("--model-error", default=None, metavar="FRACTION",
+                   help="the fine model's error for one real run, added to every fine interval in "
+                        "quadrature, e.g. 0.12 or 12%%; 0: the simulator's spread alone (default: "
+                        "the --hardware file's, else what the lab validation measured)")
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
@@ -255,7 +259,7 @@ def network(args) -> dict:
              "two_way_penalty": args.two_way_penalty,
              "ring_latency": args.ring_latency,
              "allreduce_compute_share": args.allreduce_compute_share,
-             "host_cores": args.host_cores}
+             "host_cores": args.host_cores, "model_error": args.model_error}
     if args.two_way_penalty is not None:  # an explicit rule replaces the file's table
         for key in ("two_way_table", "two_way_busy", "two_way_joined", "two_way_joined_after",
                     "two_way_joined_draws"):  # and the corrections of it

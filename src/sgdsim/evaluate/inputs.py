@@ -23,6 +23,7 @@ from ..profile.model import Profile
 from ..sim.config import (ARCHS, MAX_PS_COUNT, MODES, ORDERS, STREAMS, SimConfig, check_bandwidth,
                           check_collective, check_joined, check_nodes, check_seed, joined_draws, pair)
 from ..topology import check_host_cores
+from .margin import MODEL_ERROR_REL, check_margin
 
 SHARINGS = ("ps", "fcfs", "hybrid", "threshold")  # threshold: the coarse model's Eq. 5 only
 DEFAULT_RHO_THRESHOLD = 0.6
@@ -162,6 +163,7 @@ class Cluster:
     host_cores: int | None = None  # every worker on one host of this many cores (topology/hosts.py)
     host_contention: tuple = (0.0, 0.0)  # compute slower per other worker pulling, pushing (ditto)
     run_spread_rel: float = 0.0
+    model_error_rel: float = MODEL_ERROR_REL  # added to fine intervals in quadrature (margin.py)
     price_per_node_hour: float = 0.0
     ps_price_per_node_hour: float | None = None
 
@@ -187,6 +189,7 @@ class Cluster:
                               "give the table too (a hardware file's two_way_table)")
         if not 0 <= self.run_spread_rel < 1:
             raise ConfigError(f"run spread must be a fraction in [0, 1), got {self.run_spread_rel}")
+        object.__setattr__(self, "model_error_rel", check_margin(self.model_error_rel))
         for what, price in (("--price-per-node-hour", self.price_per_node_hour),
                             ("--ps-price-per-node-hour", self.ps_price_per_node_hour)):
             if price is not None and not 0 <= price <= MAX_PRICE:
@@ -246,7 +249,8 @@ class Cluster:
                     allreduce_compute_share=kw.get("allreduce_compute_share", 0.0),
                     host_cores=kw.get("host_cores"),
                     host_contention=kw.get("host_contention", (0.0, 0.0)),
-                    measured_late_comer=hw.late_comer() or None)
+                    measured_late_comer=hw.late_comer() or None,
+                    **({"model_error_rel": kw["model_error"]} if "model_error" in kw else {}))
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
     def node_price(self, ps: bool) -> float:

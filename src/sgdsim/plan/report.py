@@ -42,7 +42,10 @@ def to_text(r: PlanResult, currency: str = "") -> str:
     lines = [_headline(r), ""]
     lines += _answer(r, currency)
     if r.checked:
-        lines += ["", "Finalists, simulated (95 % intervals):", _table(r.checked, currency)]
+        m = r.checked[0].cluster.model_error_rel
+        lines += ["", "Finalists, simulated (95 % intervals of the simulator's runs"
+                  + (f"; the model's own error, ±{m:.1%} on lab runs, applies to all alike" if m > 0 else "")
+                  + "):", _table(r.checked, currency)]
     front = r.frontier
     shown = front if len(front) <= MAX_FRONTIER_ROWS else \
         [front[round(i * (len(front) - 1) / (MAX_FRONTIER_ROWS - 1))] for i in range(MAX_FRONTIER_ROWS)]

@@ -122,7 +122,7 @@ def coarse_pass(req: PlanRequest) -> tuple[list[PlanPoint], list[str]]:
 def fine_pass(req: PlanRequest, finalists: list[PlanPoint],
               executor: Executor | None) -> list[PlanPoint]:
     """Each finalist simulated (its own strategy and cluster), with its interval."""
-    tasks = [FineTask(req.job, p.strategy, p.cluster, req.control, p.workers) for p in finalists]
+    tasks = [FineTask(req.job, p.strategy, _compared(p.cluster), req.control, p.workers) for p in finalists]
     preds = _run(tasks, executor, f"checking {len(tasks)} finalists with the simulator")
     return [PlanPoint.of(f, p.strategy, p.cluster, req.dataset_size) for f, p in zip(preds, finalists)]
 
@@ -131,10 +131,17 @@ def fine_curves(req: PlanRequest, executor: Executor | None, workers: Sequence[i
                 bandwidth_bps: float) -> dict[Strategy, list[PredictionPoint]]:
     """For the plot: each strategy's fine curve at one bandwidth, with intervals."""
     cluster = next(c for c in req.clusters if c.bandwidth_bps == bandwidth_bps)
-    tasks = [FineTask(req.job, s, req.cluster_for(s, cluster), req.control, w)
+    tasks = [FineTask(req.job, s, _compared(req.cluster_for(s, cluster)), req.control, w)
              for s in req.strategies for w in workers]
     preds = iter(_run(tasks, executor, "simulating the curves for the plot"))
     return {s: [next(preds) for _ in workers] for s in req.strategies}
+
+
+def _compared(cluster):
+    """Finalists are compared on the simulator's intervals: the model's own error
+    (``evaluate/margin.py``) is one job's, calibration's and model's bias, shared by every
+    candidate, and would tie configurations the simulator tells apart."""
+    return replace(cluster, model_error_rel=0.0)
 
 
 def plot_bandwidth(result: PlanResult) -> float:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 
 from ..analytic.models import MODELS
 from ..errors import ConfigError
+from ..evaluate.margin import MODEL_ERROR_REL, conformal_margin, coverage, run_score
 from .grid import Case
 
 CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
@@ -96,6 +98,7 @@ def summary_dict(result) -> dict:
         "description": result.grid.description, "dry_run": result.dry_run,
         "error": "predicted / measured - 1, percent",
         "overall": error_stats(result.points),
+        **({"single_runs": runs} if (runs := single_runs(result)) else {}),
         "cases": [_case_dict(cr) for cr in result.cases],
     }
 
@@ -120,6 +123,7 @@ def summary_markdown(result, with_details: bool = True) -> str:
         head += [f"{len(result.cases)} case(s), {n} measured point(s). Error = predicted / "
                  "measured − 1; the tables give its absolute value.", ""]
         head += ["## Overall", ""] + _stats_table([(None, error_stats(result.points))], False)
+        head += _runs_text(single_runs(result))
         head += ["", "## Per case", ""]
         head += _stats_table([(cr.case.name, error_stats(cr.points)) for cr in result.cases], True)
     if with_details:
@@ -129,6 +133,33 @@ def summary_markdown(result, with_details: bool = True) -> str:
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     return text
+
+
+def single_runs(result) -> dict:
+    """How the fine interval (the simulator's, as predicted here) holds single lab runs, alone
+    and with the default model-error margin, and the margin these runs call for
+    (``evaluate/margin.py``); {} without measured fine points that are checks."""
+    runs = [(x, p.predicted, p.low, p.high) for cr in result.cases for p in cr.points
+            if p.model == "fine" and not p.fitted and p.low is not None and p.predicted > 0
+            for x in cr.measured_runs.get(p.workers, [])]
+    if not runs:
+        return {}
+    margin = conformal_margin(run_score(*r) for r in runs)
+    return {"runs": len(runs), "inside": coverage(runs, 0.0), "default_margin_rel": MODEL_ERROR_REL,
+            "inside_with_default_margin": coverage(runs, MODEL_ERROR_REL),
+            "fitted_margin_rel": margin if math.isfinite(margin) else None}
+
+
+def _runs_text(s: dict) -> list[str]:
+    if not s:
+        return []
+    fitted = s["fitted_margin_rel"]
+    return ["", f"Single lab runs inside the fine interval: {s['inside']:.0%} of {s['runs']} "
+            f"without a model-error margin, {s['inside_with_default_margin']:.0%} with the default "
+            f"(±{s['default_margin_rel']:.1%}, added in quadrature). "
+            + (f"The margin these runs call for (95 %, split conformal): ±{fitted:.1%}; a hardware "
+               f"file's `model_error_rel` or `--model-error` sets it." if fitted is not None else
+               "Too few runs to fit a margin of 95 % (19 or more are needed).")]
 
 
 def _stats_table(groups, case_column: bool) -> list[str]:

@@ -36,7 +36,7 @@ class Point:
     workers: int
     predicted: float
     measured: float | None = None
-    low: float | None = None    # the model's 95 % interval (the simulator's); None: a point value
+    low: float | None = None    # the simulator's 95 % interval, no model-error margin; None: a point value
     high: float | None = None
     fitted: bool = False        # the calibration point: a fit, not a check (left out of errors)
 
@@ -145,7 +145,9 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
         if reason:
             skipped.append(reason)
             continue
-        preds = predict(profile, workers=list(case.workers), **net, mode=case.mode, arch=case.arch, sharing=case.sharing, model=name,
+        # the simulator's own interval: the margin is fitted to, and checked on, runs against it
+        preds = predict(profile, workers=list(case.workers), **{**net, "model_error": 0.0},
+                        mode=case.mode, arch=case.arch, sharing=case.sharing, model=name,
                         replications=case.replications if name == "fine" else 1)
         points += [Point(case.name, name, p.workers, float(p.throughput),
                          low=float(p.ci_low) if name == "fine" else None,
