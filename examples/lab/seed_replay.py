@@ -23,7 +23,8 @@ from sgdsim.validate.grid import load_grid
 GRIDS = ("async", "cnn", "allreduce", "2ps", "widecnn")  # issue 8's 22 points
 HELD_OUT = ("heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e")  # measured after the models were fixed: checked, not in the 22
 SECOND = ("second-w2",)  # the 14 async W = 2 points measured again on another machine (repeats-w2/)
-REPLAYED = GRIDS + HELD_OUT + SECOND
+NEW = ("heldout-margin",)  # 4 new configurations, held out for the model-error margin (model-error/)
+REPLAYED = GRIDS + HELD_OUT + SECOND + NEW
 
 
 def replay_seed(seed: int, out: str) -> None:

@@ -311,9 +311,9 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
         values[key] = int(v) if rule == _WHOLE else float(v)
     if data.get("two_way_table") is not None:
         try:
-            values["two_way_table"] = check_table(data["two_way_table"])
+            values["two_way_table"] = check_table(data["two_way_table"], "field 'two_way_table'")
         except ConfigError as exc:
-            bad(f"field 'two_way_table': {str(exc).removeprefix('two-way table: ')}")
+            bad(str(exc))
     for key in _BUSY:
         if data.get(key) is not None:
             try:

@@ -107,28 +107,29 @@ def with_busy(table, shares) -> tuple:
     return check_table(t)
 
 
-def check_table(table) -> tuple:
-    """The table as nested tuples of floats (None where not measured), or one ConfigError line."""
+def check_table(table, what: str = "two-way table") -> tuple:
+    """The table as nested tuples of floats (None where not measured), or one ConfigError line
+    naming ``what`` (a hardware file names its field)."""
     try:
         t = np.array([[[math.nan if v is None else float(v) for v in row] for row in d]
                       for d in table], dtype=float)
     except (TypeError, ValueError):
-        raise ConfigError("two-way table: expected [direction][n][m] lists of shares "
+        raise ConfigError(f"{what}: expected [direction][n][m] lists of shares "
                           "(null where not measured)") from None
     if t.ndim != 3 or t.shape[0] != 2 or t.shape[1] != t.shape[2] or t.shape[1] < 2:
-        raise ConfigError(f"two-way table: expected shape (2, N, N) with N >= 2, got {t.shape}")
+        raise ConfigError(f"{what}: expected shape (2, N, N) with N >= 2, got {t.shape}")
     seen = t[:, 1:, :]
     if not np.isfinite(seen[:, :, 0]).all():
-        raise ConfigError("two-way table: every direction needs its share alone (m = 0) measured")
+        raise ConfigError(f"{what}: every direction needs its share alone (m = 0) measured")
     bad = seen[np.isfinite(seen) & ~((seen > 0) & (seen <= 2))]
     if bad.size:
-        raise ConfigError(f"two-way table: shares must be in (0, 2], got {bad[0]:g}")
+        raise ConfigError(f"{what}: shares must be in (0, 2], got {bad[0]:g}")
     n = np.arange(1, t.shape[1])[:, None] + np.arange(t.shape[1])[None, :]
     total = n[np.isfinite(seen).all(axis=0)].max()
     holes = np.argwhere(~np.isfinite(seen) & (n <= total)[None])
     if holes.size:
         d, i, j = holes[0]
-        raise ConfigError(f"two-way table: direction {d}, {i + 1} flows against {j} is missing "
+        raise ConfigError(f"{what}: direction {d}, {i + 1} flows against {j} is missing "
                           f"or not a number, though splits of up to {total} flows were measured")
     return tuple(tuple(tuple(float(v) if math.isfinite(v) else None for v in row) for row in d)
                  for d in t)
