@@ -1,6 +1,7 @@
 """One table over several validation runs: per case, fine and coarse mean / max |error| and how
 often the fine interval holds the measurement (held-out points only; calibration fits left out);
-then how many single lab runs fall inside it (the interval is meant for one run: ~95 %).
+then how many single lab runs fall inside it (the interval is meant for one run: ~95 %), without
+and with the model-error margin ``sgdsim predict`` adds (points.csv holds the simulator's interval).
 
     python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps,widecnn}/points.csv
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 import csv
 import sys
 from collections import defaultdict
+
+from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage, run_score
 
 
 def rows(paths: list[str]) -> list[dict]:
@@ -41,7 +44,16 @@ def table(points: list[dict]) -> str:
         k = sorted(_reach(x, r) for x, r in runs)
         lines.append(f"a run's distance from the prediction, in half-widths of the interval: median "
                      f"{k[len(k) // 2]:.2f}, 95 % of runs within {k[min(len(k) - 1, int(0.95 * len(k)))]:.2f}")
+        fine = by["all"]["fine"]
+        means = sum(run_score(float(r["measured"]), *_interval(r)) <= MODEL_ERROR_REL for r in fine)
+        lines.append(f"with predict's model-error margin (±{MODEL_ERROR_REL:.1%} in quadrature): "
+                     f"{coverage([(x, *_interval(r)) for x, r in runs], MODEL_ERROR_REL) * len(runs):.0f} "
+                     f"of {len(runs)} single runs inside, {means} of {len(fine)} means")
     return "\n".join(lines)
+
+
+def _interval(r: dict) -> tuple[float, float, float]:
+    return float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"])
 
 
 def _reach(x: float, r: dict) -> float:
