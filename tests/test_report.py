@@ -158,6 +158,13 @@ def test_points_table_and_summary():
     assert "two regimes: 610 (60 %) / 560 (40 %)" in html
     assert html.count("two regimes") == 1
     assert "95 – 105" in html
+    assert "model's own error" not in html  # points without a margin say nothing of one
+
+
+def test_points_table_says_which_model_error_the_intervals_hold():
+    pts = tuple({**point(w, 100 * w, 85 * w, 115 * w), "model_error_rel": 0.1042} for w in (1, 2))
+    html = render_html(report(Series("toy · fine", "toy", "fine", pts)))
+    assert "the model's own error (±10.4 %, measured on lab runs) included" in html
 
 
 # ----------------------------------------------------------------------------- safety

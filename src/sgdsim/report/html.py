@@ -170,7 +170,10 @@ def points_table(series: tuple[Series, ...]) -> str:
     head = ("series", "W", "throughput (examples/s)", "95 % interval", "step time (ms)",
             "bottleneck (util %)", "regimes")
     rows = [_point_row(s, p) for s in series for p in s.sorted_points()]
-    return _table(head, rows, num_cols={1, 2, 3, 4})
+    m = max((p.get("model_error_rel") or 0.0 for s in series for p in s.points), default=0.0)
+    note = (f"<p>95 % interval: where one real run lands, the model's own error (±{100 * m:.1f} %, "
+            "measured on lab runs) included.</p>") if m > 0 else ""
+    return _table(head, rows, num_cols={1, 2, 3, 4}) + note
 
 
 def _point_row(s: Series, p: dict) -> list[str]:
