@@ -19,13 +19,16 @@ from sgdsim.evaluate.margin import conformal_margin, coverage, run_score
 
 LEVEL = 0.95
 RULE_MIN_HELD_OUT = 0.90
+NEEDED = {"case", "model", "workers", "predicted", "measured_runs", "interval_low", "interval_high", "fitted"}
 
 
 def runs_of(path: str) -> list[tuple[float, float, float, float]]:
     """(measured run, predicted, low, high) for every single run of the file's fine checks."""
     with open(path, encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f)
-                if r["model"] == "fine" and r["fitted"] != "1" and r["measured_runs"]]
+        reader = csv.DictReader(f)
+        if not NEEDED <= set(reader.fieldnames or ()):
+            raise ValueError(f"{path} is not a points.csv of sgdsim validate")
+        rows = [r for r in reader if r["model"] == "fine" and r["fitted"] != "1" and r["measured_runs"]]
     return [(float(x), float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"]))
             for r in rows for x in r["measured_runs"].split(";")]
 

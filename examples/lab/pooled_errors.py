@@ -16,12 +16,16 @@ import argparse
 import csv
 import sys
 
+NEEDED = {"case", "model", "workers", "predicted", "measured_runs", "fitted"}
+
 
 def ratios(path: str) -> dict[tuple[str, int], list[float]]:
     """(case, workers) -> run / prediction for every run of the file's fine checks."""
     with open(path, encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f)
-                if r["model"] == "fine" and r["fitted"] != "1" and r["measured_runs"]]
+        reader = csv.DictReader(f)
+        if not NEEDED <= set(reader.fieldnames or ()):
+            raise ValueError(f"{path} is not a points.csv of sgdsim validate")
+        rows = [r for r in reader if r["model"] == "fine" and r["fitted"] != "1" and r["measured_runs"]]
     return {(r["case"], int(r["workers"])): [float(x) / float(r["predicted"])
                                              for x in r["measured_runs"].split(";")] for r in rows}
 
@@ -42,6 +46,9 @@ def main(argv=None) -> int:
         again = [ratios(p) for p in args.again]
     except (OSError, KeyError, ValueError, ZeroDivisionError) as exc:
         print(f"pooled_errors: cannot read the points: {exc}", file=sys.stderr)
+        return 2
+    if not base:
+        print("pooled_errors: no measured fine points in --points", file=sys.stderr)
         return 2
     errors = {}
     print("| point | errors per measurement (runs) | pooled error (runs) |\n|---|---|---:|")
