@@ -3,6 +3,7 @@ on hand-made points.csv files whose answers are computed by hand."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,14 @@ HEAD = "case,model,workers,measured,predicted,error_pct,measured_runs,interval_l
 
 
 def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / "lab" / f"{name}.py")
+    lab = str(ROOT / "examples" / "lab")  # the scripts import each other, as when run from there
+    spec = importlib.util.spec_from_file_location(name, f"{lab}/{name}.py")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, lab)
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(lab)
     return mod
 
 

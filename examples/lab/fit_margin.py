@@ -22,15 +22,21 @@ RULE_MIN_HELD_OUT = 0.90
 NEEDED = {"case", "model", "workers", "predicted", "measured_runs", "interval_low", "interval_high", "fitted"}
 
 
-def runs_of(path: str) -> list[tuple[float, float, float, float]]:
-    """(measured run, predicted, low, high) for every single run of the file's fine checks."""
+def checks_of(path: str) -> dict[tuple[str, int], tuple[list[float], float, float, float]]:
+    """{(case, workers): (its runs, predicted, low, high)} for the file's measured fine checks."""
     with open(path, encoding="utf-8") as f:
         reader = csv.DictReader(f)
         if not NEEDED <= set(reader.fieldnames or ()):
             raise ValueError(f"{path} is not a points.csv of sgdsim validate")
         rows = [r for r in reader if r["model"] == "fine" and r["fitted"] != "1" and r["measured_runs"]]
-    return [(float(x), float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"]))
-            for r in rows for x in r["measured_runs"].split(";")]
+    return {(r["case"], int(r["workers"])): ([float(x) for x in r["measured_runs"].split(";")],
+                                             float(r["predicted"]), float(r["interval_low"]),
+                                             float(r["interval_high"])) for r in rows}
+
+
+def runs_of(path: str) -> list[tuple[float, float, float, float]]:
+    """(measured run, predicted, low, high) for every single run of the file's fine checks."""
+    return [(x, p, lo, hi) for runs, p, lo, hi in checks_of(path).values() for x in runs]
 
 
 def widening(runs, margin: float) -> str:

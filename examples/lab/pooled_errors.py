@@ -13,21 +13,14 @@ count). Calibration points (fitted = 1) are left out.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 
-NEEDED = {"case", "model", "workers", "predicted", "measured_runs", "fitted"}
+from fit_margin import checks_of
 
 
 def ratios(path: str) -> dict[tuple[str, int], list[float]]:
     """(case, workers) -> run / prediction for every run of the file's fine checks."""
-    with open(path, encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if not NEEDED <= set(reader.fieldnames or ()):
-            raise ValueError(f"{path} is not a points.csv of sgdsim validate")
-        rows = [r for r in reader if r["model"] == "fine" and r["fitted"] != "1" and r["measured_runs"]]
-    return {(r["case"], int(r["workers"])): [float(x) / float(r["predicted"])
-                                             for x in r["measured_runs"].split(";")] for r in rows}
+    return {key: [x / p for x in runs] for key, (runs, p, _, _) in checks_of(path).items()}
 
 
 def error_pct(rs: list[float]) -> float:

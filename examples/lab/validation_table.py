@@ -11,7 +11,7 @@ import csv
 import sys
 from collections import defaultdict
 
-from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage, run_score
+from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage
 
 
 def rows(paths: list[str]) -> list[dict]:
@@ -36,19 +36,19 @@ def table(points: list[dict]) -> str:
                    for r in fine)
         lines.append(f"| {case} | {len(fine)} | {_stats(fine)} | {_stats(models.get('coarse', []))} "
                      f"| {held} of {len(fine)} |")
-    runs = [(float(x), r) for r in by["all"]["fine"] for x in r["measured_runs"].split(";")]
-    inside = sum(float(r["interval_low"]) <= x <= float(r["interval_high"]) for x, r in runs)
+    fine = by["all"]["fine"]
+    runs = [(float(x), *_interval(r)) for r in fine for x in r["measured_runs"].split(";")]
+    inside = round(coverage(runs, 0.0) * len(runs)) if runs else 0
     lines.append(f"\nsingle runs inside the fine interval: {inside} of {len(runs)} "
                  f"({100 * inside / max(len(runs), 1):.0f} %)")
     if runs:  # how far out: each run's distance from the prediction in its side's half-widths
-        k = sorted(_reach(x, r) for x, r in runs)
+        k = sorted(_reach(*run) for run in runs)
         lines.append(f"a run's distance from the prediction, in half-widths of the interval: median "
                      f"{k[len(k) // 2]:.2f}, 95 % of runs within {k[min(len(k) - 1, int(0.95 * len(k)))]:.2f}")
-        fine = by["all"]["fine"]
-        means = sum(run_score(float(r["measured"]), *_interval(r)) <= MODEL_ERROR_REL for r in fine)
+        means = [(float(r["measured"]), *_interval(r)) for r in fine]
         lines.append(f"with predict's model-error margin (±{MODEL_ERROR_REL:.1%} in quadrature): "
-                     f"{coverage([(x, *_interval(r)) for x, r in runs], MODEL_ERROR_REL) * len(runs):.0f} "
-                     f"of {len(runs)} single runs inside, {means} of {len(fine)} means")
+                     f"{coverage(runs, MODEL_ERROR_REL) * len(runs):.0f} of {len(runs)} single runs "
+                     f"inside, {coverage(means, MODEL_ERROR_REL) * len(means):.0f} of {len(means)} means")
     return "\n".join(lines)
 
 
@@ -56,9 +56,8 @@ def _interval(r: dict) -> tuple[float, float, float]:
     return float(r["predicted"]), float(r["interval_low"]), float(r["interval_high"])
 
 
-def _reach(x: float, r: dict) -> float:
-    p = float(r["predicted"])
-    edge = float(r["interval_high"] if x >= p else r["interval_low"])
+def _reach(x: float, p: float, lo: float, hi: float) -> float:
+    edge = hi if x >= p else lo
     return abs(x - p) / abs(edge - p) if edge != p else float("inf")
 
 

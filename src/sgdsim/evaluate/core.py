@@ -3,8 +3,8 @@
 ``evaluate`` is what ``sgdsim.predict``, the CLI, ``validate`` and ``plan`` call. The
 simulator's points go through an executor (``executors.py``); the analytical models answer in
 milliseconds in this process. Hybrid sharing (a ps and an fcfs run mixed, TPDS Eq. 9) and
-replications live in ``replicate.py``; the real runs' spread and the model's error
-(``margin.py``) are applied here.
+replications live in ``replicate.py``; what the interval for one real run holds beyond the
+simulated runs (the real runs' spread, the model's error) in ``margin.py``.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..topology import Topology
 from ..topology.local import with_local_aggregation
 from ..sim.config import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from .executors import Executor, Serial
-from .margin import with_model_error
+from .margin import for_one_run
 from .inputs import Cluster, Control, Job, Strategy, coarse_profile, fine_profile, sim_config
 
 
@@ -47,7 +47,7 @@ def run_fine(task: FineTask) -> PredictionPoint:
     classes = job.fine() if job.heterogeneous else [(n, p, task.workers) for n, p, _ in job.fine()]
     pt = simulate_point([WorkerClass(n, p, c) for n, p, c in classes], config,
                         task.control.replications)
-    return with_model_error(with_run_spread(pt, task.cluster.run_spread_rel), task.cluster.model_error_rel)
+    return for_one_run(pt, task.cluster.run_spread_rel, task.cluster.model_error_rel)
 
 
 def models_for(model: str, job: Job, strategy: Strategy, cluster: Cluster, control: Control,
@@ -166,14 +166,6 @@ def _coarse_with_overhead(p: Profile | CoarseProfile, strategy: Strategy) -> Coa
     if a > 0 or b > 0:
         p = with_overhead(fine_profile(p), a, b, strategy.arch)
     return coarse_profile(p)
-
-
-def with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:
-    """The interval for one real run also holds the real system's own run-to-run noise."""
-    if spread <= 0:
-        return pt
-    m = pt.throughput
-    return replace(pt, ci_low=min(pt.ci_low, m * (1 - spread)), ci_high=max(pt.ci_high, m * (1 + spread)))
 
 
 def from_coarse(r: CoarseResult) -> PredictionPoint:

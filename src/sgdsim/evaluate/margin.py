@@ -1,4 +1,5 @@
-"""The model-error margin of the fine interval: what the simulator's replications cannot see.
+"""What the fine interval for one real run holds beyond the simulated runs: the real runs'
+spread and the model's own error (its margin), neither of which the replications can see.
 
 A fine prediction's interval holds the spread of independent simulated runs and the real
 runs' spread at calibration (``run_spread_rel``). Neither holds the model's own error, which
@@ -37,6 +38,20 @@ def check_margin(value, what: str = "model error") -> float:
     if not 0 <= m < 1:
         raise ConfigError(f"{what} must be in [0, 1) (0 to 100 %), got {value!r}")
     return m
+
+
+def for_one_run(pt: PredictionPoint, spread_rel: float, margin_rel: float) -> PredictionPoint:
+    """The simulator's interval widened to one real run's: at least the real runs' own spread
+    (``run_spread_rel``, from calibration), then the model's error in quadrature."""
+    return with_model_error(with_run_spread(pt, spread_rel), margin_rel)
+
+
+def with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:
+    """The interval for one real run also holds the real system's own run-to-run noise."""
+    if spread <= 0:
+        return pt
+    m = pt.throughput
+    return replace(pt, ci_low=min(pt.ci_low, m * (1 - spread)), ci_high=max(pt.ci_high, m * (1 + spread)))
 
 
 def with_model_error(pt: PredictionPoint, margin_rel: float) -> PredictionPoint:
