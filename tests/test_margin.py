@@ -141,6 +141,13 @@ def test_a_hardware_files_margin_is_used_and_an_option_overrides_it(tmp_path, ca
     hi = (raw["ci_high"] - p) / p
     assert from_file["ci_high"] == pytest.approx(p * (1 + math.hypot(hi, 0.3)))
     assert given_["ci_high"] == pytest.approx(p * (1 + math.hypot(hi, 0.05)))
+    # the table's note says where a margin came from: the lab's default, or the user
+    table = base[:8] + base[10:]  # no --format json
+    assert main(table + ["--model-error", "5%"]) == 0
+    note = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "(±5.0%, as set for this prediction)" in note and "lab runs" not in note
+    assert main(table + ["--model-error", str(MODEL_ERROR_REL)]) == 0
+    assert "measured on lab runs" in capsys.readouterr().out
     assert main(base + ["--model-error", "1.2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "model error" in err

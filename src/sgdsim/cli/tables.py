@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..evaluate.margin import margin_source
 from ..point import bottleneck_text
 
 TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
@@ -61,8 +62,8 @@ def _margin_note(rows) -> list[str]:
     m = max((r.get("model_error_rel") or 0.0 for r in rows if r["model"] == "fine"), default=0.0)
     if m <= 0:
         return []
-    return [f"95% interval: where one real run lands, the model's error (±{m:.1%}, measured on "
-            "lab runs) included; --model-error 0 gives the simulator's spread alone"]
+    return [f"95% interval: where one real run lands, the model's error (±{m:.1%}, {margin_source(m)}) "
+            "included; --model-error 0 gives the simulator's spread alone"]
 
 
 def _regime_notes(rows) -> list[str]:

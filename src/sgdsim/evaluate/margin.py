@@ -27,6 +27,12 @@ from ..point import PredictionPoint
 MODEL_ERROR_REL = 0.1042  # 10.412 % rounded up at the fourth decimal
 
 
+def margin_source(margin_rel: float) -> str:
+    """Where a margin came from, for the notes under tables: the default's measurement, or the
+    user (a hardware file's ``model_error_rel``, ``--model-error``)."""
+    return "measured on lab runs" if margin_rel == MODEL_ERROR_REL else "as set for this prediction"
+
+
 def check_margin(value, what: str = "model error") -> float:
     """A relative margin: a fraction in [0, 1), or a percentage such as "12%"."""
     text = str(value).strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..evaluate.margin import margin_source
 from ..units import format_bps, format_duration_s
 from .objective import PlanPoint
 from .search import PlanResult
@@ -44,7 +45,8 @@ def to_text(r: PlanResult, currency: str = "") -> str:
     if r.checked:
         m = r.checked[0].cluster.model_error_rel
         lines += ["", "Finalists, simulated (95 % intervals of the simulator's runs"
-                  + (f"; the model's own error, ±{m:.1%} on lab runs, applies to all alike" if m > 0 else "")
+                  + (f"; the model's own error, ±{m:.1%} {margin_source(m)}, applies to all alike"
+                     if m > 0 else "")
                   + "):", _table(r.checked, currency)]
     front = r.frontier
     shown = front if len(front) <= MAX_FRONTIER_ROWS else \
