@@ -25,6 +25,7 @@ demo: install
 
 test: install-dev
 	$(BIN)/ruff check src tests benchmarks examples tools
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 bench: install

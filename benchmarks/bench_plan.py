@@ -22,6 +22,7 @@ import sgdsim
 from sgdsim.evaluate import Cluster, Control, Job, LocalPool
 from sgdsim.plan.objective import Objective
 from sgdsim.plan.search import PlanRequest, candidates, coarse_pass, plan
+from sgdsim.spec import Link
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
@@ -34,7 +35,7 @@ OBJECTIVES = {"target epoch time 2 h": Objective("target", target_epoch_time_s=7
 def request(max_ps: int, objective: Objective) -> PlanRequest:
     job = Job.of(sgdsim.load_profile(PROFILE))
     return PlanRequest(job, candidates(["async-ps", "sync-ps", "allreduce"], max_ps),
-                       (Cluster(1e9), Cluster(10e9)), tuple(range(1, 65)), 1_281_167, objective,
+                       (Cluster(Link(1e9 / 8)), Cluster(Link(10e9 / 8))), tuple(range(1, 65)), 1_281_167, objective,
                        control=Control())
 
 

@@ -28,10 +28,12 @@ import json, resource, sys, time
 from sgdsim.profile.io import load_profile
 from sgdsim.sim import SimConfig, WorkerClass, simulate
 from sgdsim.sim.jit import HAVE_NUMBA
+from sgdsim.spec import Cluster, Control, Link, Strategy
 W, steps, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 prof = load_profile(path)
-simulate([WorkerClass("w", prof, 1)], SimConfig(bandwidth_bps=10e9, steps_per_worker=2, warmup_steps=0))
-cfg = SimConfig(bandwidth_bps=10e9, steps_per_worker=steps, warmup_steps=0)
+net = Cluster(Link(10e9 / 8))  # 10 Gbit/s
+simulate([WorkerClass("w", prof, 1)], SimConfig(Strategy(), net, Control(steps_per_worker=2, warmup_steps=0)))
+cfg = SimConfig(Strategy(), net, Control(steps_per_worker=steps, warmup_steps=0))
 t = time.perf_counter()
 r = simulate([WorkerClass("w", prof, W)], cfg)
 wall = time.perf_counter() - t

@@ -19,6 +19,7 @@ from docblock import publish
 from sgdsim.profile.io import load_profile
 from sgdsim.sim import SimConfig, WorkerClass
 from sgdsim.sim.simulate import _Sim
+from sgdsim.spec import Cluster, Control, Link, Strategy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
@@ -31,7 +32,7 @@ SEEDS = 48
 def windows(profile, W: int, seed: int) -> list[float]:
     steps = STARTS[-1] + WINDOW
     sim = _Sim([WorkerClass("w", profile, W)],
-               SimConfig(bandwidth_bps=1e9, seed=seed * 1_000_003, warmup_steps=0))
+               SimConfig(Strategy(), Cluster(Link(1e9 / 8)), Control(seed=seed * 1_000_003, warmup_steps=0)))
     sim.run_until(steps * W, 10**9)
     t = np.concatenate([[0.0], np.asarray(sim.S.comp_t[:steps * W])])
     k = WINDOW * W

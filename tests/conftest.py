@@ -3,7 +3,7 @@
 The test modules import these helpers with ``from conftest import ...`` (pytest puts ``tests/``
 on ``sys.path`` in its default import mode).
 
-Units everywhere: bytes, seconds; ``Bps`` means bytes/s (``SimConfig`` takes bits/s, = 8·Bps).
+Units everywhere: bytes, seconds; ``Bps`` means bytes/s (``simcfg`` takes bits/s, = 8·Bps).
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pytest
 
 from sgdsim.profile.io import load_profile, validate_profile
 from sgdsim.profile.model import Job, Op, Profile
-from sgdsim.sim import SimConfig, WorkerClass, simulate
+from sgdsim.sim import WorkerClass, simulate
+from simcfg import simcfg
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "profiles"
 
@@ -110,7 +111,7 @@ def run_sim(profile, *, workers: int = 1, Bps: float = 1e6, steps: int = 1, warm
     """Simulate ``workers`` copies of ``profile`` (or explicit ``classes``) at ``Bps`` bytes/s."""
     if "flow_cap_Bps" in config:
         config["flow_cap_bps"] = 8.0 * config.pop("flow_cap_Bps")
-    cfg = SimConfig(bandwidth_bps=8.0 * Bps, warmup_steps=warmup, steps_per_worker=steps,
+    cfg = simcfg(bandwidth_bps=8.0 * Bps, warmup_steps=warmup, steps_per_worker=steps,
                     timeline=timeline, **config)
     if classes is None:
         classes = [WorkerClass("default", profile, workers)]

@@ -15,8 +15,8 @@ import sgdsim
 from sgdsim.analytic.coarse_profile import from_profile
 from sgdsim.analytic.sync import ring_allreduce
 from sgdsim.errors import ConfigError
-from sgdsim.evaluate import Cluster
 from sgdsim.hardware import Hardware
+from sgdsim.parse.hardware import specs_from_hardware
 from sgdsim.profile.transforms import allreduce_compute_pairs, with_allreduce_compute
 
 from conftest import layered_profile
@@ -72,7 +72,7 @@ def test_coarse_is_eq11_with_the_backward_stretched(overlap, share):
     TA = 2 * (K - 1) / K * c.model_bytes / B
     TF, TB = sum(FWD), sum(BWD)
     expected = TF + (max(TB + share * TA, TA) if overlap else TB + TA)
-    got = ring_allreduce([(c, K)], BPS, overlap=overlap, compute_share=share)
+    got = ring_allreduce([(c, K)], B, overlap=overlap, compute_share=share)
     assert got.step_time_s == pytest.approx(expected, rel=1e-12)
     api = sgdsim.predict(coarse=replace(c, overlap=overlap), workers=K, bandwidth=BPS,
                          mode="sync", arch="allreduce", allreduce_compute_share=share,
@@ -100,10 +100,10 @@ def test_the_transform_shadows_every_call_once_and_keeps_the_profile():
 def test_the_hardware_file_supplies_the_share_for_allreduce_only():
     hw = Hardware(bandwidth_bps=BPS, latency_s=0, overhead_alpha_s_per_byte=8 / BPS,
                   overhead_beta_s=0, allreduce_compute_share=0.3)
-    assert Cluster.from_hardware(hw, "allreduce").allreduce_compute_share == 0.3
+    assert specs_from_hardware(hw, "allreduce")[1].nodes.allreduce_compute_share == 0.3
     assert "allreduce_compute_share" not in hw.predict_kwargs("ps")
-    assert Cluster.from_hardware(hw, "allreduce", allreduce_compute_share=0.1
-                                 ).allreduce_compute_share == 0.1
+    assert specs_from_hardware(hw, "allreduce", allreduce_compute_share=0.1
+                               )[1].nodes.allreduce_compute_share == 0.1
 
 
 @pytest.mark.parametrize("kw,msg", [

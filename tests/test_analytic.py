@@ -14,12 +14,12 @@ from sgdsim.errors import ConfigError, ProfileError
 
 RESNET = "examples/profiles/resnet50-nooverlap.json"
 VGG = "examples/profiles/vgg16-nooverlap.json"
-BPS = 10e9
+B = 10e9 / 8  # 10 Gb/s, in bytes/s
 
 
 def _phases(path):
     c = from_profile(sgdsim.load_profile(path))
-    return c, c.model_bytes * 8 / BPS
+    return c, c.model_bytes / B
 
 
 @pytest.mark.parametrize("path", [RESNET, VGG])
@@ -27,14 +27,14 @@ def _phases(path):
 def test_sync_closed_forms_eq7_to_eq11(path, K):
     c, MB = _phases(path)
     C, b = c.compute_s, c.batch_size
-    assert sync_ps([(c, K)], BPS, "ps").throughput == pytest.approx(K * b / (2 * K * MB + C), rel=1e-12)
-    assert sync_ps([(c, K)], BPS, "fcfs").throughput == pytest.approx(K * b / ((K + 1) * MB + C), rel=1e-12)
+    assert sync_ps([(c, K)], B, "ps").throughput == pytest.approx(K * b / (2 * K * MB + C), rel=1e-12)
+    assert sync_ps([(c, K)], B, "fcfs").throughput == pytest.approx(K * b / ((K + 1) * MB + C), rel=1e-12)
     hybrid = K * MB + C + (K + 1) * MB / 2
-    assert sync_ps([(c, K)], BPS, "hybrid").throughput == pytest.approx(K * b / hybrid, rel=1e-12)
+    assert sync_ps([(c, K)], B, "hybrid").throughput == pytest.approx(K * b / hybrid, rel=1e-12)
     eq10 = max(K * MB, c.forward_s) + max((K + 1) * MB / 2, c.backward_s)
-    assert sync_ps([(c, K)], BPS, "hybrid", overlap=True).throughput == pytest.approx(K * b / eq10, rel=1e-12)
+    assert sync_ps([(c, K)], B, "hybrid", overlap=True).throughput == pytest.approx(K * b / eq10, rel=1e-12)
     eq11 = C + 2 * (K - 1) * MB / K
-    assert ring_allreduce([(c, K)], BPS).throughput == pytest.approx(K * b / eq11, rel=1e-12)
+    assert ring_allreduce([(c, K)], B).throughput == pytest.approx(K * b / eq11, rel=1e-12)
 
 
 @pytest.mark.parametrize("path", [RESNET, VGG])
@@ -42,12 +42,12 @@ def test_one_worker_is_the_sum_of_phases_for_every_model(path):
     c, MB = _phases(path)
     want = c.batch_size / (2 * MB + c.compute_s + c.update_s)
     for sharing in ("threshold", "ps", "fcfs"):
-        assert async_ps([(c, 1)], BPS, sharing).throughput == pytest.approx(want, rel=1e-12)
-    assert lin([(c, 1)], BPS).throughput == pytest.approx(want, rel=1e-12)
-    assert cynthia([(c, 1)], BPS).throughput == pytest.approx(want, rel=1e-12)
+        assert async_ps([(c, 1)], B, sharing).throughput == pytest.approx(want, rel=1e-12)
+    assert lin([(c, 1)], B).throughput == pytest.approx(want, rel=1e-12)
+    assert cynthia([(c, 1)], B).throughput == pytest.approx(want, rel=1e-12)
     for sharing in ("ps", "fcfs", "hybrid"):
-        assert sync_ps([(c, 1)], BPS, sharing).throughput == pytest.approx(want, rel=1e-12)
-    assert ring_allreduce([(c, 1)], BPS).throughput == pytest.approx(c.batch_size / c.compute_s, rel=1e-12)
+        assert sync_ps([(c, 1)], B, sharing).throughput == pytest.approx(want, rel=1e-12)
+    assert ring_allreduce([(c, 1)], B).throughput == pytest.approx(c.batch_size / c.compute_s, rel=1e-12)
 
 
 @pytest.mark.parametrize("sharing", ["ps", "fcfs"])
@@ -76,24 +76,24 @@ def test_async_queueing_model_properties():
     c, MB = _phases(RESNET)
     prev = 0.0
     for K in (1, 2, 4, 8, 16, 64, 256, 1024):
-        r = async_ps([(c, K)], BPS)
+        r = async_ps([(c, K)], B)
         assert r.throughput >= prev - 1e-9  # more workers never hurt in a closed network
         assert r.throughput <= K * c.batch_size / (2 * MB + c.compute_s) * (1 + 1e-12)
         assert r.throughput <= c.batch_size / MB * (1 + 1e-9)
         assert r.utilization["uplink"] <= 1 + 1e-9
         prev = r.throughput
-    assert async_ps([(c, 1024)], BPS).throughput == pytest.approx(c.batch_size / MB, rel=1e-3)
+    assert async_ps([(c, 1024)], B).throughput == pytest.approx(c.batch_size / MB, rel=1e-3)
 
 
 def test_eq5_regime_follows_the_fcfs_utilization():
     c, _ = _phases(RESNET)
-    assert async_ps([(c, 1)], BPS, rho_threshold=0.6).regime.startswith("fcfs")
-    assert async_ps([(c, 64)], BPS, rho_threshold=0.6).regime.startswith("ps")
+    assert async_ps([(c, 1)], B, rho_threshold=0.6).regime.startswith("fcfs")
+    assert async_ps([(c, 64)], B, rho_threshold=0.6).regime.startswith("ps")
     K = 6
-    X_f = async_ps([(c, K)], BPS, "fcfs").throughput
-    X_p = async_ps([(c, K)], BPS, "ps").throughput
-    assert async_ps([(c, K)], BPS, rho_threshold=1.0).throughput == pytest.approx(X_f)
-    assert async_ps([(c, K)], BPS, rho_threshold=0.0).throughput == pytest.approx(X_p)
+    X_f = async_ps([(c, K)], B, "fcfs").throughput
+    X_p = async_ps([(c, K)], B, "ps").throughput
+    assert async_ps([(c, K)], B, rho_threshold=1.0).throughput == pytest.approx(X_f)
+    assert async_ps([(c, K)], B, rho_threshold=0.0).throughput == pytest.approx(X_p)
     assert X_f >= X_p  # FCFS interleaves whole transfers: less waiting than equal sharing here
 
 
@@ -101,11 +101,11 @@ def test_overlap_correction_eq6_only_when_overlapping():
     c, _ = _phases(RESNET)
     over = CoarseProfile(c.model_bytes, c.forward_s, c.backward_s, 0.0, c.batch_size, overlap=True)
     for K in (2, 8, 32):
-        plain = async_ps([(c, K)], BPS)
-        corrected = async_ps([(over, K)], BPS)
+        plain = async_ps([(c, K)], B)
+        corrected = async_ps([(over, K)], B)
         assert corrected.throughput > plain.throughput
         assert "overlap" in corrected.regime and "overlap" not in plain.regime
-        assert lin([(over, K)], BPS).throughput == pytest.approx(plain.throughput)  # Lin ignores overlap
+        assert lin([(over, K)], B).throughput == pytest.approx(plain.throughput)  # Lin ignores overlap
 
 
 def test_cynthia_formula():
@@ -113,14 +113,14 @@ def test_cynthia_formula():
     Tp, U1 = c.compute_s, 2 * MB / (c.compute_s + 2 * MB)
     for W in (1, 3, 20):
         want = W * c.batch_size / (Tp * max(1, W * U1) + 2 * MB)
-        assert cynthia([(c, W)], BPS).throughput == pytest.approx(want, rel=1e-12)
+        assert cynthia([(c, W)], B).throughput == pytest.approx(want, rel=1e-12)
 
 
 def test_heterogeneous_async_uses_each_workers_compute():
     c, _ = _phases(RESNET)
     slow = CoarseProfile(c.model_bytes, 2 * c.forward_s, 2 * c.backward_s, 0.0, c.batch_size)
-    mixed = async_ps([(c, 2), (slow, 2)], BPS).throughput
-    assert async_ps([(slow, 4)], BPS).throughput < mixed < async_ps([(c, 4)], BPS).throughput
+    mixed = async_ps([(c, 2), (slow, 2)], B).throughput
+    assert async_ps([(slow, 4)], B).throughput < mixed < async_ps([(c, 4)], B).throughput
 
 
 def test_coarse_profile_parsing_and_round_trip():

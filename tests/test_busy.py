@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from sgdsim import predict
-from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, busy_share, with_busy
+from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, busy_share, rule_for, with_busy
 from sgdsim.errors import ConfigError
-from sgdsim.evaluate.inputs import Cluster
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.busy import busy_shares
+from sgdsim.parse.hardware import specs_from_hardware
+from sgdsim.spec import TwoWayRule
 
 SIDE = 6  # splits of up to 5 flows measured
 
@@ -151,27 +152,36 @@ def _hardware(**extra):
             "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0, "two_way_table": t, **extra}
 
 
+def _cluster(hw, **given):
+    return specs_from_hardware(hw, "ps", **given)[1]
+
+
+def _table_for(cluster, ps_count):
+    """The two-way table the models use with ``ps_count`` servers."""
+    return rule_for(cluster.contention.two_way, ps_count).table
+
+
 def test_the_hardware_file_applies_its_busy_shares_with_one_ps_and_round_trips():
     hw = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75))
-    cluster = Cluster.from_hardware(hw, "ps")
-    t = cluster.two_way_table_for(1)
+    cluster = _cluster(hw)
+    t = _table_for(cluster, 1)
     assert t[0][2][1] == 0.6 and t[1][1][2] == 0.75 and t[0][1][1] == hw.two_way_table[0][1][1]
-    assert cluster.two_way_table_for(2) == hw.two_way_table  # measured with one PS
+    assert _table_for(cluster, 2) == hw.two_way_table  # measured with one PS
     assert hardware_from_dict(json.loads(json.dumps(hw.to_dict()))) == hw
     by_count = hardware_from_dict(_hardware(two_way_busy=[0.8, 0.6], two_way_busy_push=0.75))
-    t = Cluster.from_hardware(by_count, "ps").two_way_table_for(1)
+    t = _table_for(_cluster(by_count), 1)
     assert (t[0][2][1], t[0][3][1], t[0][2][2]) == (0.8, 0.6, 0.6) and t[1][1][2] == 0.75
     assert by_count.two_way_busy == (0.8, 0.6)
     assert hardware_from_dict(json.loads(json.dumps(by_count.to_dict()))) == by_count
-    plain = Cluster.from_hardware(hardware_from_dict(_hardware()), "ps")
-    assert plain.two_way_table_for(1) == plain.two_way_table
+    plain = _cluster(hardware_from_dict(_hardware()))
+    assert _table_for(plain, 1) == plain.contention.two_way.table
     # an explicit two-way rule replaces the file's table, and its busy shares with it
-    assert Cluster.from_hardware(hw, "ps", two_way_penalty=0.1).two_way_table_for(1) is None
+    assert _table_for(_cluster(hw, two_way_penalty=0.1), 1) is None
 
 
 def test_busy_shares_without_a_table_are_refused_in_one_line():
     with pytest.raises(ConfigError, match="give the table too"):
-        Cluster(bandwidth_bps=1e8, two_way_busy=(0.7, None))
+        TwoWayRule(busy=(0.7, None))
 
 
 @pytest.mark.parametrize("extra,match", [

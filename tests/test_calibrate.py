@@ -10,7 +10,7 @@ from sgdsim.profile.io import load_profile
 PROFILE = "examples/profiles/resnet50-nooverlap.json"
 
 
-def _measured_at(rho, tmp_path, bw=1e9):
+def _measured_at(rho, tmp_path, bw=1e9 / 8):  # 1 Gb/s, in bytes/s
     c = from_profile(load_profile(PROFILE))
     rows = [(w, async_ps([(c, w)], bw, "threshold", rho).throughput) for w in range(1, 9)]
     path = tmp_path / "m.csv"

@@ -60,7 +60,7 @@ def test_transform_records_its_provenance_and_leaves_the_input_alone():
     prof = _profile()
     out = with_overhead(prof, 1e-9, 0.0, source="test")
     assert out.extra["transforms"][-1] == {"transform": "overhead", "alpha_s_per_byte": 1e-9,
-                                           "beta_s": 0.0, "arch": "ps", "source": "test"}
+                                           "beta_s": 0.0, "pulls": True, "source": "test"}
     assert "transforms" not in prof.extra and with_overhead(prof, 0.0, 0.0) is prof
     with pytest.raises(ConfigError):
         with_overhead(prof, -1e-9, 0.0)

@@ -213,7 +213,7 @@ ERROR_CASES = {
     "zero workers": (lambda t: ["predict", PROFILE, "--workers", "0"], "at least 1"),
     "unparsable workers": (lambda t: ["predict", PROFILE, "--workers", "x"], "worker counts"),
     "async allreduce": (lambda t: ["predict", PROFILE, "--arch", "allreduce", "--mode", "async"],
-                        "synchronous"),
+                        "--arch allreduce runs --mode sync, not async"),
     "order with http2": (lambda t: ["predict", PROFILE, "--order", "tic", "--streams", "http2"],
                          "--order"),
     "bad choice": (lambda t: ["predict", PROFILE, "--sharing", "maxmin"], "invalid choice"),

@@ -11,12 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sgdsim.sim import SimConfig, WorkerClass
+from sgdsim.sim import WorkerClass
 from sgdsim.sim.contract import chains
 from sgdsim.sim.plan import build_plan
 from sgdsim.sim.simulate import _Sim
 
 from conftest import EXAMPLES, approx, build_profile, compute, layered_profile
+from simcfg import simcfg
 from sgdsim.profile.io import load_profile
 
 
@@ -95,7 +96,7 @@ def _completions(prof, W, **cfg):
     base = dict(bandwidth_bps=8e6, seed=3, warmup_steps=2, steps_per_worker=6, **cfg)
     out = []
     for timeline in (False, True):
-        sim = _Sim([WorkerClass("w", prof, W)], SimConfig(**base, timeline=timeline))
+        sim = _Sim([WorkerClass("w", prof, W)], simcfg(**base, timeline=timeline))
         assert sim.run_until(8 * W, 10**7)
         out.append((sim.plan.n_ops, np.asarray(sim.S.comp_t[:8 * W]).copy()))
     return out
@@ -122,7 +123,7 @@ def test_a_pass_without_parameters_becomes_one_op_and_keeps_its_time():
     ops = [compute("a"), compute("b", ["a"]), compute("c", ["b"]), compute("d", ["c"], resource="ps")]
     prof = build_profile(ops, [{"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.05},
                                {"a": 0.2, "b": 0.2, "c": 0.2, "d": 0.05}])
-    plan, info, *_ = build_plan([WorkerClass("w", prof, 1)], SimConfig(bandwidth_bps=1e9))
+    plan, info, *_ = build_plan([WorkerClass("w", prof, 1)], simcfg(bandwidth_bps=1e9))
     assert plan.n_ops == 2 and list(info.op_index) == [0, 3]
     assert plan.dur.reshape(2, 2)[:, 0] == approx([0.6, 0.6])
 
@@ -130,5 +131,5 @@ def test_a_pass_without_parameters_becomes_one_op_and_keeps_its_time():
 @pytest.mark.parametrize("name,folded", [("resnet50.json", 0.10), ("resnet50-nooverlap.json", 0.25)])
 def test_pipedream_profiles_lose_their_parameterless_layers(name, folded):
     prof = load_profile(EXAMPLES / name)
-    plan, *_ = build_plan([WorkerClass("w", prof, 2)], SimConfig(bandwidth_bps=1e9))
+    plan, *_ = build_plan([WorkerClass("w", prof, 2)], simcfg(bandwidth_bps=1e9))
     assert plan.n_ops < (1 - folded) * prof.n_ops

@@ -7,15 +7,18 @@
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from sgdsim.sim import SimConfig, WorkerClass
+from sgdsim.sim import WorkerClass
 from sgdsim.sim.kernel import make_kernel, pop_next, retire, schedule
 from sgdsim.sim.plan import build_plan
 from sgdsim.sim.simulate import _Sim
 
 from conftest import approx, layered_profile, run_sim
+from simcfg import simcfg
 
 SIZES = [4e5, 0, 2e5, 1e5]
 FWD = [0.02, 0.01, 0.03, 0.01]
@@ -28,10 +31,10 @@ def _profile(overlap: bool):
 
 def test_only_zero_time_sinks_on_exclusive_resources_are_instant():
     prof = _profile(overlap=True)
-    plan, info, *_ = build_plan([WorkerClass("w", prof, 2)], SimConfig(bandwidth_bps=8e6))
+    plan, info, *_ = build_plan([WorkerClass("w", prof, 2)], simcfg(bandwidth_bps=8e6))
     instant = {prof.ops[i].id for i, flag in zip(info.op_index, plan.instant) if flag}
     assert instant == {"upd:L0", "upd:L2", "upd:L3"}
-    plan, *_ = build_plan([WorkerClass("w", prof, 2)], SimConfig(bandwidth_bps=8e6, timeline=True))
+    plan, *_ = build_plan([WorkerClass("w", prof, 2)], simcfg(bandwidth_bps=8e6, timeline=True))
     assert not plan.instant.any()
 
 
@@ -40,10 +43,10 @@ def test_only_zero_time_sinks_on_exclusive_resources_are_instant():
 @pytest.mark.parametrize("overlap", [True, False])
 def test_instant_sinks_leave_every_completion_time_unchanged(mode, sharing, W, overlap):
     prof = _profile(overlap)
-    cfg = SimConfig(bandwidth_bps=8e6, mode=mode, sharing=sharing, seed=5,
+    cfg = simcfg(bandwidth_bps=8e6, mode=mode, sharing=sharing, seed=5,
                     warmup_steps=2, steps_per_worker=6)
     fast = _Sim([WorkerClass("w", prof, W)], cfg)
-    slow = _Sim([WorkerClass("w", prof, W)], SimConfig(**{**cfg.__dict__, "timeline": True}))
+    slow = _Sim([WorkerClass("w", prof, W)], replace(cfg, control=replace(cfg.control, timeline=True)))
     assert fast.plan.instant.any() and not slow.plan.instant.any()
     for sim in (fast, slow):
         assert sim.run_until(8 * W, 10**7)

@@ -19,8 +19,12 @@ from sgdsim.errors import ConfigError
 from sgdsim.evaluate import (Cluster, Control, Job, LocalPool, Serial, Strategy, evaluate,
                              make_executor)
 from sgdsim.placement import ps_fractions
-from sgdsim.sim import SimConfig, WorkerClass
+from sgdsim.parse.hardware import specs_from_hardware
+from sgdsim.plan.objective import Prices
+from sgdsim.sim import WorkerClass
 from sgdsim.sim import plan as plan_mod
+from sgdsim.spec import Link
+from simcfg import simcfg
 
 RESNET = "examples/profiles/resnet50.json"
 FAST = Control(steps_per_worker=30, replications=2)
@@ -38,14 +42,14 @@ def _xs(points):
 def test_predict_is_a_front_of_evaluate(resnet):
     via_front = sgdsim.predict(resnet, workers="1,3", bandwidth="1Gbps", model="all",
                                steps=30, replications=2, executor=Serial())
-    via_core = evaluate(Job.of(resnet), Strategy(), Cluster(1e9), [1, 3], "all", FAST,
+    via_core = evaluate(Job.of(resnet), Strategy(), Cluster(Link(1e9 / 8)), [1, 3], "all", FAST,
                         executor=Serial(), on_skip=lambda why: None)
     assert _xs(via_front) == _xs(via_core)
     assert {p.model for p in via_core} == {"fine", "coarse", "lin", "cynthia"}
 
 
 def test_process_pool_and_dask_give_the_serial_answers(resnet):
-    job, strat, cl = Job.of(resnet), Strategy(), Cluster(1e9)
+    job, strat, cl = Job.of(resnet), Strategy(), Cluster(Link(1e9 / 8))
     serial = evaluate(job, strat, cl, [1, 2, 4], "fine", FAST, executor=Serial())
     pooled = evaluate(job, strat, cl, [1, 2, 4], "fine", FAST, executor=LocalPool(2))
     assert _xs(pooled) == _xs(serial)
@@ -60,7 +64,7 @@ def test_process_pool_and_dask_give_the_serial_answers(resnet):
 
 def test_executor_options_are_checked():
     for kwargs, msg in [(dict(jobs=0), "--jobs"), (dict(backend="dask"), "--scheduler"),
-                        (dict(backend="ray"), "unknown backend"),
+                        (dict(backend="ray"), "unknown --backend 'ray'"),
                         (dict(scheduler="tcp://x:1"), "--backend dask"),
                         (dict(backend="dask", jobs=2, scheduler="tcp://x:1"), "--jobs")]:
         with pytest.raises(ConfigError, match=msg):
@@ -74,22 +78,22 @@ def test_a_simulator_bug_is_not_swallowed(resnet, monkeypatch):
 
     monkeypatch.setattr("sgdsim.evaluate.core.run_fine", broken)
     with pytest.raises(RuntimeError, match="bug"):
-        evaluate(Job.of(resnet), Strategy(), Cluster(1e9), [2], "fine", FAST, executor=Serial())
+        evaluate(Job.of(resnet), Strategy(), Cluster(Link(1e9 / 8)), [2], "fine", FAST, executor=Serial())
 
 
 def test_bad_combinations_fail_before_any_work(resnet):
-    with pytest.raises(ConfigError, match="synchronous"):
-        evaluate(Job.of(resnet), Strategy(arch="allreduce", mode="async"), Cluster(1e9), [2], "coarse")
+    with pytest.raises(ConfigError, match="--arch allreduce runs --mode sync, not async"):
+        evaluate(Job.of(resnet), Strategy(arch="allreduce", mode="async"), Cluster(Link(1e9 / 8)), [2], "coarse")
     with pytest.raises(ConfigError, match="cannot honour"):
-        evaluate(Job.of(resnet), Strategy(order="tic"), Cluster(1e9), [2], "coarse")
+        evaluate(Job.of(resnet), Strategy(order="tic"), Cluster(Link(1e9 / 8)), [2], "coarse")
     with pytest.raises(ConfigError, match="unknown model"):
-        evaluate(Job.of(resnet), Strategy(), Cluster(1e9), [2], "exact")
+        evaluate(Job.of(resnet), Strategy(), Cluster(Link(1e9 / 8)), [2], "exact")
     with pytest.raises(ConfigError, match="price"):
-        Cluster(1e9, price_per_node_hour=-1)
+        Prices(-1)
 
 
 def test_the_topology_is_built_once_and_equals_a_fresh_build(resnet):
-    config = SimConfig(bandwidth_bps=1e9, order="tic")
+    config = simcfg(bandwidth_bps=1e9, order="tic")
     plan_mod._TOPOLOGY.clear()
     first = plan_mod.build_plan([WorkerClass("d", resnet, 3)], config)[0]
     assert len(plan_mod._TOPOLOGY) == 1
@@ -115,8 +119,8 @@ coarse_profiles = st.builds(
 @given(c=coarse_profiles, P=st.integers(2, 4), sharing=st.sampled_from(["ps", "fcfs", "threshold"]))
 def test_one_worker_does_not_care_how_many_servers(c, P, sharing):
     """A lone worker's NIC moves all M bytes either way: its cycle is the 1-PS cycle."""
-    one = async_ps_sweep(c, 1e9, [1], sharing)[0]
-    many = async_ps_sweep(c, 1e9, [1], sharing, fractions=(1 / P,) * P)[0]
+    one = async_ps_sweep(c, 1e9 / 8, [1], sharing)[0]
+    many = async_ps_sweep(c, 1e9 / 8, [1], sharing, fractions=(1 / P,) * P)[0]
     assert many.throughput == pytest.approx(one.throughput, rel=1e-9)
 
 
@@ -127,7 +131,7 @@ def test_many_workers_saturate_the_busiest_server(P):
     fractions = (0.5, 0.3, 0.2)[:P] if P > 1 else (1.0,)
     fractions = tuple(f / sum(fractions) for f in fractions)
     bound = 1e9 / (8 * 10e6 * max(fractions)) * 32
-    x = async_ps_sweep(c, 1e9, [400], "ps", fractions=fractions)[0].throughput
+    x = async_ps_sweep(c, 1e9 / 8, [400], "ps", fractions=fractions)[0].throughput
     assert x == pytest.approx(bound, rel=0.01) and x <= bound * (1 + 1e-9)
 
 
@@ -135,9 +139,9 @@ def test_many_workers_saturate_the_busiest_server(P):
 def test_sync_with_several_servers_is_the_busiest_servers_load(K):
     c = CoarseProfile(model_bytes=10e6, forward_s=0.05, backward_s=0.07, update_s=0.01, batch_size=32)
     MB = 10e6 * 8 / 1e9
-    T = sync_ps([(c, K)], 1e9, "ps", fractions=(0.5, 0.5)).step_time_s
+    T = sync_ps([(c, K)], 1e9 / 8, "ps", fractions=(0.5, 0.5)).step_time_s
     assert T == pytest.approx(2 * max(1, K / 2) * MB + 0.12 + 0.005, rel=1e-12)
-    assert sync_ps([(c, K)], 1e9, "ps", fractions=(1.0,)).step_time_s == pytest.approx(
+    assert sync_ps([(c, K)], 1e9 / 8, "ps", fractions=(1.0,)).step_time_s == pytest.approx(
         2 * K * MB + 0.12 + 0.01, rel=1e-12)
 
 
@@ -161,7 +165,7 @@ def test_coarse_two_servers_against_the_lab(tmp_path):
     for r in rows:
         assert abs(float(r["error_pct"])) < 5.0, r
     prof = sgdsim.load_profile("docs/validation/2ps/profiles/mlp10-async-2ps.json")
-    one_ps = evaluate(Job.of(prof), Strategy(ps_count=1), Cluster(100e6), [8], "coarse")[0]
+    one_ps = evaluate(Job.of(prof), Strategy(ps_count=1), Cluster(Link(100e6 / 8)), [8], "coarse")[0]
     measured_w8 = next(float(r["measured"]) for r in rows if r["workers"] == "8")
     assert one_ps.throughput < 0.85 * measured_w8  # one server: -20 %
 
@@ -181,17 +185,17 @@ def test_strategy_labels_and_defaults():
 
 
 def test_a_hardware_file_means_the_same_to_both_fronts(resnet):
-    """predict(**hw.predict_kwargs) and evaluate(Strategy/Cluster.from_hardware) agree."""
+    """predict(**hw.predict_kwargs) and evaluate(specs_from_hardware) agree."""
     from sgdsim.hardware import load_hardware
 
     hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
     for arch, mode in (("ps", "async"), ("ps", "sync"), ("allreduce", "sync")):
         front = sgdsim.predict(resnet, workers="2,4", mode=mode, arch=arch, model="coarse",
                                **hw.predict_kwargs(arch))
-        strategy = replace(Strategy.from_hardware(hw), arch=arch, mode=mode)
-        core = evaluate(Job.of(resnet), strategy, Cluster.from_hardware(hw, arch), [2, 4], "coarse")
+        strategy, cluster, _ = specs_from_hardware(hw, arch, mode=mode)
+        core = evaluate(Job.of(resnet), strategy, cluster, [2, 4], "coarse")
         assert _xs(front) == _xs(core)
     hw100 = load_hardware("examples/grids/hardware-lab-100mbps.json")
-    assert Cluster.from_hardware(hw100, "allreduce").ring_latency_s == hw100.ring_latency_s > 0
-    assert Cluster.from_hardware(hw100, "ps").ring_latency_s == 0
-    assert Cluster.from_hardware(hw, "ps", two_way_penalty=0.1).two_way_table is None
+    assert specs_from_hardware(hw100, "allreduce")[1].link.step_latency_s == hw100.ring_latency_s > 0
+    assert specs_from_hardware(hw100, "ps")[1].link.step_latency_s == 0
+    assert specs_from_hardware(hw, "ps", two_way_penalty=0.1)[1].contention.two_way.table is None

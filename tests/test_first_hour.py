@@ -13,8 +13,9 @@ from sgdsim.cli import main
 from sgdsim.errors import ConfigError
 from sgdsim.point import bottleneck_text
 from sgdsim.predict import parse_workers
-from sgdsim.sim import SimConfig, WorkerClass, simulate
-from sgdsim.sim.config import MAX_SIM_WORKER_SUM, MAX_WORKERS
+from sgdsim.sim import WorkerClass, simulate
+from sgdsim.spec.limits import MAX_SIM_WORKER_SUM, MAX_WORKERS
+from simcfg import simcfg
 
 P = "examples/profiles/alexnet.json"
 
@@ -97,7 +98,7 @@ def test_limits_are_refused_in_one_line(argv, message, capsys):
 
 def test_a_run_that_cannot_fit_the_op_budget_is_refused_before_it_starts():
     prof = sgdsim.load_profile(P)
-    cfg = SimConfig(bandwidth_bps=1e9, warmup_steps=50, steps_per_worker=5, max_ops=2000)
+    cfg = simcfg(bandwidth_bps=1e9, warmup_steps=50, steps_per_worker=5, max_ops=2000)
     with pytest.raises(ConfigError, match="55 steps \\(warm-up included\\) per worker need more"):
         simulate([WorkerClass("w", prof, 8)], cfg)
 
@@ -106,7 +107,7 @@ def test_a_budget_that_runs_out_in_the_warm_up_says_so():
     """Past the up-front bound (0.4 ops per profiled op) but short of the real need (~0.63)."""
     prof = sgdsim.load_profile(P)
     need_lower = 8 * prof.n_ops * 55 * 0.4
-    cfg = SimConfig(bandwidth_bps=1e9, warmup_steps=50, steps_per_worker=5,
+    cfg = simcfg(bandwidth_bps=1e9, warmup_steps=50, steps_per_worker=5,
                     max_ops=int(need_lower * 1.25))
     with pytest.raises(ConfigError, match="the warm-up per worker need more than"):
         simulate([WorkerClass("w", prof, 8)], cfg)

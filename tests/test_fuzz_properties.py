@@ -1,75 +1,44 @@
-"""Hypothesis over broken profiles (mutations of examples/profiles/alexnet.json) and over the
-option values of predict, plan, optimize and calibrate-threshold: every call keeps the contract
-of ``fuzzkit``. Valid simulations are tiny (2 workers, 2 steps, 1 replication, ``--jobs 1``)."""
+"""Hypothesis over every subcommand and every file format the CLI reads, in process: broken
+profiles (mutations of examples/profiles/alexnet.json); curated option values of predict,
+plan, optimize and calibrate-threshold; odd values (text, Unicode digits, 400-digit integers,
+with and without units) for every option of every command; mutated hardware files, optimize
+constants, coarse profiles, Kineto traces, ops CSVs, layer CSVs, PipeDream graphs and
+validate grids. Every call keeps the contract of ``fuzzkit``. Valid runs are tiny (2 workers,
+2 steps, 1 replication, ``--jobs 1``, the coarse model); commands that need root, a network or
+PyTorch get only inputs that argparse refuses. About 10,000 inputs, derandomized (the same on
+every run); tools/fuzz_cli.py explores new ones. Regressions: test_fuzz_regressions.py."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import gzip
+import itertools
 import json
+import os
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 
-from fuzzkit import BASE, BIG_INT, EXAMPLES, FUZZ, MEASURED, PROFILE, TINY, contract
+from fuzz_strategies import (CALIBRATE_THRESHOLD, COARSE, CONSTANTS, HARDWARE, KINETO,
+                             KINETO_PATH, MUTATION, OPS_ROW, OPTIMIZE, PLAN, PREDICT, QUANTITIES,
+                             apply_mutation, graph_text, grid_toml, layers_csv, mutated_json,
+                             ops_csv, ops_csv_text, options, subcommands, value_options)
+from fuzzkit import (BASE, BIG_INT, EXAMPLES, FUZZ, GRAPH, MEASURED, PROFILE, TINY,
+                     check_contract, contract)
+from sgdsim.cli import build_parser
 
 # ----------------------------------------------------------------------------- broken profiles
-
-BAD_VALUES = st.sampled_from([
-    float("nan"), float("inf"), float("-inf"), -1, -1e-9, 0, 1e308, 10 ** 30, 2 ** 63,
-    "x", "", "1", None, True, [], [[[]]], {}, {"a": 1}, [1, 2], 0.5, 1e-300, 1000,
-    "fwd:node2", ["fwd:node2", "fwd:node2"]])
-EXTREME = st.sampled_from([0, -1, 1e-300, 1e-12, 1e12, 1e300, 1e308])
-
-MUTATION = st.one_of(
-    st.tuples(st.just("drop"), st.integers(0, 10 ** 6)),
-    st.tuples(st.just("replace"), st.integers(0, 10 ** 6), BAD_VALUES),
-    st.tuples(st.just("scale"), st.integers(0, 10 ** 6), EXTREME),  # numbers only
-    st.tuples(st.just("dup"), st.integers(0, 10 ** 6)),  # a list item twice
-)
-
-
-def _paths(obj, prefix=()):
-    yield prefix, obj
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
-def _apply(tree, mutation):
-    what, index = mutation[0], mutation[1]
-    paths = [(p, v) for p, v in _paths(tree) if p]
-    if what == "scale":
-        paths = [(p, v) for p, v in paths
-                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if what == "dup":
-        paths = [(p, v) for p, v in paths if isinstance(p[-1], int)]
-    if not paths:
-        return
-    path, value = paths[index % len(paths)]
-    parent = tree
-    for k in path[:-1]:
-        parent = parent[k]
-    if what == "drop":
-        del parent[path[-1]]
-    elif what == "replace":
-        parent[path[-1]] = copy.deepcopy(mutation[2])
-    elif what == "scale":
-        parent[path[-1]] = value * mutation[2]
-    else:
-        parent.insert(path[-1], copy.deepcopy(value))
-
 
 @st.composite
 def broken_profiles(draw):
     """(file name, bytes) of a mutated alexnet profile: values, structure, text, encoding."""
     tree = copy.deepcopy(BASE)
     for mutation in draw(st.lists(MUTATION, min_size=0, max_size=4)):
-        _apply(tree, mutation)
+        apply_mutation(tree, mutation)
     text = json.dumps(tree)
     form = draw(st.sampled_from(["json", "json", "json", "truncated", "non-utf8", "gzip",
                                  "truncated-gzip", "top-level", "huge-literal"]))
@@ -115,91 +84,6 @@ def test_broken_profiles_in_other_configurations(capsys, profile, extra):
         path = Path(d) / name
         path.write_bytes(data)
         contract(capsys, ["predict", path, "--workers", "1,2", *TINY, "-q", *extra])
-
-
-# ----------------------------------------------------------------------------- option values
-
-NUMERIC_BAD = ["", " ", "nan", "NaN", "inf", "-inf", "Infinity", "1e308", "-1e308", "-1", "0",
-               BIG_INT, "1e-300", "x", "1,2", "0x10", "--", "1e"]
-BW = ["10Gbps", "1Gbps", "100Mbps", "1e9bps", "10Gbs", "5XB", "", "-1Gbps", "0bps", "nan",
-      "inf", "1e308", "1e308bps", "1e-300bps", "1kbps", "10", "Gbps", "nanGbps", "infbps",
-      BIG_INT + "bps", "1Pbps", "2Pbps"]
-DUR = ["0", "0s", "2ms", "0.2ms", "1us", "", "-1ms", "nan", "nans", "inf", "infs", "1e308s",
-       "5XB", "1e-300s", BIG_INT + "s", "ms"]
-SIZE = ["28MB", "1MB", "64KB", "", "0", "-1MB", "5XB", "nan", "nanMB", "inf", "1e308B",
-        BIG_INT, "1B"]
-WORKERS = ["1", "2", "1,2", "1-2", "2,1", "1,1", "0", "-1", "1-", "-", "", "x", BIG_INT,
-           "1-99999999999999", "5000", "100000", "1025", "2-1", "1.5", "1,,2", "nan", "inf",
-           "1e3", "0-2"]
-SEEDS = ["0", "1", "9223372036854775807", "9223372036854775808", "-1",
-         "18446744073709551616", "1.5", "", "x"]
-
-PREDICT = {
-    "--workers": WORKERS,
-    "--bandwidth": BW,
-    "--mode": ["async", "sync", "SYNC"],
-    "--arch": ["ps", "allreduce", "ring"],
-    "--model": ["fine", "coarse", "lin", "cynthia", "all", "Coarse"],
-    "--sharing": ["ps", "fcfs", "hybrid", "threshold", "maxmin"],
-    "--fcfs-weight": ["0", "0.3", "1", "1.5"] + NUMERIC_BAD,
-    "--share-cv": ["0", "0.3", "9.99", "10"] + NUMERIC_BAD,
-    "--two-way-penalty": ["0", "0.1", "1", "1.5"] + NUMERIC_BAD,
-    "--ring-latency": DUR,
-    "--rho-threshold": ["0.6", "1", "0.01", "2"] + NUMERIC_BAD,
-    "--flow-cap": BW,
-    "--streams": ["fifo", "http2", "http3"],
-    "--window": SIZE,
-    "--order": ["profiled", "tic", "reverse", "random", "sorted"],
-    "--overhead-alpha": ["0", "1e-9", "0.001", "0.002"] + NUMERIC_BAD,
-    "--overhead-beta": DUR,
-    "--ps-count": ["1", "2", "3", "9", "1000"] + NUMERIC_BAD,
-    "--seed": SEEDS,
-    "--jitter": ["0", "0.1", "9.9", "10"] + NUMERIC_BAD,
-    "--warmup": ["0", "1", "10001"] + NUMERIC_BAD,
-    "--steps": ["1", "2", "100001", "0"] + NUMERIC_BAD,
-    "--replications": ["1", "2", "1001"] + NUMERIC_BAD,
-    "--jobs": ["1", "257"] + NUMERIC_BAD,
-    "--backend": ["local", "mpi"],
-    "--format": ["table", "csv", "json", "xml"],
-}
-PLAN = {
-    "--dataset-size": ["1000", "1.28M", "10k", "1"] + NUMERIC_BAD,
-    "--workers": ["1-4", "1,2", "2"] + [w for w in WORKERS if w not in ("5000", "1025")],
-    "--bandwidth": BW,
-    "--strategies": ["async-ps", "sync-ps", "allreduce", "async-ps,sync-ps,allreduce",
-                     "allreduce,allreduce", "", "ring", ","],
-    "--max-ps": ["1", "2", "9"] + NUMERIC_BAD,
-    "--price-per-node-hour": ["1", "0.5", "0"] + NUMERIC_BAD,
-    "--ps-price-per-node-hour": ["1", "0"] + NUMERIC_BAD,
-    "--target-epoch-time": ["90s", "30min", "2h", "1ms"] + DUR,
-    "--budget-per-epoch": ["1", "0.001", "100"] + NUMERIC_BAD,
-    "--knee": ["5%", "1%", "100%", "0%", "5", "-5%", "nan%", "inf%", "", "%"],
-    "--finalists": ["1", "0", "-1", BIG_INT, "x"],
-    "--seed": SEEDS,
-    "--format": ["table", "json", "csv"],
-}
-OPTIMIZE = {  # machines x cores stay small: the optimizer's search grows fast (see above)
-    "--machines": ["1", "2", "4", "8", "16"] + NUMERIC_BAD,
-    "--cores": ["1", "2", "4"] + NUMERIC_BAD,
-    "--batch-size": ["1", "32", "256", "0", "-1", "nan", BIG_INT, ""],
-    "--dataset-size": ["1", "1000", "1281167", "0", "-1", BIG_INT, "nan", "1e6"],
-    "--read-every": ["1", "256", "0", "-1", BIG_INT, "nan"],
-    "--bandwidth": BW,
-    "--latency": DUR,
-    "--max-layer-replicas": ["1", "4", "0", "-1", BIG_INT, "nan"],
-    "--reads": ["worst", "best", "average"],
-    "--seed": SEEDS,
-    "--format": ["table", "json", "csv"],
-}
-CALIBRATE_THRESHOLD = {"--bandwidth": BW}
-
-
-def options(table: dict[str, list[str]], max_size: int):
-    """A few of the table's options, each with one of its values, in a random order."""
-    pair = st.sampled_from(sorted(table)).flatmap(
-        lambda opt: st.tuples(st.just(opt), st.sampled_from(table[opt])))
-    return st.lists(pair, max_size=max_size, unique_by=lambda p: p[0]).map(
-        lambda pairs: [x for p in pairs for x in p])
 
 
 # once found "--steps 1" (with --replications 1): an interval [0.0, inf]; see FOUND
@@ -260,3 +144,205 @@ def test_calibrate_threshold_keeps_the_contract(capsys, body, cut, opts, profile
         path = Path(d) / "m.csv"
         path.write_bytes(body)
         contract(capsys, ["calibrate-threshold", path, EXAMPLES / profile, "-q"] + opts)
+
+
+# ----------------------------------------------------------------------------- every subcommand
+# Every command path of the parser, fuzzed in process: the cheap ones run from a valid head
+# with one to three of their options given odd values (text, Unicode digits, 400-digit
+# integers, with units); those that need root, a network or PyTorch (lab, netbench, validate,
+# profile, ops measure) get inputs argparse refuses, checked before anything could run.
+
+# fewer phases than FUZZ's default: ``target`` and ``explain`` cost ~1 ms an example here
+QUICK = settings(FUZZ, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
+PATHS = subcommands(build_parser())
+C = "size=10MB,fwd=10ms,bwd=20ms,batch=32"
+HW = str(EXAMPLES.parent / "grids" / "hardware-lab-100mbps.json")
+OUT = itertools.count()
+SAFE = {  # command path -> a cheap valid run; {n}: a fresh name in the scratch folder
+    ("predict",): ["predict", PROFILE, "--model", "coarse", "--workers", "1,2"],
+    ("report",): ["report", PROFILE, "--model", "coarse", "--workers", "1,2", "-o", "r{n}.html"],
+    ("import", "pipedream"): ["import", "pipedream", GRAPH, "--batch-size", "8", "-o", "g{n}.json"],
+    ("info",): ["info", PROFILE],
+    ("optimize",): ["optimize", "alexnet", "--machines", "2", "--cores", "1"],
+    ("ops", "list"): ["ops", "list", "--db", "{db}"],
+    ("ops", "stats"): ["ops", "stats", "--db", "{db}"],
+    ("ops", "export"): ["ops", "export", "e{n}.csv", "--db", "{db}"],
+    ("ops", "import"): ["ops", "import", "{csv}", "--db", "i{n}.sqlite"],
+    ("ops", "train"): ["ops", "train", "--db", "{db}", "--budget", "1"],
+    ("ops", "eval"): ["ops", "eval", "--db", "{db}", "--budget", "1"],
+}
+SLOW = {  # as SAFE, but a valid run takes 30-300 ms: fewer examples
+    ("import", "kineto"): ["import", "kineto", str(KINETO_PATH), "--batch-size", "8", "-o",
+                           "k{n}.json"],
+    ("calibrate-threshold",): ["calibrate-threshold", str(MEASURED), PROFILE],
+    ("calibrate",): ["calibrate", PROFILE, "--hardware", HW, "--step-time", "1.72s", "-o",
+                     "c{n}.json"],
+    ("plan",): ["plan", "--coarse", C, "--dataset-size", "1000", "--workers", "1-2",
+                "--finalists", "1", "--jobs", "1"],
+}
+GUARDED = [p for p in PATHS if p not in SAFE and p not in SLOW]
+# options whose valid values cost seconds (process pools, a 64-machine search, training time,
+# plan's simulated finalists)
+COSTLY = {"--jobs", "--scheduler", "--budget", "--machines", "--cores"}
+COSTLY_IN = {("plan",): {"--workers", "--finalists", "--max-ps"}}
+# examples per command path: the cheap ones most (a valid ops run opens a database: ~20 ms)
+WEIGHTS = {("info",): 8, ("optimize",): 6, ("predict",): 6, ("import", "pipedream"): 5,
+           ("report",): 3}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sandbox(tmp_path_factory):
+    """One parser for the module (building one costs ~30 ms, parsing with it well under 1 ms:
+    the 10,000 inputs fit in time only so), a scratch working folder (fuzzed output names land
+    there) and a scratch operator database (the default one is the user's)."""
+    import sgdsim.cli as cli
+
+    parser, d = cli.build_parser(), tmp_path_factory.mktemp("fuzz")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli, "build_parser", lambda: parser)
+        mp.chdir(d)
+        mp.setenv("SGDSIM_OPS_DB", str(d / "default.sqlite"))
+        (d / "ops.csv").write_bytes(ops_csv_text([OPS_ROW]))
+        assert cli.main(["ops", "import", str(d / "ops.csv"), "--db", str(d / "ops.sqlite"),
+                         "-q"]) == 0
+        yield SimpleNamespace(parser=parser, dir=d)
+
+
+@contextlib.contextmanager
+def fresh_folder():
+    """Each input in a folder of its own: a file one input wrote is no other input's."""
+    old = os.getcwd()
+    os.mkdir(folder := f"in{next(OUT)}")
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def _fuzz_options(capsys, sandbox, path, data):
+    costly = COSTLY | COSTLY_IN.get(path, set())
+    opts = [o for o in value_options(sandbox.parser, path) if o not in costly]
+    d = sandbox.dir
+    head = [a.format(n=next(OUT), db=d / "ops.sqlite", csv=d / "ops.csv")
+            for a in {**SAFE, **SLOW}[path]]
+    with fresh_folder():
+        if not opts:  # info: its one argument, a path
+            contract(capsys, [*path, data.draw(QUANTITIES)])
+            return
+        pairs = data.draw(st.lists(st.tuples(st.sampled_from(opts), QUANTITIES), min_size=1,
+                                   max_size=3))
+        rc, _, _ = contract(capsys, head + [x for p in pairs for x in p] + ["-q"])
+    event(f"{' '.join(path)}: exit {rc}")  # --hypothesis-show-statistics: how many ran
+
+
+@settings(QUICK, max_examples=4000)
+@given(path=st.sampled_from([p for p in SAFE for _ in range(WEIGHTS.get(p, 1))]),
+       data=st.data())
+def test_option_values_of_every_command(capsys, sandbox, path, data):
+    _fuzz_options(capsys, sandbox, path, data)
+
+
+@settings(QUICK, max_examples=200)
+@given(path=st.sampled_from(list(SLOW)), data=st.data())
+def test_option_values_of_the_slower_commands(capsys, sandbox, path, data):
+    _fuzz_options(capsys, sandbox, path, data)
+
+
+@settings(QUICK, max_examples=3600)
+@given(path=st.sampled_from(GUARDED), data=st.data())
+def test_commands_that_need_root_or_a_network_refuse_at_parse_time(capsys, sandbox, path,
+                                                                    data):
+    opts = value_options(sandbox.parser, path) or ["--quiet"]
+    pairs = data.draw(st.lists(st.tuples(st.sampled_from(opts), QUANTITIES), max_size=3))
+    # right after the command: a REMAINDER argument (lab exec COMMAND ...) swallows the rest
+    argv = [*path, "--fuzz-no-such-option", *[x for p in pairs for x in p]]
+    capsys.readouterr()
+    try:  # the parser alone, as main() would run it first: the command itself never runs
+        sandbox.parser.parse_args(argv)
+    except SystemExit as e:
+        rc = e.code
+    else:
+        pytest.fail(f"argparse accepted {argv}: it would run")
+    check_contract(rc, *capsys.readouterr(), argv)
+
+
+def test_the_fuzzed_commands_are_every_command():
+    assert set(SAFE) | set(SLOW) | set(GUARDED) == set(PATHS)
+    assert {("lab", "up"), ("lab", "exec"), ("netbench",), ("validate",), ("profile",),
+            ("ops", "measure")} <= set(GUARDED)
+    assert len(PATHS) >= 20
+
+
+# ----------------------------------------------------------------------------- every file format
+
+def _with_file(capsys, name: str, data: bytes, *argvs):
+    with fresh_folder():
+        Path(name).write_bytes(data)
+        for argv in argvs:
+            contract(capsys, [a if a != "FILE" else name for a in argv])
+
+
+# two_way_table & co: see test_fuzz_regressions.py, OPEN
+@settings(QUICK, max_examples=250)
+@given(mutated_json(HARDWARE, no_huge=("two_way_table", "two_way_busy", "two_way_busy_push")),
+       st.booleans())
+def test_hardware_files(capsys, sandbox, data, predict):
+    _with_file(capsys, "hw.json", data,
+               ["predict", PROFILE, "--hardware", "FILE", "--model", "coarse", "--workers", "1,2"]
+               if predict else
+               ["optimize", "alexnet", "--machines", "2", "--cores", "1", "--hardware", "FILE"])
+
+
+@settings(QUICK, max_examples=300)
+@given(mutated_json(CONSTANTS))
+def test_optimize_constants_files(capsys, sandbox, data):
+    _with_file(capsys, "c.json", data,
+               ["optimize", "alexnet", "--machines", "2", "--cores", "1", "--constants", "FILE"])
+
+
+# messages=: see test_fuzz_regressions.py, OPEN
+@settings(QUICK, max_examples=250)
+@given(mutated_json(COARSE), st.lists(st.tuples(st.sampled_from(
+    ["size", "fwd", "bwd", "batch", "update", "overlap", "name"]), QUANTITIES), max_size=2))
+def test_coarse_profiles(capsys, sandbox, data, fields):
+    spec = ",".join([C, *(f"{k}={v}" for k, v in fields)])
+    _with_file(capsys, "coarse.json", data,
+               ["predict", "FILE", "--model", "coarse", "--workers", "1,2"],
+               ["predict", "--coarse", spec, "--model", "coarse", "--workers", "1,2"])
+
+
+@settings(QUICK, max_examples=40)
+@given(mutated_json(KINETO, max_mutations=2))
+def test_kineto_traces(capsys, sandbox, data):
+    _with_file(capsys, "trace.json", data,
+               ["import", "kineto", "FILE", "--batch-size", "8", "-o", "out.json"])
+
+
+@settings(QUICK, max_examples=200)
+@given(ops_csv())
+def test_ops_import_files(capsys, sandbox, data):
+    _with_file(capsys, "ops.csv", data, ["ops", "import", "FILE", "--db", "ops.sqlite"])
+
+
+@settings(QUICK, max_examples=250)
+@given(layers_csv())
+def test_optimize_layer_files(capsys, sandbox, data):
+    _with_file(capsys, "layers.csv", data,
+               ["optimize", "FILE", "--machines", "2", "--cores", "1", "--batch-size", "8"])
+
+
+@settings(QUICK, max_examples=300)
+@given(graph_text(Path(GRAPH).read_text()))
+def test_pipedream_graphs(capsys, sandbox, data):
+    _with_file(capsys, "g.txt", data,
+               ["import", "pipedream", "FILE", "--batch-size", "8", "-o", "out.json"])
+
+
+@settings(QUICK, max_examples=400)
+@given(grid_toml())
+def test_grid_files(capsys, sandbox, data):
+    # a valid grid is refused right after it is read (--measured with --dry-run): no lab, no
+    # torch, nothing measured
+    _with_file(capsys, "grid.toml", data,
+               ["validate", "FILE", "--dry-run", "--measured", "none.csv", "-q"])

@@ -52,10 +52,10 @@ def test_contention_never_shortens_compute_and_zero_changes_nothing(monkeypatch)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"host_contention": -0.1}, "host_contention must be from 0"),
-    ({"host_contention": (0.1, 11)}, "host_contention must be from 0"),
+    ({"host_contention": -0.1}, r"host_contention must be in \[0, 10\]"),
+    ({"host_contention": (0.1, 11)}, r"host_contention must be in \[0, 10\]"),
     ({"host_contention": 0.1, "arch": "allreduce", "mode": "sync"}, "applies to --arch ps"),
-    ({"host_contention": "lots"}, "host_contention expects a number"),
+    ({"host_contention": "lots"}, "host_contention must be a number"),
 ])
 def test_bad_contention_is_one_line(kwargs, message):
     with pytest.raises(ConfigError, match=message) as info:

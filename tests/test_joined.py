@@ -13,14 +13,17 @@ import pytest
 from conftest import chunks, layered_profile, run_sim
 from sgdsim.cli import main
 from sgdsim.errors import ConfigError, ProfileError
-from sgdsim.evaluate.inputs import Cluster, Control, Strategy, sim_config
+from sgdsim.evaluate import sim_config
 from sgdsim.hardware import hardware_from_dict, load_hardware
 from sgdsim.lab.joined import fit_each, fit_joined, incumbent_shares
-from sgdsim.sim.config import SimConfig
+from sgdsim.parse.hardware import specs_from_hardware
+from sgdsim.sim.config import NO_JOINED, SimConfig
 from sgdsim.sim.flows import make_links
 from sgdsim.sim.links import add_flow, advance, next_time
 from sgdsim.sim.sharing.fair import joined_due, set_rate
 from sgdsim.sim.simulate import JOINED_POOL, _joined
+from sgdsim.spec import Cluster, Contention, Control, Link, Strategy, TwoWayRule
+from simcfg import simcfg
 
 ONES = tuple(tuple(tuple(1.0 for _ in range(3)) for _ in range(3)) for _ in range(2))
 
@@ -79,16 +82,17 @@ def test_each_join_draws_its_pair_by_the_arrivals_sequence_number():
 
 def test_the_pool_resamples_the_measured_pairs_and_keeps_a_direction_without_them():
     draws = (((0.2, 0.5), (0.4, 0.7), (0.6, 0.9)), ())
-    cfg = SimConfig(bandwidth_bps=8e6, two_way_table=ONES, two_way_joined=(0.6, 1.0),
-                    two_way_joined_after_s=(0.4, 0.0), two_way_joined_draws=draws, seed=3)
+    flat = dict(bandwidth_bps=8e6, two_way_table=ONES, two_way_joined=(0.6, 1.0),
+                two_way_joined_after_s=(0.4, 0.0), two_way_joined_draws=draws)
+    cfg = simcfg(**flat, seed=3)
     pool = _joined(cfg, 1)
     assert pool.shape == (2, JOINED_POOL, 2) and (pool[1] == (0.0, 1.0)).all()
     counts = [int((pool[0] == p).all(axis=1).sum()) for p in draws[0]]
     n, third = JOINED_POOL, JOINED_POOL / 3
     assert sum(counts) == n and all(abs(c - third) < 4 * (n * 2 / 9) ** 0.5 for c in counts)
-    other = _joined(dataclasses.replace(cfg, seed=4), 1)
+    other = _joined(simcfg(**flat, seed=4), 1)
     assert not np.array_equal(pool, other)  # another seed, another pool
-    fixed = _joined(dataclasses.replace(cfg, two_way_joined_draws=((), ())), 1)
+    fixed = _joined(simcfg(**{**flat, "two_way_joined_draws": ((), ())}, seed=3), 1)
     assert fixed.tolist() == [[[0.4, 0.6]], [[0.0, 1.0]]]
 
 
@@ -181,13 +185,17 @@ def test_bad_joined_shares_are_refused(kw, match):
 
 def test_the_joined_share_corrects_a_table_of_one_ps():
     with pytest.raises(ConfigError, match="give the table"):
-        Cluster(bandwidth_bps=1e8, two_way_joined=(0.6, 1.0))
-    cluster = Cluster(bandwidth_bps=1e8, two_way_table=ONES, two_way_joined=(0.6, 1.0),
-                      two_way_joined_after_s=0.4)
-    assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.6, 1.0),
-                                              "two_way_joined_after_s": (0.4, 0.4),
-                                              "two_way_joined_draws": ((), ())}
-    assert cluster.two_way_joined_for(2) == {}
+        TwoWayRule(joined=(0.6, 1.0))
+    cluster = Cluster(Link(1e8 / 8), Contention(two_way=TwoWayRule(table=ONES, joined=(0.6, 1.0),
+                                                                   joined_after_s=0.4)))
+    assert _joined_for(cluster, 1) == ((0.6, 1.0), (0.4, 0.4), ((), ()))
+    assert _joined_for(cluster, 2) == NO_JOINED
+
+
+def _joined_for(cluster, ps_count):
+    """(shares, after_s, draws) of a lone flow joined by one the other way, as the simulator
+    reads them with ``ps_count`` servers (none but with one)."""
+    return SimConfig(Strategy(ps_count=ps_count), cluster).joined
 
 
 def test_a_hardware_file_carries_the_joined_share_to_the_models():
@@ -198,10 +206,8 @@ def test_a_hardware_file_carries_the_joined_share_to_the_models():
     kw = hardware_from_dict(data).predict_kwargs("ps")
     assert kw["two_way_joined"] == (0.63, 1.0) and kw["two_way_joined_after"] == (0.45, 0.0)
     assert "two_way_joined" not in load_hardware("examples/grids/hardware-lab-100mbps.json").predict_kwargs("ps")
-    cluster = Cluster.from_hardware(hardware_from_dict(data), "ps")  # what plan and evaluate use
-    assert cluster.two_way_joined_for(1) == {"two_way_joined": (0.63, 1.0),
-                                              "two_way_joined_after_s": (0.45, 0.0),
-                                              "two_way_joined_draws": ((), ())}
+    cluster = specs_from_hardware(hardware_from_dict(data), "ps")[1]  # what plan and evaluate use
+    assert _joined_for(cluster, 1) == ((0.63, 1.0), (0.45, 0.0), ((), ()))
     with pytest.raises(ProfileError, match="two_way_joined"):
         hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None})
     with pytest.raises(ProfileError, match="in \\(0, 1\\]"):
@@ -216,9 +222,9 @@ def test_a_hardware_file_carries_the_joined_draws_to_the_simulator():
     assert hardware_from_dict(loaded.to_dict()) == loaded  # what incumbent.py record-joined writes
     kw = loaded.predict_kwargs("ps")
     assert kw["two_way_joined_draws"] == (((0.3, 0.5), (0.6, 0.75)), ())
-    cluster = Cluster.from_hardware(loaded, "ps")
-    assert cluster.two_way_joined_for(1)["two_way_joined_draws"] == (((0.3, 0.5), (0.6, 0.75)), ())
-    assert sim_config(Strategy(), cluster, Control()).two_way_joined_draws == kw["two_way_joined_draws"]
+    cluster = specs_from_hardware(loaded, "ps")[1]
+    assert _joined_for(cluster, 1)[2] == (((0.3, 0.5), (0.6, 0.75)), ())
+    assert sim_config(Strategy(), cluster, Control()).joined[2] == kw["two_way_joined_draws"]
     no_draws = {k: v for k, v in hw.to_dict().items() if not k.startswith("two_way_joined_draws")}
     assert "two_way_joined_draws" not in hardware_from_dict(no_draws).predict_kwargs("ps")
     for bad in ([], [[0.3]], [[0.3, 0.0]], [[-1, 0.5]], [["0.3", 0.5]], "0.3,0.5"):

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import cli_predictions, layered_profile, run_sim
+from simcfg import simcfg
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.joiner import fit_join, two_flow_ends
-from sgdsim.sim import SimConfig
 from sgdsim.sim.flows import make_links
 from sgdsim.sim.links import add_flow, advance, next_flow, next_time, remove_flow
 from sgdsim.validate.grid import parse_grid
@@ -122,7 +122,7 @@ def test_the_boost_pulls_two_async_workers_into_lock_step():
 ])
 def test_bad_boosts_are_refused_at_the_boundary(kw, match):
     with pytest.raises(ConfigError, match=match):
-        SimConfig(bandwidth_bps=1e9, **kw)
+        simcfg(bandwidth_bps=1e9, **kw)
 
 
 BASE_HW = {"format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,

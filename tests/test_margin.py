@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 import sgdsim
 from sgdsim.cli import main
 from sgdsim.errors import ConfigError, ProfileError
-from sgdsim.evaluate.margin import (MODEL_ERROR_REL, check_margin, conformal_margin, coverage,
-                                    run_score, with_model_error)
+from sgdsim.evaluate.margin import MODEL_ERROR_REL, conformal_margin, coverage, run_score, with_model_error
 from sgdsim.hardware import Hardware, hardware_from_dict, save_hardware
+from sgdsim.parse.keywords import margin_rel
 from sgdsim.point import PredictionPoint
 from sgdsim.profile.io import save_profile
+from sgdsim.spec.control import GIVEN, MEASURED
 
 KW = dict(workers=[1, 3], bandwidth="1Gbps", replications=1, steps=30, warmup=3)
 
@@ -94,13 +95,13 @@ def test_widening_adds_in_quadrature_per_side_and_never_narrows(p, lo_rel, hi_re
 @pytest.mark.parametrize("value,expected", [(0.12, 0.12), ("0.12", 0.12), ("12%", 0.12), (0, 0.0),
                                             (" 7.5% ", 0.075)])
 def test_margins_parse_as_fractions_or_percentages(value, expected):
-    assert check_margin(value) == pytest.approx(expected)
+    assert margin_rel(value) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("value", ["abc", 1.0, 1.5, -0.1, "-1%", "100%", float("nan"), "nan", "", "12 %x"])
 def test_bad_margins_are_one_line_errors(value):
     with pytest.raises(ConfigError, match="model error"):
-        check_margin(value)
+        margin_rel(value)
 
 
 def test_predict_adds_the_default_margin_to_fine_intervals_only():
@@ -111,8 +112,9 @@ def test_predict_adds_the_default_margin_to_fine_intervals_only():
     for r, d, e in zip(raw, default, explicit):
         assert d.throughput == r.throughput == e.throughput
         same = dict(wall_s=0.0)  # the one field that differs between two runs of a prediction
-        assert replace(d, **same) == replace(with_model_error(r, MODEL_ERROR_REL), **same)
-        assert replace(e, **same) == replace(with_model_error(r, 0.20), **same)
+        assert replace(d, **same) == replace(with_model_error(r, MODEL_ERROR_REL), **same, margin_source=MEASURED)
+        assert replace(e, **same) == replace(with_model_error(r, 0.20), **same, margin_source=GIVEN)
+        assert r.margin_source == ""  # no margin, no source
         assert d.ci_high - d.ci_low >= 2 * MODEL_ERROR_REL * d.throughput * (1 - 1e-9)
     coarse = sgdsim.predict(_profile(), model="coarse", workers=[1, 3], bandwidth="1Gbps")
     assert all(c.ci_low == c.ci_high == c.throughput for c in coarse)
@@ -146,8 +148,10 @@ def test_a_hardware_files_margin_is_used_and_an_option_overrides_it(tmp_path, ca
     assert main(table + ["--model-error", "5%"]) == 0
     note = capsys.readouterr().out.strip().splitlines()[-1]
     assert "(±5.0%, as set for this prediction)" in note and "lab runs" not in note
-    assert main(table + ["--model-error", str(MODEL_ERROR_REL)]) == 0
-    assert "measured on lab runs" in capsys.readouterr().out
+    assert main(base[:8]) == 0  # no hardware file, no --model-error: the lab's default
+    assert "(±10.4%, measured on lab runs)" in capsys.readouterr().out
+    assert main(table + ["--model-error", str(MODEL_ERROR_REL)]) == 0  # the default's value, given
+    assert "(±10.4%, as set for this prediction)" in capsys.readouterr().out
     assert main(base + ["--model-error", "1.2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "model error" in err

@@ -137,11 +137,11 @@ def test_coarse_weighted_hybrid(K, w):
     MB = 8 * COARSE.model_bytes / BPS
     C = COARSE.forward_s + COARSE.backward_s + COARSE.update_s
     step = K * MB + C + ((1 - w) * K + w) * MB
-    got = sync_ps([(COARSE, K)], BPS, "hybrid", fcfs_weight=w)
+    got = sync_ps([(COARSE, K)], BPS / 8, "hybrid", fcfs_weight=w)
     assert got.throughput == pytest.approx(K * COARSE.batch_size / step, rel=1e-12)
     end = {0.0: "ps", 1.0: "fcfs"}.get(w)
     if end:
-        assert got.throughput == pytest.approx(sync_ps([(COARSE, K)], BPS, end).throughput, rel=1e-12)
+        assert got.throughput == pytest.approx(sync_ps([(COARSE, K)], BPS / 8, end).throughput, rel=1e-12)
 
 
 @pytest.mark.parametrize("K", [2, 4])
@@ -152,7 +152,7 @@ def test_fine_weighted_hybrid_mixes_ps_and_fcfs_step_times(K):
     for w in (0.0, 0.25, 1.0):
         got = predict(sharing="hybrid", fcfs_weight=w, **kw)[0].throughput
         assert got == pytest.approx(1 / ((1 - w) / ps + w / fcfs), rel=1e-12)
-        coarse = sync_ps([(COARSE, K)], BPS, "hybrid", fcfs_weight=w).throughput
+        coarse = sync_ps([(COARSE, K)], BPS / 8, "hybrid", fcfs_weight=w).throughput
         assert got == pytest.approx(coarse, rel=1e-9)
     assert predict(**kw)[0].throughput == pytest.approx(2 / (1 / ps + 1 / fcfs), rel=1e-12)  # 0.5
 
@@ -172,13 +172,13 @@ def test_cli_uses_the_hardware_files_weight_and_allreduce_bandwidth(tmp_path, ca
         assert cli_main([*base, *extra]) == 0
         return json.loads(capsys.readouterr().out)[0]["throughput"]
 
-    expected_ps = sync_ps([(COARSE, 3)], 1e8, "ps").throughput
+    expected_ps = sync_ps([(COARSE, 3)], 1e8 / 8, "ps").throughput
     assert run("--hardware", str(hw)) == pytest.approx(expected_ps, rel=1e-9)
     assert run("--hardware", str(hw), "--fcfs-weight", "0.5") == pytest.approx(
-        sync_ps([(COARSE, 3)], 1e8, "hybrid").throughput, rel=1e-9)
+        sync_ps([(COARSE, 3)], 1e8 / 8, "hybrid").throughput, rel=1e-9)
     ring = run("--hardware", str(hw), "--arch", "allreduce")
     from sgdsim.analytic.sync import ring_allreduce
-    assert ring == pytest.approx(ring_allreduce([(COARSE, 3)], 5e7).throughput, rel=1e-9)
+    assert ring == pytest.approx(ring_allreduce([(COARSE, 3)], 5e7 / 8).throughput, rel=1e-9)
 
 
 def test_cli_errors_are_one_line(capsys):

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from conftest import chunks, cli_predictions, layered_profile, run_sim
+from simcfg import simcfg
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.onset import joiner_shares, onset_delay, recorded_onset
-from sgdsim.sim import SimConfig
 from sgdsim.sim.flows import make_links
 from sgdsim.sim.links import add_flow, advance, next_flow, next_time
 from sgdsim.sim.sharing.fair import apply_due_boost
@@ -98,7 +98,7 @@ def test_a_delay_longer_than_every_overlap_is_equal_sharing_and_zero_is_the_plai
 ])
 def test_bad_delays_are_refused_at_the_boundary(kw, match):
     with pytest.raises(ConfigError, match=match):
-        SimConfig(bandwidth_bps=1e9, **kw)
+        simcfg(bandwidth_bps=1e9, **kw)
 
 
 # ----------------------------------------------------------------------------- the fit
@@ -173,22 +173,26 @@ def test_a_measured_onset_makes_the_boosts_the_default_and_stalls_stay_opt_in():
 def test_evaluate_and_plan_take_a_files_late_comer_where_predict_does():
     import dataclasses
 
-    from sgdsim.evaluate.inputs import Cluster, Control, Strategy, sim_config
+    from sgdsim.evaluate import Control, Strategy, sim_config
+    from sgdsim.parse.hardware import specs_from_hardware
+    from sgdsim.spec import LateComer
     hw = hardware_from_dict(BASE_HW)
-    cluster = Cluster.from_hardware(hw, "ps")
+    cluster = specs_from_hardware(hw, "ps")[1]
     want = hw.predict_kwargs("ps", "async")
-    got = sim_config(Strategy(), cluster, Control())
-    assert (got.join_boost, got.join_after_s, got.join_delay_s, got.share_cv) == \
+    got = sim_config(Strategy(), cluster, Control()).late_comer
+    assert (got.boost, got.after_s, got.delay_s, got.share_cv) == \
         (want["join_boost"], want["join_after"], want["join_delay"], want["share_cv"])
     for strategy in (Strategy(mode="sync"), Strategy(ps_count=2), Strategy(sharing="fcfs")):
-        cfg = sim_config(strategy, cluster, Control())
-        assert (cfg.join_boost, cfg.share_cv) == ((1.0, 1.0), 0.0)
-    capped = sim_config(Strategy(), dataclasses.replace(cluster, flow_cap_bps=5e7), Control())
-    assert capped.join_boost == (1.0, 1.0)
-    mine = sim_config(Strategy(), dataclasses.replace(cluster, join_boost=(2.0, 1.0)), Control())
-    assert (mine.join_boost, mine.join_delay_s, mine.share_cv) == ((2.0, 1.0), (0.0, 0.0), 0.0)  # explicit wins
+        cfg = sim_config(strategy, cluster, Control()).late_comer
+        assert (cfg.boost, cfg.share_cv) == ((1.0, 1.0), 0.0)
+    capped_link = dataclasses.replace(cluster.link, flow_cap_Bps=5e7 / 8)
+    capped = sim_config(Strategy(), dataclasses.replace(cluster, link=capped_link), Control())
+    assert capped.late_comer.boost == (1.0, 1.0)
+    explicit = dataclasses.replace(cluster.contention, late_comer=LateComer(boost=(2.0, 1.0)))
+    mine = sim_config(Strategy(), dataclasses.replace(cluster, contention=explicit), Control()).late_comer
+    assert (mine.boost, mine.delay_s, mine.share_cv) == ((2.0, 1.0), (0.0, 0.0), 0.0)  # explicit wins
     undelayed = {k: v for k, v in BASE_HW.items() if k != "join_delay_s"}
-    assert Cluster.from_hardware(hardware_from_dict(undelayed), "ps").measured_late_comer is None
+    assert specs_from_hardware(hardware_from_dict(undelayed), "ps")[1].contention.measured_late_comer is None
 
 
 def test_a_grid_case_takes_the_default_or_a_boolean(tmp_path):

@@ -12,8 +12,9 @@ import sgdsim
 from sgdsim.analytic.coarse_profile import parse_coarse
 from sgdsim.cli import main
 from sgdsim.evaluate import Cluster, Control, Job, Serial, Strategy, evaluate
-from sgdsim.plan.objective import RESOLUTION, Objective, PlanPoint, knee_of
+from sgdsim.plan.objective import RESOLUTION, Objective, PlanPoint, Prices, knee_of
 from sgdsim.plan.search import PlanRequest, candidates, plan
+from sgdsim.spec import Link, Nodes
 
 RESNET = "examples/profiles/resnet50.json"
 SMALL = "size=20MB,fwd=40ms,bwd=80ms,batch=32"
@@ -23,8 +24,12 @@ KEYS = {"arch", "mode", "workers", "ps_count", "bandwidth_bps", "throughput", "c
 
 def _pt(x, workers=1, ps=1, price=1.0, lo=None, hi=None, label=0):
     strat = Strategy(ps_count=ps, window_bytes=1e6 + label)  # label: distinct strategies
-    return PlanPoint(strat, Cluster(1e9, price_per_node_hour=price), workers, x,
-                     x if lo is None else lo, x if hi is None else hi, "worker", "fine", 3600)
+    return PlanPoint(strat, _cluster(1e9), workers, x,
+                     x if lo is None else lo, x if hi is None else hi, "worker", "fine", 3600, Prices(price))
+
+
+def _cluster(bandwidth_bps, **nodes):
+    return Cluster(Link(bandwidth_bps / 8), nodes=Nodes(**nodes))
 
 
 points = st.lists(st.builds(_pt, x=st.floats(1, 1e3), workers=st.integers(1, 64),
@@ -98,17 +103,18 @@ def test_every_point_checked_equals_brute_force_over_the_simulator():
     """With as many finalists as points, the plan's choice is the fine optimum (or tied)."""
     job = Job.of(parse_coarse(SMALL))
     strategies = candidates(["sync-ps", "allreduce"])
-    clusters = (Cluster(1e9), Cluster(10e9, price_per_node_hour=1.5))
+    clusters = (_cluster(1e9), _cluster(10e9))
+    prices = Prices(1.0, ps=1.5)  # a server node dearer than a worker's
     control = Control(steps_per_worker=20, replications=2)
     obj = Objective("target", target_epoch_time_s=60.0)
     req = PlanRequest(job, strategies, clusters, (1, 2, 3, 4), 10_000, obj, finalists=100,
-                      control=control)
+                      control=control, prices=prices)
     result = plan(req, Serial())
     assert len(result.checked) == len(result.points) == 16
     brute = []
     for s in strategies:
         for c in clusters:
-            brute += [PlanPoint.of(p, s, c, 10_000)
+            brute += [PlanPoint.of(p, s, c, 10_000, prices)
                       for p in evaluate(job, s, c, [1, 2, 3, 4], "fine", control, Serial())]
     ok = [p for p in brute if obj.feasible(p)]
     best = min(p.cost_per_epoch() for p in ok)
@@ -209,7 +215,7 @@ def test_coarse_pass_is_the_coarse_model(capsys):
 def test_a_search_counts_only_domain_errors_as_infeasible(monkeypatch):
     """A strategy a model cannot honour is skipped with its reason; a bug stops the search."""
     job = Job.of(parse_coarse(SMALL))
-    req = PlanRequest(job, candidates(["sync-ps"]), (Cluster(1e9),), (1, 2), 1000,
+    req = PlanRequest(job, candidates(["sync-ps"]), (_cluster(1e9),), (1, 2), 1000,
                       Objective("frontier"), control=Control(steps_per_worker=10, replications=1))
 
     def unsupported(*args, **kwargs):
@@ -230,10 +236,10 @@ def test_a_search_counts_only_domain_errors_as_infeasible(monkeypatch):
 def test_multi_gpu_nodes_are_priced_per_node_and_counts_fill_nodes():
     from sgdsim.plan.cli import whole_nodes
 
-    cluster = Cluster(1e9, gpus_per_node=8, intra_bandwidth_bps=150e9 * 8, price_per_node_hour=5.0)
+    cluster = _cluster(1e9, gpus_per_node=8, intra_bandwidth_Bps=150e9)
     for W, nodes in ((1, 1), (8, 1), (16, 2), (64, 8)):
         p = PlanPoint(Strategy(arch="allreduce", mode="sync"), cluster, W, 100.0, 100.0, 100.0,
-                      "worker", "fine", 3600)
+                      "worker", "fine", 3600, Prices(5.0))
         assert p.worker_nodes == nodes and p.price_per_hour == nodes * 5.0
     assert whole_nodes(list(range(1, 21)), 8) == [1, 2, 3, 4, 5, 6, 7, 8, 16]
     assert whole_nodes([3, 5], 1) == [3, 5]

@@ -12,8 +12,9 @@ import pytest
 import sgdsim
 from sgdsim.errors import ConfigError
 from sgdsim.replicate import ROUND, replication_configs, simulate_point
-from sgdsim.sim import SimConfig, WorkerClass, simulate
+from sgdsim.sim import WorkerClass, simulate
 from sgdsim.profile.io import load_profile
+from simcfg import simcfg
 
 PROFILE = "examples/profiles/alexnet.json"
 # the simulator's own interval, without the model-error margin (tests/test_margin.py)
@@ -23,7 +24,7 @@ KW = dict(workers=3, bandwidth="1Gbps", steps=20, warmup=3, model_error=0)
 def _singles(seed, n, steps=20, warmup=3, workers=3, sharing="ps", mode="async"):
     """Replications 0..n-1 of ``seed`` run one by one (``predict``'s defaults for KW)."""
     classes = [WorkerClass("w", sgdsim.load_profile(PROFILE), workers)]
-    base = SimConfig(bandwidth_bps=1e9, mode=mode, sharing=sharing, warmup_steps=warmup,
+    base = simcfg(bandwidth_bps=1e9, mode=mode, sharing=sharing, warmup_steps=warmup,
                      steps_per_worker=steps, seed=seed)
     return [simulate_point(classes, c, 1) for c in replication_configs(classes, base, range(n))]
 
@@ -91,7 +92,7 @@ def test_prediction_moves_across_seeds_by_less_than_its_interval(path, W, bw, ex
 def test_auto_steps_of_one_run_end_inside_the_budget():
     prof = load_profile("examples/profiles/inception_v3.json")
     budget = 400_000
-    cfg = SimConfig(bandwidth_bps=1e9, ci_rel_target=1e-6, auto_max_ops=budget, seed=2)
+    cfg = simcfg(bandwidth_bps=1e9, ci_rel_target=1e-6, auto_max_ops=budget, seed=2)
     r = simulate([WorkerClass("w", prof, 4)], cfg)
     assert r.ops_simulated <= budget
     assert r.steps_measured >= 100  # it still measured the first round
@@ -101,7 +102,7 @@ def test_auto_rounds_stop_before_the_op_budget_is_overrun():
     pt = sgdsim.predict("examples/profiles/inception_v3.json", workers=4, bandwidth="1Gbps",
                         seed=1, warmup=5)[0]
     per_rep = pt.ops_simulated / pt.replications
-    assert pt.ops_simulated <= SimConfig(bandwidth_bps=1e9).auto_max_ops + ROUND * per_rep
+    assert pt.ops_simulated <= simcfg(bandwidth_bps=1e9).auto_max_ops + ROUND * per_rep
     assert pt.replications % ROUND == 0
 
 

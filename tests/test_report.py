@@ -15,6 +15,7 @@ from sgdsim.errors import ConfigError
 from sgdsim.report import ReportInput, Series, render_html, write_html
 from sgdsim.report import svg
 from sgdsim.report.html import PERFETTO, efficiency
+from sgdsim.spec.control import MEASURED
 
 
 def point(w, thr, lo=None, hi=None, util=None, regimes=(), bottleneck="downlink", model="fine"):
@@ -162,7 +163,8 @@ def test_points_table_and_summary():
 
 
 def test_points_table_says_which_model_error_the_intervals_hold():
-    pts = tuple({**point(w, 100 * w, 85 * w, 115 * w), "model_error_rel": 0.1042} for w in (1, 2))
+    pts = tuple({**point(w, 100 * w, 85 * w, 115 * w), "model_error_rel": 0.1042, "margin_source": MEASURED}
+                for w in (1, 2))
     html = render_html(report(Series("toy · fine", "toy", "fine", pts)))
     assert "the model's own error (±10.4 %, measured on lab runs) included" in html
 

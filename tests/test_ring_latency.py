@@ -16,9 +16,9 @@ from sgdsim.analytic.sync import ring_allreduce, ring_allreduce_s
 from sgdsim.errors import ConfigError, ProfileError
 from sgdsim.lab.gloo_bench import fit_ring_latency, rank_counts
 from sgdsim.hardware import Hardware, hardware_from_dict
-from sgdsim.sim import SimConfig
 
 from conftest import example, layered_profile
+from simcfg import simcfg
 
 BPS = 1e9
 B = BPS / 8
@@ -55,7 +55,7 @@ def test_zero_latency_is_tpds_eq11():
     c = from_profile(prof)
     K = 4
     eq11 = c.compute_s + 2 * (K - 1) / K * c.model_bytes / B
-    assert ring_allreduce([(c, K)], BPS).step_time_s == pytest.approx(eq11, rel=1e-12)
+    assert ring_allreduce([(c, K)], B).step_time_s == pytest.approx(eq11, rel=1e-12)
 
 
 def test_one_call_costs_two_n_minus_one_steps():
@@ -116,7 +116,7 @@ def test_hardware_file_carries_it_for_all_reduce_only():
 def test_ring_latency_outside_all_reduce_or_infinite_is_refused(kw, msg):
     kw.setdefault("ring_latency_s", 1e-3)
     with pytest.raises(ConfigError, match=msg):
-        SimConfig(bandwidth_bps=BPS, **kw)
+        simcfg(bandwidth_bps=BPS, **kw)
 
 
 def test_cli_refuses_ring_latency_with_a_parameter_server(capsys):

@@ -59,8 +59,10 @@ def configs(draw):
     mode = draw(st.sampled_from(["async", "sync"]))
     arch = draw(st.sampled_from(["ps", "ps", "allreduce"])) if mode == "sync" else "ps"
     streams = draw(st.sampled_from(["fifo", "http2"]))
-    cfg = dict(mode=mode, arch=arch, sharing=draw(st.sampled_from(["ps", "fcfs"])),
-               streams=streams, seed=draw(st.integers(0, 2**16)))
+    sharing = draw(st.sampled_from(["ps", "fcfs"]))
+    cfg = dict(mode=mode, arch=arch, streams=streams, seed=draw(st.integers(0, 2**16)))
+    if arch == "ps":  # all-reduce shares no link: --sharing is refused there
+        cfg["sharing"] = sharing
     if streams == "http2":
         cfg["window_bytes"] = draw(st.floats(1e4, 3e6))
     else:
@@ -200,13 +202,14 @@ def test_predict_same_seed_same_points():
 _PURE_SCRIPT = textwrap.dedent("""
     import json, sys
     from sgdsim.profile.io import load_profile
-    from sgdsim.sim import SimConfig, WorkerClass, simulate
+    from sgdsim.sim import WorkerClass, simulate
     from sgdsim.sim import jit
+    from simcfg import simcfg
     cases = json.loads(sys.argv[1])
     out = {"have_numba": jit.HAVE_NUMBA, "results": []}
     for case in cases:
         classes = [WorkerClass(n, load_profile(path), c) for n, path, c in case["classes"]]
-        r = simulate(classes, SimConfig(**case["config"]))
+        r = simulate(classes, simcfg(**case["config"]))
         out["results"].append({"throughput": r.throughput, "ci_low": r.ci_low,
                                "ci_high": r.ci_high, "ops": r.ops_simulated,
                                "utilization": {k: float(v) for k, v in r.utilization.items()},
@@ -216,8 +219,9 @@ _PURE_SCRIPT = textwrap.dedent("""
 
 
 def test_pure_python_matches_compiled(tmp_path):
-    from sgdsim.sim import SimConfig, jit, simulate
+    from sgdsim.sim import jit, simulate
     from sgdsim.profile.io import load_profile
+    from simcfg import simcfg
 
     if not jit.HAVE_NUMBA:
         pytest.skip("numba not installed: the in-process run is pure Python already")
@@ -243,7 +247,8 @@ def test_pure_python_matches_compiled(tmp_path):
     ]
     env = dict(os.environ, SGDSIM_PURE_PYTHON="1")
     src = str(Path(sgdsim.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    tests = str(Path(__file__).resolve().parent)  # simcfg
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, tests, env.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "-c", _PURE_SCRIPT, json.dumps(cases)], env=env,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr
@@ -251,7 +256,7 @@ def test_pure_python_matches_compiled(tmp_path):
     assert pure["have_numba"] is False
     for case, got in zip(cases, pure["results"]):
         classes = [WorkerClass(n, load_profile(p), c) for n, p, c in case["classes"]]
-        r = simulate(classes, SimConfig(**case["config"]))
+        r = simulate(classes, simcfg(**case["config"]))
         assert got["throughput"] == pytest.approx(r.throughput, rel=REL)
         assert got["ci_low"] == pytest.approx(r.ci_low, rel=REL, abs=1e-12)
         assert got["ci_high"] == pytest.approx(r.ci_high, rel=REL)

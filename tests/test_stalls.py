@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from conftest import chunks, cli_predictions, layered_profile, run_sim
+from simcfg import simcfg
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import hardware_from_dict
 from sgdsim.lab.stalls import fit_stalls, fit_waits, idle_s, measured_idle_s
-from sgdsim.sim import SimConfig
 from sgdsim.sim.stalls import STALL_POOL, stall_pool
 
 T = 1.0  # one transfer alone
@@ -158,7 +158,8 @@ def test_a_lone_worker_and_lock_step_workers_never_stall():
     (dict(stall_prob=1.5), "stall-prob"),
     (dict(stall_prob=0.1, stall_mean_s=-1.0), "stall-mean"),
     (dict(stall_prob=(0.1, 0.2, 0.3)), "one value or two"),
-    (dict(stall_prob=0.1, stall_mean_s=1.0, arch="allreduce", mode="sync"), "apply to --arch ps"),
+    (dict(stall_prob=0.1, stall_mean_s=1.0, arch="allreduce", mode="sync"),
+     "--stall-prob and --stall-incumbent .* apply to --arch ps"),
     (dict(stall_incumbent_prob=0.1, stall_incumbent_mean_s=1.0, sharing="fcfs"), "--sharing ps"),
     (dict(stall_prob=0.1, stall_mean_s=1.0, flow_cap_bps=1e8), "without --flow-cap"),
     (dict(stall_incumbent_prob=-0.1), "probabilities"),
@@ -167,7 +168,7 @@ def test_a_lone_worker_and_lock_step_workers_never_stall():
 ])
 def test_bad_stalls_are_refused_at_the_boundary(kw, match):
     with pytest.raises(ConfigError, match=match):
-        SimConfig(bandwidth_bps=1e9, **kw)
+        simcfg(bandwidth_bps=1e9, **kw)
 
 
 def test_the_hardware_files_stalls_come_with_the_dynamics_only():
@@ -183,7 +184,7 @@ def test_the_hardware_files_stalls_come_with_the_dynamics_only():
 @pytest.mark.parametrize("extra, message", [
     (["--stall-prob", "2"], "must be probabilities"),
     (["--stall-incumbent", "0.1", "--stall-incumbent-mean", "1", "--mode", "sync"], "--sharing ps"),
-    (["--stall-prob", "x"], "--stall-prob expects"),
+    (["--stall-prob", "x"], "--stall-prob must be a number"),
     (["--stall-prob", "0.1", "--stall-mean", "5parsecs"], "parsecs"),
     (["--stall-prob", "0.1", "--arch", "allreduce", "--mode", "sync"], "--arch ps"),
 ])

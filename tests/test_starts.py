@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from conftest import approx, layered_profile, run_sim
 from sgdsim.errors import ConfigError
 from sgdsim.replicate import replication_configs, simulate_point
-from sgdsim.sim import SimConfig, WorkerClass
+from sgdsim.sim import WorkerClass
 from sgdsim.sim.starts import start_points
+from simcfg import simcfg
 
 S, BPS, BATCH = 1e6, 1e6, 10
 FWD, BWD = 0.1, 0.15
@@ -47,7 +48,7 @@ def test_two_workers_keep_their_start_offset(u):
 def test_eight_replications_estimate_the_mean_over_starts(seed):
     """Random starts miss this mean by up to 12 % with 8 replications (20 seeds tried);
     the design's 8 points by at most 1.3 %."""
-    cfg = SimConfig(bandwidth_bps=8 * BPS, steps_per_worker=30, warmup_steps=5, seed=seed)
+    cfg = simcfg(bandwidth_bps=8 * BPS, steps_per_worker=30, warmup_steps=5, seed=seed)
     pt = simulate_point([WorkerClass("w", PROFILE, 2)], cfg, 8)
     assert pt.throughput == pytest.approx(MEAN_OVER_STARTS, rel=0.02)
     # the interval is for one run: it holds the slowest (lock-step) and fastest starts
@@ -55,7 +56,7 @@ def test_eight_replications_estimate_the_mean_over_starts(seed):
 
 
 def test_replication_i_starts_at_point_i_of_its_seeds_design():
-    cfg = SimConfig(bandwidth_bps=8 * BPS, seed=3)
+    cfg = simcfg(bandwidth_bps=8 * BPS, seed=3)
     cfgs = replication_configs([WorkerClass("w", PROFILE, 4)], cfg, range(5))
     assert [c.start_point for c in cfgs] == start_points(3, 3, range(5))
     assert len({c.seed for c in cfgs}) == 5
@@ -87,7 +88,7 @@ def test_seeds_shift_the_design():
 @pytest.mark.parametrize("bad", [(1.0,), (-0.1,), (float("nan"),)])
 def test_start_points_outside_the_unit_interval_are_refused(bad):
     with pytest.raises(ConfigError, match="start point"):
-        SimConfig(bandwidth_bps=1e9, start_point=bad)
+        simcfg(bandwidth_bps=1e9, start_point=bad)
 
 
 def test_a_start_point_for_another_worker_count_is_refused():

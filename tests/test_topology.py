@@ -26,7 +26,7 @@ MiB = 2.0**20
 @given(size=st.floats(1.0, 1e10), ranks=st.integers(1, 512), Bps=st.floats(1e3, 1e12),
        alpha=st.floats(0.0, 1e-2), collective=st.sampled_from(["ring", "hierarchical"]))
 def test_one_device_per_node_is_tpds_eq_11(size, ranks, Bps, alpha, collective):
-    got = allreduce_s(collective, [size], ranks, Topology(8 * Bps, 1, None, alpha))[0]
+    got = allreduce_s(collective, [size], ranks, Topology(Bps, 1, None, alpha))[0]
     assert got == pytest.approx(ring_allreduce_s([size], ranks, Bps, alpha)[0], rel=1e-12)
 
 
@@ -34,13 +34,13 @@ def test_one_device_per_node_is_tpds_eq_11(size, ranks, Bps, alpha, collective):
 @pytest.mark.parametrize("G", [2, 4, 8])
 def test_one_node_is_2_g_minus_1_over_g_m_over_b_intra(collective, G):
     M, intra, alpha = 100e6, 150e9, 5e-6
-    topo = Topology(nic_bps=8e9, gpus_per_node=G, intra_bps=8 * intra, step_latency_s=alpha)
+    topo = Topology(nic_Bps=1e9, gpus_per_node=G, intra_link_Bps=intra, step_latency_s=alpha)
     want = 2 * (G - 1) / G * M / intra + 2 * (G - 1) * alpha
     assert allreduce_s(collective, [M], G, topo)[0] == pytest.approx(want, rel=1e-12)
 
 
 def test_two_nodes_of_four_hand_computed():
-    topo = Topology(nic_bps=8e8, gpus_per_node=4, intra_bps=8e9, step_latency_s=1e-5)  # 1e8, 1e9 B/s
+    topo = Topology(nic_Bps=1e8, gpus_per_node=4, intra_link_Bps=1e9, step_latency_s=1e-5)
     M = 8e6
     intra = 2 * 3 * (M / 4 / 1e9 + 1e-5)  # reduce-scatter and all-gather inside the node
     inter = 2 * 1 * (M / 2 / 1e8 + 1e-5)  # 4 shard rings of 2 nodes share the NIC
@@ -50,13 +50,13 @@ def test_two_nodes_of_four_hand_computed():
 
 
 def test_zero_bytes_make_no_call_and_layouts_are_checked():
-    topo = Topology(1e9, 8, 1e11)
+    topo = Topology(1e9 / 8, 8, 1e11 / 8)
     assert allreduce_s("hierarchical", [0.0], 16, topo)[0] == 0.0
     assert topo.layout(4) == (1, 4) and topo.layout(64) == (8, 8)
     with pytest.raises(ConfigError, match="multiples of 8"):
         topo.layout(12)
     with pytest.raises(ConfigError, match="--intra-bandwidth"):
-        Topology(1e9, 2)
+        Topology(1e9 / 8, 2)
 
 
 def test_ddp_bucket_rule_hand_example():
@@ -106,7 +106,7 @@ def test_with_buckets_structure():
 @pytest.mark.parametrize("G,collective", [(1, "ring"), (4, "ring"), (4, "hierarchical")])
 def test_bucketed_overlapping_step_is_the_hand_placed_timeline(G, collective):
     n, Bps, intra = 8, 1e9 / 8, 10e9 / 8
-    topo = Topology(8 * Bps, G, 8 * intra if G > 1 else None)
+    topo = Topology(Bps, G, intra if G > 1 else None)
     call = lambda size: allreduce_s(collective, [size], n, topo)[0]  # noqa: E731
     F = sum(FWD)
     ready0, ready1 = F + BWD[2], F + sum(BWD)  # bucket 0 = [L2], bucket 1 = [L1, L0]
@@ -122,7 +122,7 @@ def test_bucketed_overlapping_step_is_the_hand_placed_timeline(G, collective):
 
 def test_no_overlap_one_bucket_is_the_hand_sum_and_the_coarse_model_agrees():
     n, Bps = 16, 10e9 / 8
-    topo = Topology(8 * Bps, 8, 8 * 150e9)  # 150GB/s
+    topo = Topology(Bps, 8, 150e9)  # 150GB/s
     sizes = [40 * MiB, 30 * MiB]
     prof = layered_profile(sizes, [0.01, 0.02], [0.03, 0.04], overlap=False, batch=32)
     kw = dict(workers=n, bandwidth="10Gbps", mode="sync", arch="allreduce", collective="hierarchical",
@@ -141,7 +141,7 @@ def test_coarse_defaults_are_unchanged_eq_11():
     prof = layered_profile([40 * MiB, 30 * MiB], [0.01, 0.02], [0.03, 0.04], overlap=False)
     c = from_profile(prof)
     old = 0.10 + 2 * ring_allreduce_s([35 * MiB], 4, 1e9 / 8)[0]  # two equal calls
-    assert ring_allreduce([(c, 4)], 1e9).step_time_s == pytest.approx(old, rel=1e-12)
+    assert ring_allreduce([(c, 4)], 1e9 / 8).step_time_s == pytest.approx(old, rel=1e-12)
 
 
 def _cli(*args):
@@ -169,7 +169,7 @@ def test_cli_done_when_command_and_errors():
 def test_local_aggregation_hand_computed():
     from sgdsim.topology.local import with_local_aggregation
     G, intra, alpha = 4, 10e9, 1e-5
-    topo = Topology(8e9, G, 8 * intra, alpha)
+    topo = Topology(1e9, G, intra, alpha)
     sizes = [40 * MiB, 30 * MiB]
     prof = layered_profile(sizes, [0.01, 0.02], [0.03, 0.04], overlap=True, batch=32)
     node = with_local_aggregation(prof, topo)
@@ -187,7 +187,7 @@ def test_ps_with_multi_gpu_nodes_is_nodes_of_aggregated_workers():
     kw = dict(bandwidth="25Gbps", mode="sync", arch="ps", steps=3, warmup=1, replications=1)
     devices = sgdsim.predict(prof, workers="8,16", gpus_per_node=8, intra_bandwidth="150GB/s",
                              model="all", **kw)
-    node = with_local_aggregation(prof, Topology(25e9, 8, 8 * 150e9))  # 25 Gbit/s, 150 GB/s
+    node = with_local_aggregation(prof, Topology(25e9 / 8, 8, 150e9))  # 25 Gbit/s, 150 GB/s
     nodes = sgdsim.predict(node, workers="1,2", model="all", **kw)
     assert [p.workers for p in devices] == [8 * p.workers for p in nodes]
     for d, n in zip(devices, nodes):

@@ -108,9 +108,9 @@ COARSE = CoarseProfile(model_bytes=10e6, forward_s=0.01, backward_s=0.02, update
 
 def test_coarse_penalty_zero_is_the_papers_model_and_one_worker_is_untouched():
     Ks = [1, 2, 4, 8]
-    plain = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps")]
-    zero = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=TwoWay(0.0))]
-    slowed = [r.throughput for r in async_ps_sweep(COARSE, 100e6, Ks, "ps", two_way=TwoWay(0.17))]
+    plain = [r.throughput for r in async_ps_sweep(COARSE, 100e6 / 8, Ks, "ps")]
+    zero = [r.throughput for r in async_ps_sweep(COARSE, 100e6 / 8, Ks, "ps", two_way=TwoWay(0.0))]
+    slowed = [r.throughput for r in async_ps_sweep(COARSE, 100e6 / 8, Ks, "ps", two_way=TwoWay(0.17))]
     assert zero == plain
     # one worker never sends both ways at once; two are never 1 against 2 or more
     assert slowed[:2] == pytest.approx(plain[:2])
@@ -125,15 +125,15 @@ def test_coarse_heterogeneous_path_agrees_with_the_symmetric_sweep():
     from sgdsim.analytic.async_ps import async_ps
 
     for k in (0.0, 0.17):
-        sym = async_ps_sweep(COARSE, 100e6, [5], "ps", two_way=TwoWay(k))[0].throughput
-        het = async_ps([(COARSE, 2), (COARSE, 3)], 100e6, "ps", two_way=TwoWay(k)).throughput
+        sym = async_ps_sweep(COARSE, 100e6 / 8, [5], "ps", two_way=TwoWay(k))[0].throughput
+        het = async_ps([(COARSE, 2), (COARSE, 3)], 100e6 / 8, "ps", two_way=TwoWay(k)).throughput
         assert het == pytest.approx(sym, rel=1e-5)
 
 
 def test_coarse_threshold_branch_fcfs_is_not_slowed():
     # under FCFS one flow per direction is served: no surplus, as in the simulator
-    a = async_ps_sweep(COARSE, 100e6, [4], "fcfs")[0].throughput
-    b = async_ps_sweep(COARSE, 100e6, [4], "fcfs", two_way=TwoWay(0.3))[0].throughput
+    a = async_ps_sweep(COARSE, 100e6 / 8, [4], "fcfs")[0].throughput
+    b = async_ps_sweep(COARSE, 100e6 / 8, [4], "fcfs", two_way=TwoWay(0.3))[0].throughput
     assert a == b
 
 
@@ -356,8 +356,8 @@ def test_a_table_equal_to_the_rule_gives_the_coarse_model_the_same_answer():
     rule = TwoWay(penalty=0.17)
     g = rule.grid(side)
     table = [[[float(g[d][n][m]) for m in range(side)] for n in range(side)] for d in range(2)]
-    via_table = async_ps_sweep(COARSE, 100e6, [2, 4, 8], "ps", two_way=TwoWay(table=check_table(table)))
-    via_rule = async_ps_sweep(COARSE, 100e6, [2, 4, 8], "ps", two_way=rule)
+    via_table = async_ps_sweep(COARSE, 100e6 / 8, [2, 4, 8], "ps", two_way=TwoWay(table=check_table(table)))
+    via_rule = async_ps_sweep(COARSE, 100e6 / 8, [2, 4, 8], "ps", two_way=rule)
     assert [r.throughput for r in via_table] == pytest.approx([r.throughput for r in via_rule], rel=1e-12)
 
 

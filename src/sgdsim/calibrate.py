@@ -9,8 +9,8 @@ import numpy as np
 
 from .analytic.async_ps import async_ps
 from .errors import ProfileError
-from .sim.config import MAX_WORKERS, check_bandwidth
-from .evaluate.inputs import coarse_profile
+from .evaluate.jobs import coarse_profile
+from .spec.limits import MAX_WORKERS, check_bandwidth
 from .predict import _profile
 from .units import parse_bandwidth_bps
 
@@ -53,8 +53,7 @@ def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -
     the mean absolute relative error."""
     c = coarse_profile(_profile(profile))
     c.check_has_work()
-    B = parse_bandwidth_bps(bandwidth)
-    check_bandwidth(B)  # the simulator's range: below it service times overflow to inf
+    B = check_bandwidth(parse_bandwidth_bps(bandwidth) / 8)  # the simulator's range: below it service times overflow to inf
     table = []
     for rho in CANDIDATES:
         errs = [abs(async_ps([(c, w)], B, "threshold", rho).throughput - x) / x * 100 for w, x in measured]

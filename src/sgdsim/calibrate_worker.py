@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from .spec import ARCHITECTURES
+from .spec.registries import DEFAULT_ARCH
 from .errors import ConfigError
 from .hardware import Hardware
 from .predict import predict
@@ -34,7 +36,7 @@ STEPS = 200  # measured steps of the deterministic 1-worker (2-rank) model run
 
 def calibration_workers(arch: str) -> int:
     """The run calibration fits: one worker and a PS, or two all-reduce ranks."""
-    return 2 if arch == "allreduce" else 1
+    return 1 if ARCHITECTURES[arch].servers else 2  # one rank has nothing to all-reduce
 
 
 def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: float,
@@ -53,7 +55,7 @@ def run_spread_rel(step_times_s) -> float:
     return prediction_half_width(x) / float(x.mean()) if len(x) >= 2 else 0.0
 
 
-def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = "ps",
+def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = DEFAULT_ARCH,
               mode: str = "async", ps_count: int | None = None) -> Hardware:
     """The hardware file with α (or the bandwidth) fitted to ``measured_step_s`` (measured with
     ``ps_count`` parameter servers; None: the profile's).
@@ -92,7 +94,7 @@ def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = "ps",
     changes = {"parse_alpha_s_per_byte": alpha, "measured": {**hw.measured, "calibration": record},
                "run_spread_rel": run_spread_rel(runs) if len(runs) > 1 else hw.run_spread_rel}
     if bw != hw.bandwidth_for(arch):
-        changes["allreduce_bandwidth_bps" if arch == "allreduce" else "bandwidth_bps"] = bw
+        changes["allreduce_bandwidth_bps" if "collective" in ARCHITECTURES[arch].options else "bandwidth_bps"] = bw
     return dataclasses.replace(hw, **changes)
 
 

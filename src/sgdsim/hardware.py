@@ -14,7 +14,9 @@ from typing import Any
 
 from .tagged_json import read_json
 from .errors import ConfigError, ProfileError
-from .analytic.two_way import check_busy, check_table
+from .spec import ARCHITECTURES, LateComer
+from .spec.strategy import measured_dynamics_apply as dynamics_apply
+from .spec.two_way import check_busy, check_table
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
@@ -110,18 +112,18 @@ class Hardware:
                 **({"model_error": self.model_error_rel} if self.model_error_rel is not None else {}),
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
                 **({"host_contention": self._directions("host_contention")}
-                   if arch == "ps" and self._directions("host_contention", None) != (None, None) else {}),
+                   if "host_contention" in ARCHITECTURES[arch].options
+                   and self._directions("host_contention", None) != (None, None) else {}),
                 **(self._tcp_dynamics(bool(tcp_dynamics)) if dynamics else {}),
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
-                   if arch == "allreduce" else {})}
+                   if "ring_latency" in ARCHITECTURES[arch].options else {})}
 
-    def late_comer(self) -> dict:
-        """The default's late-comer dynamics as simulator fields (``SimConfig`` names), where
-        the file has them (see ``_tcp_dynamics``), else {}."""
+    def late_comer(self) -> LateComer | None:
+        """The default's late-comer dynamics, where the file has them (see ``_tcp_dynamics``);
+        a prediction applies them where they were measured (``sim.config.late_comer``)."""
         kw = self._tcp_dynamics(stalls=False)
-        return {"join_boost": kw["join_boost"], "join_after_s": kw["join_after"],
-                "join_delay_s": kw["join_delay"], "share_cv": kw["share_cv"]} if kw else {}
+        return LateComer(kw["join_boost"], kw["join_after"], kw["join_delay"], kw["share_cv"]) if kw else None
 
     def _two_way(self) -> dict:
         """The measured table, and the busy shares of training traffic where measured (the
@@ -168,7 +170,7 @@ class Hardware:
 
     def bandwidth_for(self, arch: str) -> float:
         """The B a prediction for ``arch`` should use."""
-        if arch == "allreduce" and self.allreduce_bandwidth_bps:
+        if "collective" in ARCHITECTURES[arch].options and self.allreduce_bandwidth_bps:
             return self.allreduce_bandwidth_bps
         return self.bandwidth_bps
 
@@ -246,15 +248,6 @@ def save_hardware(hw: Hardware, path: str | os.PathLike, *, force: bool = False)
 def push_twin(field_name: str) -> str:
     """The name of a pull field's twin for pushes: ``join_boost_push``, ``join_delay_push_s``."""
     return field_name[:-2] + "_push_s" if field_name.endswith("_s") else field_name + "_push"
-
-
-def dynamics_apply(arch: str, mode: str | None, ps_count: int | None, sharing: str | None,
-                   flow_capped: bool = False) -> bool:
-    """Where a file's measured TCP dynamics apply: async PS with one server under PS sharing
-    (``threshold`` is the coarse model's name for it), without a flow cap (capped flows are
-    not weighted). ``predict`` and the planner both ask here."""
-    return (arch, mode, ps_count or 1) == ("ps", "async", 1) and sharing in (None, "ps", "threshold") \
-        and not flow_capped
 
 
 def load_hardware(path: str | os.PathLike) -> Hardware:
@@ -339,13 +332,23 @@ _BUSY = ("two_way_busy", "two_way_busy_push")
 
 
 def _finite(v) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    """A JSON number a float holds: not a bool, nan, inf or 400-digit integer (math.isfinite
+    raises OverflowError on that one)."""
+    from .units import parse_number
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        parse_number(v, "value", lo=-1.7976931348623157e308, hi=1.7976931348623157e308)
+    except ConfigError:
+        return False
+    return True
 
 
 def _draws(value, key: str, bad) -> tuple:
     """A list of measured (after_s, share) pairs, at least one, each within the simulator's
-    bounds of a joined share (``sim.config.check_joined``)."""
-    from .sim.config import check_joined
+    bounds of a joined share (``spec.cluster.check_joined``)."""
+    from .spec.cluster import check_joined
 
     def pair(p) -> bool:
         if not (isinstance(p, (list, tuple)) and len(p) == 2 and all(map(_finite, p))):

@@ -34,6 +34,7 @@ class PredictionPoint:
     replications: int = 1
     regimes: tuple[Regime, ...] = ()
     model_error_rel: float = 0.0  # the model's error the interval holds (evaluate/margin.py)
+    margin_source: str = ""  # where that error came from (spec.Margin.source); "" if none
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):

@@ -29,6 +29,7 @@ import numpy as np
 
 from .point import PredictionPoint
 from .sim import SimConfig, WorkerClass, simulate
+from .spec import SHARINGS
 from .sim.regimes import split_modes
 from .sim.simulate import SimResult
 from .sim.starts import start_points
@@ -37,7 +38,6 @@ from .sim.stats import prediction_half_width, t95
 ROUND = 4            # replications per round (and the minimum)
 MAX_ROUNDS = 4
 REL_TARGET = 0.02    # stop once the 95 % CI of the mean is within ±2 % of it
-SEED_STRIDE = 1_000_003
 MAX_THREADS: int | None = None  # None: every core (a process pool sets 1 per process)
 
 
@@ -50,7 +50,7 @@ def simulate_point(classes: list[WorkerClass], config: SimConfig,
     fixed = replications is not None
     per_round, rounds = (replications, 1) if fixed else (ROUND, MAX_ROUNDS)
     # every replication measures max(20·W, 100) steps after the warm-up, without doubling
-    base = config if config.steps_per_worker is not None else replace(config, ci_rel_target=math.inf)
+    base = config if config.control.steps_per_worker is not None else replace(config, ci_rel_target=math.inf)
     reps: list[PredictionPoint] = []
     for _ in range(rounds):
         seeds = range(len(reps), len(reps) + per_round)
@@ -64,12 +64,11 @@ def replication_configs(classes, base: SimConfig, indices) -> list[SimConfig]:
     """Replication i: its own seed, and point i of an even design over the start offsets
     (``sim/starts.py``); the first keeps the timeline."""
     starts = start_points(base.seed, sum(c.count for c in classes) - 1, indices)
-    return [replace(base, seed=base.seed + i * SEED_STRIDE, start_point=u,
-                    timeline=base.timeline and i == 0) for i, u in zip(indices, starts)]
+    return [replace(base, replication=i, start_point=u) for i, u in zip(indices, starts)]
 
 
 def _round(classes, base: SimConfig, seeds):
-    """(config, runs) per replication; hybrid sharing is two runs (ps and fcfs)."""
+    """(config, runs) per replication; a mixed sharing policy is two runs."""
     cfgs = replication_configs(classes, base, seeds)
     results = _run_all(classes, cfgs)
     k = len(_runs_of(base))
@@ -77,9 +76,11 @@ def _round(classes, base: SimConfig, seeds):
 
 
 def _runs_of(config: SimConfig) -> list[SimConfig]:
-    if config.sharing != "hybrid":
+    runs = SHARINGS[config.sharing].runs
+    if not runs:
         return [config]
-    return [replace(config, sharing="ps"), replace(config, sharing="fcfs", timeline=False)]
+    first, second = runs
+    return [replace(config, policy=first), replace(config, policy=second, timeline_off=True)]
 
 
 def _run_all(classes, configs: list[SimConfig]) -> list[SimResult]:
@@ -92,7 +93,7 @@ def _run_all(classes, configs: list[SimConfig]) -> list[SimResult]:
 
 
 def _single(config: SimConfig, runs: list[SimResult]) -> PredictionPoint:
-    """One replication: a run, or the hybrid mix of a ps and an fcfs run.
+    """One replication: a run, or a mixed policy's two runs (hybrid: a ps and an fcfs run).
 
     The mix is of step times, T = (1 − w)·T_ps + w·T_fcfs, as in TPDS Eq. 9 and as
     ``netbench --fanout`` fits w (from completion times). TPDS §3.2.1 averages the fine model's
@@ -102,7 +103,7 @@ def _single(config: SimConfig, runs: list[SimResult]) -> PredictionPoint:
     pts = [_from_result(r) for r in runs]
     if len(pts) == 1:
         return pts[0]
-    w = config.fcfs_weight
+    w = config.cluster.contention.fcfs_weight
 
     def mix(x: float, y: float) -> float:  # throughputs whose step times mix linearly
         if x <= 0 or y <= 0:

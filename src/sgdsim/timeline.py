@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from .errors import ConfigError
+from .profile.model import PS
 from .sim.simulate import Timeline
 
 _PS_PID0 = 100_000
@@ -23,7 +24,7 @@ def chrome_trace(tl: Timeline) -> dict:
     for w, r, op, t0, t1, step in zip(tl.worker.tolist(), tl.resource.tolist(), tl.op.tolist(),
                                       tl.start_s.tolist(), tl.end_s.tolist(), tl.step.tolist()):
         res = tl.resource_names[r]
-        if res.startswith("ps"):
+        if res.startswith(PS):
             pid, tid, tname = _PS_PID0 + int(tl.op_ps[op]), w, f"update core for worker {w}"
         else:
             pid, tid, tname = w + 1, r, res

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..spec import SHARINGS
 from .coarse_profile import CoarseProfile
-from .mva import solve, symmetric_sweep
+from .mva import DELAY, FCFS, PS, solve, symmetric_sweep
 from .results import CoarseResult
 from .two_way import TwoWay, coupled, scaled_network
 
@@ -30,15 +31,15 @@ ONE_PS = (1.0,)
 
 def kinds(link: str, ps_count: int = 1) -> tuple[str, ...]:
     """Station kinds: the worker's compute (delay), then per PS its uplink, update, downlink;
-    ``link`` "fcfs" (Eq. 2) or "ps" (Eq. 1) for the links, the update always PS."""
-    return ("delay",) + (link, "ps", link) * ps_count
+    ``link`` FCFS (Eq. 2) or PS (Eq. 1) for the links, the update always PS (``mva.KINDS``)."""
+    return (DELAY,) + (link, PS, link) * ps_count
 
 
-KINDS_FCFS = kinds("fcfs")
-KINDS_PS = kinds("ps")
+KINDS_FCFS = kinds(FCFS)
+KINDS_PS = kinds(PS)
 
 
-def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None = None,
+def service_row(c: CoarseProfile, bandwidth_Bps: float, compute_s: float | None = None,
                 fractions: tuple[float, ...] = ONE_PS) -> list[float]:
     """S_k^l for one worker: S^U = S^D = M/B (TPDS §2.1.2); ``compute_s`` overrides S_k^W.
 
@@ -48,35 +49,36 @@ def service_row(c: CoarseProfile, bandwidth_bps: float, compute_s: float | None 
     the load of K workers spreads over the servers. The visits are in series where real
     transfers to different servers run at once: exact for one worker, an approximation under
     contention."""
-    comm = c.model_bytes * 8.0 / bandwidth_bps
+    comm = c.model_bytes / bandwidth_Bps
     row = [c.compute_s if compute_s is None else compute_s]
     for f in fractions:
         row += [comm * f, c.update_s * f, comm * f]
     return row
 
 
-def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
+def async_ps(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
              rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None,
              two_way: TwoWay = NO_TWO_WAY) -> CoarseResult:
     """Async PS throughput of the workers in ``classes``, TPDS Eqs. 1–6.
 
-    ``sharing``: "fcfs" (X^FCFS, Eq. 3), "ps" (X^PS, Eq. 4) or "threshold" (Eq. 5: X^FCFS if the
-    FCFS network utilization ρ^FCFS ≤ ρ_T, else X^PS). With ``overlap`` (default: the
+    ``sharing``: a ``SHARINGS`` name, whose ``queue`` is the links' MVA discipline: FCFS
+    (X^FCFS, Eq. 3) or PS (X^PS, Eq. 4); without one (threshold), Eq. 5: X^FCFS if the
+    FCFS network utilization ρ^FCFS ≤ ρ_T, else X^PS. With ``overlap`` (default: the
     profiles' flag), Eq. 6: solve, replace the compute time by
     max(0, S^F − T^D) + max(0, S^B − T^U), and solve again. ``two_way`` slows the PS-shared links by
     two-way traffic (``two_way.py``).
     """
     if len(classes) == 1:
         c, K = classes[0]
-        return async_ps_sweep(c, bandwidth_bps, [K], sharing, rho_threshold, overlap, two_way)[0]
+        return async_ps_sweep(c, bandwidth_Bps, [K], sharing, rho_threshold, overlap, two_way)[0]
     workers = [c for c, n in classes for _ in range(n)]
     overlap = all(c.overlap for c, _ in classes) if overlap is None else overlap
     batch = np.array([w.batch_size for w in workers], float)
-    S = np.array([service_row(w, bandwidth_bps) for w in workers])
+    S = np.array([service_row(w, bandwidth_Bps) for w in workers])
     K = len(workers)
 
     def solve_kinds(link: str):
-        return _solve_classes(S, kinds(link), batch, two_way if link == "ps" else NO_TWO_WAY)
+        return _solve_classes(S, kinds(link), batch, two_way if link == PS else NO_TWO_WAY)
 
     X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
     if overlap:
@@ -87,7 +89,7 @@ def async_ps(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
     return _result(K, X, T.mean(axis=0), U, regime, overlap, float(batch.sum()))
 
 
-def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "threshold",
+def async_ps_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "threshold",
                    rho_threshold: float = DEFAULT_RHO_THRESHOLD,
                    overlap: bool | None = None, two_way: TwoWay = NO_TWO_WAY,
                    fractions: tuple[float, ...] = ONE_PS) -> list[CoarseResult]:
@@ -95,7 +97,7 @@ def async_ps_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "t
     ``fractions``: each parameter server's share of the bytes (``service_row``)."""
     Ks = np.asarray(Ks, dtype=np.int64)
     overlap = c.overlap if overlap is None else overlap
-    rows = np.tile(service_row(c, bandwidth_bps, fractions=fractions), (len(Ks), 1))
+    rows = np.tile(service_row(c, bandwidth_Bps, fractions=fractions), (len(Ks), 1))
     out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold, two_way)
     if overlap:  # Eq. 6 with the pull and push times summed over the servers
         T = out[1]
@@ -119,20 +121,21 @@ def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: Tw
             X_steps, T = symmetric_sweep(S, kinds(link, n_ps), Ks)
             return X_steps, T, S
 
-        X_steps, T, S = coupled(solve, Ks, two_way if link == "ps" else NO_TWO_WAY,
+        X_steps, T, S = coupled(solve, Ks, two_way if link == PS else NO_TWO_WAY,
                                 lambda o: (o[0] * o[1][:, 1 + j], o[0] * o[1][:, 3 + j]))
         U = X_steps[:, None] * S  # total utilization of each station (Little)
         U[:, 0] = U[:, 0] / Ks  # the compute station is each worker's own
         return X_steps * batch, T, U
 
-    if sharing != "threshold":
-        X, T, U = solve_kinds(sharing)
+    queue = SHARINGS[sharing].queue
+    if queue is not None:
+        X, T, U = solve_kinds(queue)
         return X, T, U, [sharing] * len(Ks)
-    X_f, T_f, U_f = solve_kinds("fcfs")
-    X_p, T_p, U_p = solve_kinds("ps")
+    X_f, T_f, U_f = solve_kinds(FCFS)
+    X_p, T_p, U_p = solve_kinds(PS)
     rho = U_f[:, 1::3].max(axis=1)
     use_f = rho <= rho_threshold
-    regimes = [f"{'fcfs' if f else 'ps'} (rho={r:.2f} {'<=' if f else '>'} {rho_threshold:g})"
+    regimes = [f"{FCFS if f else PS} (rho={r:.2f} {'<=' if f else '>'} {rho_threshold:g})"
                for f, r in zip(use_f, rho)]
     pick = use_f[:, None]
     return np.where(use_f, X_f, X_p), np.where(pick, T_f, T_p), np.where(pick, U_f, U_p), regimes
@@ -154,14 +157,15 @@ def _solve_classes(S, kinds, batch, two_way: TwoWay = NO_TWO_WAY):
 
 def _combined(solve_kinds, sharing: str, rho_threshold: float):
     """Eq. 5 (or one branch of it): (examples/s, T, utilization, regime)."""
-    if sharing in ("ps", "fcfs"):
-        return (*solve_kinds(sharing), sharing)
-    X_f, T_f, U_f = solve_kinds("fcfs")
+    queue = SHARINGS[sharing].queue
+    if queue is not None:
+        return (*solve_kinds(queue), sharing)
+    X_f, T_f, U_f = solve_kinds(FCFS)
     rho = float(U_f[1])
     if rho <= rho_threshold:
-        return X_f, T_f, U_f, f"fcfs (rho={rho:.2f} <= {rho_threshold:g})"
-    X_p, T_p, U_p = solve_kinds("ps")
-    return X_p, T_p, U_p, f"ps (rho={rho:.2f} > {rho_threshold:g})"
+        return X_f, T_f, U_f, f"{FCFS} (rho={rho:.2f} <= {rho_threshold:g})"
+    X_p, T_p, U_p = solve_kinds(PS)
+    return X_p, T_p, U_p, f"{PS} (rho={rho:.2f} > {rho_threshold:g})"
 
 
 def _result(K: int, X: float, T_row, U_row, regime: str, overlap: bool, batch_total: float) -> CoarseResult:

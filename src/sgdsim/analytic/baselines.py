@@ -8,29 +8,29 @@ from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 
 
-def lin_sweep(c: CoarseProfile, bandwidth_bps: float, Ks, sharing: str = "threshold",
+def lin_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "threshold",
               rho_threshold: float = 0.6) -> list[CoarseResult]:
     """Lin et al. (MASCOTS'18): the async queueing model with the phases taken sequentially,
     i.e. TPDS Eqs. 1–5 without the overlap correction (Eq. 6), for K identical workers."""
     return [replace(r, model="lin", equations="Lin et al. MASCOTS'18 (TPDS Eqs. 1-5, sequential phases)")
-            for r in async_ps_sweep(c, bandwidth_bps, Ks, sharing, rho_threshold, overlap=False)]
+            for r in async_ps_sweep(c, bandwidth_Bps, Ks, sharing, rho_threshold, overlap=False)]
 
 
-def lin(classes: Classes, bandwidth_bps: float, sharing: str = "threshold",
+def lin(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
         rho_threshold: float = 0.6) -> CoarseResult:
     """:func:`lin_sweep` for one point, also with heterogeneous workers."""
-    r = async_ps(classes, bandwidth_bps, sharing, rho_threshold, overlap=False)
+    r = async_ps(classes, bandwidth_Bps, sharing, rho_threshold, overlap=False)
     return replace(r, model="lin", equations="Lin et al. MASCOTS'18 (TPDS Eqs. 1-5, sequential phases)")
 
 
-def cynthia(classes: Classes, bandwidth_bps: float) -> CoarseResult:
+def cynthia(classes: Classes, bandwidth_Bps: float) -> CoarseResult:
     """Cynthia (ICPP'19, as in ICPE §1): W·K / (T_p · max(1, W·U_1) + 2·T_C), with T_p the
     batch processing time, T_C = M/B the transfer time and U_1 = 2·T_C / (T_p + 2·T_C) the
     network utilization of one worker (one network resource carries both directions)."""
     W = sum(n for _, n in classes)
     K = sum(c.batch_size * n for c, n in classes) / W
     Tp = sum((c.compute_s + c.update_s) * n for c, n in classes) / W
-    Tc = max(c.model_bytes for c, _ in classes) * 8.0 / bandwidth_bps
+    Tc = max(c.model_bytes for c, _ in classes) / bandwidth_Bps
     U1 = 2 * Tc / (Tp + 2 * Tc)
     X = W * K / (Tp * max(1.0, W * U1) + 2 * Tc)
     return CoarseResult(model="cynthia", workers=W, throughput=X, step_time_s=W * K / X,

@@ -81,13 +81,13 @@ def _build(fields: dict[str, str], where: str) -> CoarseProfile:
         if key not in fields:
             raise ProfileError(f"{where}: missing {key}= (need size, fwd, bwd, batch)")
     try:
-        batch = int(fields["batch"])
+        batch = int(fields["batch"]) if fields["batch"].strip().isascii() else int("x")
     except ValueError:
         raise ProfileError(f"{where}: batch must be an integer, got {fields['batch']!r}") from None
     if not 1 <= batch <= MAX_BATCH_SIZE:
         raise ProfileError(f"{where}: batch must be from 1 to {MAX_BATCH_SIZE:,}, got {batch}")
     messages = fields.get("messages", "1")
-    if not messages.isdigit() or not 1 <= int(messages) <= 10**6:
+    if not (messages.isascii() and messages.isdigit() and len(messages) <= 7) or not 1 <= int(messages) <= 10**6:
         raise ProfileError(f"{where}: messages must be a positive integer, got {messages!r}")
     for key in ("fwd", "bwd", "update"):
         if key in fields and _bare_number(fields[key]):

@@ -23,7 +23,10 @@ import numpy as np
 
 from ..sim.jit import HAVE_NUMBA, jit
 
-KINDS = ("delay", "ps", "fcfs")
+#: The station disciplines, named once here (the registry of station kinds): a delay station
+#: (infinite server), processor sharing (Eq. 1) and FCFS (Eq. 2).
+PS, FCFS, DELAY = "ps", "fcfs", "delay"
+KINDS = (DELAY, PS, FCFS)
 
 #: Largest number of population vectors :func:`mva_exact` accepts (2**21: K = 21 workers of
 #: population 1). It bounds memory, one float per state and queueing station (48 MiB with
@@ -61,8 +64,8 @@ def _kind_masks(kinds: tuple) -> tuple[np.ndarray, np.ndarray]:
     bad = [k for k in kinds if k not in KINDS]
     if bad:
         raise ValueError(f"unknown station kind(s) {bad}; expected one of {KINDS}")
-    return (np.array([k == "ps" for k in kinds], dtype=float),
-            np.array([k == "fcfs" for k in kinds], dtype=float))
+    return (np.array([k == PS for k in kinds], dtype=float),
+            np.array([k == FCFS for k in kinds], dtype=float))
 
 
 def _matrix(S, kinds: Sequence[str], ndim: int = 2) -> np.ndarray:
@@ -152,7 +155,7 @@ def mva_exact(S, kinds: Sequence[str], populations=None) -> MvaResult:
     strides = np.cumprod(np.concatenate(([1], radix[:-1])))
     # Delay stations take no part in the recursion (A = 0): keep only queueing stations,
     # station-major so that every operation below runs on contiguous 1-D rows.
-    queue = np.array([k != "delay" for k in kinds])
+    queue = np.array([k != DELAY for k in kinds])
     delay_time = S[:, ~queue].sum(axis=1)
     Sq, A, C, D = (c[:, queue].T.copy() for c in _coefficients(S, kinds))
     W = np.zeros((int(queue.sum()), n_states))

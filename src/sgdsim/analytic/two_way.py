@@ -32,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..spec.two_way import BUSY_FLOWS, busy_share, check_busy, check_table, with_busy  # noqa: F401
 
 MIN_FACTOR = 0.05  # the lab's worst measured case (1 flow against 6) kept 20 %
 OUT, IN = 0, 1  # table directions: out of the PS's host (its downlink), into it (its uplink)
@@ -68,71 +68,6 @@ def _grid(rule: TwoWay, size: int) -> np.ndarray:
         out = np.stack([_filled(np.array(rule.table[d], dtype=float), size) for d in (OUT, IN)])
     out.flags.writeable = False
     return out
-
-
-BUSY_FLOWS = 3  # from this many flows on a NIC busy both ways, the measured share is flat
-
-
-def busy_share(share, flows: int) -> float:
-    """A direction's busy share with ``flows`` >= ``BUSY_FLOWS`` transfers on the NIC: ``share``
-    itself, or, for one share per flow count, the entry for ``flows`` (the last from there on)."""
-    return share[min(flows - BUSY_FLOWS, len(share) - 1)] if isinstance(share, tuple) else share
-
-
-def check_busy(share, what: str = "two-way busy share") -> float | tuple:
-    """One busy share in (0, 1], or a non-empty sequence of them by flow count (as a tuple);
-    anything else is one ConfigError line naming ``what``."""
-    values = share if isinstance(share, (list, tuple)) else (share,)
-    ok = len(values) > 0 and all(not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v <= 1
-                                 for v in values)
-    if not ok:
-        raise ConfigError(f"{what} must be in (0, 1], or a list of such shares by flow count "
-                          f"from {BUSY_FLOWS} on, got {share!r}")
-    return tuple(float(v) for v in values) if isinstance(share, (list, tuple)) else float(share)
-
-
-def with_busy(table, shares) -> tuple:
-    """``table`` with every measured split of n >= 1 flows against m >= 1, n + m >=
-    ``BUSY_FLOWS``, set to direction d's ``busy_share(shares[d], n + m)`` (None: that direction
-    as measured)."""
-    t = [[list(row) for row in d] for d in check_table(table)]
-    for d, share in enumerate(shares):
-        if share is None:
-            continue
-        share = check_busy(share)
-        for n, row in enumerate(t[d]):
-            for m, v in enumerate(row):
-                if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
-                    row[m] = busy_share(share, n + m)
-    return check_table(t)
-
-
-def check_table(table, what: str = "two-way table") -> tuple:
-    """The table as nested tuples of floats (None where not measured), or one ConfigError line
-    naming ``what`` (a hardware file names its field)."""
-    try:
-        t = np.array([[[math.nan if v is None else float(v) for v in row] for row in d]
-                      for d in table], dtype=float)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what}: expected [direction][n][m] lists of shares "
-                          "(null where not measured)") from None
-    if t.ndim != 3 or t.shape[0] != 2 or t.shape[1] != t.shape[2] or t.shape[1] < 2:
-        raise ConfigError(f"{what}: expected shape (2, N, N) with N >= 2, got {t.shape}")
-    seen = t[:, 1:, :]
-    if not np.isfinite(seen[:, :, 0]).all():
-        raise ConfigError(f"{what}: every direction needs its share alone (m = 0) measured")
-    bad = seen[np.isfinite(seen) & ~((seen > 0) & (seen <= 2))]
-    if bad.size:
-        raise ConfigError(f"{what}: shares must be in (0, 2], got {bad[0]:g}")
-    n = np.arange(1, t.shape[1])[:, None] + np.arange(t.shape[1])[None, :]
-    total = n[np.isfinite(seen).all(axis=0)].max()
-    holes = np.argwhere(~np.isfinite(seen) & (n <= total)[None])
-    if holes.size:
-        d, i, j = holes[0]
-        raise ConfigError(f"{what}: direction {d}, {i + 1} flows against {j} is missing "
-                          f"or not a number, though splits of up to {total} flows were measured")
-    return tuple(tuple(tuple(float(v) if math.isfinite(v) else None for v in row) for row in d)
-                 for d in t)
 
 
 def _filled(t: np.ndarray, size: int) -> np.ndarray:
@@ -213,3 +148,15 @@ def coupled(solve: Callable[[np.ndarray], tuple], Ks, rule: TwoWay,
         if done:
             break
     return out
+
+
+@functools.lru_cache(maxsize=64)  # every run of a sweep asks for the same rule
+def rule_for(rule, ps_count: int | None) -> TwoWay:
+    """The models' two-way rule from a cluster's ``TwoWayRule``: the measured table with the
+    busy shares where the PS count is one (they were measured on one PS's NIC, which carries
+    every transfer; with several each NIC carries a share of the bytes, and the lab's 2-PS runs
+    match the table without them: docs/validation/regimes/, finding 7)."""
+    table = rule.table
+    if table is not None and rule.busy != (None, None) and (ps_count or 1) == 1:
+        table = with_busy(table, rule.busy)
+    return TwoWay(rule.penalty, table)

@@ -14,31 +14,41 @@ class AllReduce:
     help = "all-reduce over every device (sync only)"
     modes = ("sync",)
     options = ("collective", "bucket_size", "ring_latency", "allreduce_compute_share")
+    servers = False
+    pulls = False
+    tcp_dynamics = False
+    per_node_workers = False
+
+    def default_sharing(self, mode: str) -> str:
+        return "ps"  # a call is exclusive to its communicator: no link is shared
+
+    def label(self, mode: str, ps_count: int | None) -> str:
+        return self.name
 
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         return np.full(resources, -1, np.int64)  # a call is exclusive to its worker's communicator
 
     def prepare(self, profile, config):
-        if config.bucket_size_bytes is not None:
-            profile = with_buckets(profile, config.bucket_size_bytes)
-        if config.allreduce_compute_share > 0:
+        if config.strategy.bucket_size_bytes is not None:
+            profile = with_buckets(profile, config.strategy.bucket_size_bytes)
+        if config.cluster.nodes.allreduce_compute_share > 0:
             profile = with_allreduce_compute(profile)
         return profile
 
     def transfer_durations(self, rows, ref, workers, config, link_Bps) -> None:
         sizes = np.array([op.size_bytes for op in ref.ops])
         is_up = np.array([op.resource == UPLINK for op in ref.ops])
-        rows[:, is_up] = allreduce_s(config.collective, sizes[is_up], workers, config.topology(8.0 * link_Bps))
+        rows[:, is_up] = allreduce_s(config.strategy.collective, sizes[is_up], workers, config.topology(link_Bps))
         rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0  # no pulls
         virtual, call = allreduce_compute_pairs(ref)
-        rows[:, virtual] = config.allreduce_compute_share * rows[:, call]
+        rows[:, virtual] = config.cluster.nodes.allreduce_compute_share * rows[:, call]
 
     def coarse(self, classes, strategy, cluster, fractions):
         from ..analytic.sync import ring_allreduce  # see ps.py
 
-        classes = slowed_classes(classes, cluster.host_cores)
-        return ring_allreduce(classes, cluster.bandwidth_bps, step_latency_s=cluster.ring_latency_s,
-                              compute_share=cluster.allreduce_compute_share,
-                              collective=strategy.collective, gpus_per_node=cluster.gpus_per_node,
-                              intra_bandwidth_bps=cluster.intra_bandwidth_bps,
+        classes = slowed_classes(classes, cluster.nodes.host_cores)
+        return ring_allreduce(classes, cluster.link.bandwidth_Bps, step_latency_s=cluster.link.step_latency_s,
+                              compute_share=cluster.nodes.allreduce_compute_share,
+                              collective=strategy.collective, gpus_per_node=cluster.nodes.gpus_per_node,
+                              intra_bandwidth_Bps=cluster.nodes.intra_bandwidth_Bps,
                               bucket_size_bytes=strategy.bucket_size_bytes)

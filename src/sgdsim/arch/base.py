@@ -1,4 +1,4 @@
-"""What every architecture provides (``ARCHITECTURES`` in ``__init__.py``)."""
+"""What every architecture provides (registered in ``__init__.py``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
@@ -10,8 +10,8 @@ from ..profile.model import Profile
 if TYPE_CHECKING:
     from ..analytic.coarse_profile import CoarseProfile
     from ..analytic.results import CoarseResult
-    from ..evaluate.inputs import Cluster, Strategy
     from ..sim.config import SimConfig
+    from ..spec import Cluster, Strategy
 
 
 class Architecture(Protocol):
@@ -19,6 +19,18 @@ class Architecture(Protocol):
     help: str
     modes: tuple[str, ...]  # the modes it can run
     options: tuple[str, ...]  # its own options (CLI dests); another architecture's are refused
+    pulls: bool  # workers pull parameters (downlink transfers exist)
+    servers: bool  # parameter servers on nodes of their own (the planner rents them)
+    tcp_dynamics: bool  # a hardware file's measured TCP dynamics were measured on its flows
+    per_node_workers: bool  # with multi-device nodes, a node aggregates locally and is one worker
+
+    def default_sharing(self, mode: str) -> str:
+        """The simulator's sharing policy when none is given (a ``SHARINGS`` name)."""
+        ...
+
+    def label(self, mode: str, ps_count: int | None) -> str:
+        """A short name for tables and the planner: async-ps, async-ps/2, sync-ps, allreduce."""
+        ...
 
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         """Per simulated resource (``sim/plan.py``'s layout), the shared link it is, or −1

@@ -3,14 +3,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..spec import SHARINGS
 from ..topology import slowed_classes
+
+TCP_OPTIONS = ("join_boost", "join_after", "join_delay", "stall_prob", "stall_mean", "stall_incumbent",
+               "stall_incumbent_mean", "host_contention")
 
 
 class ParameterServers:
     name = "ps"
     help = "parameter servers"
     modes = ("async", "sync")
-    options = ("sharing", "streams", "order", "ps_count")
+    options = ("sharing", "streams", "order", "ps_count", *TCP_OPTIONS)
+    servers = True
+    pulls = True
+    tcp_dynamics = True
+    per_node_workers = True
+
+    def default_sharing(self, mode: str) -> str:
+        return "hybrid" if mode == "sync" else "ps"  # TPDS §3.1.1
+
+    def label(self, mode: str, ps_count: int | None) -> str:
+        n = ps_count or 1
+        return f"{mode}-{self.name}" + (f"/{n}" if n > 1 else "")
 
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         link = np.full(resources, -1, np.int64)
@@ -28,11 +43,13 @@ class ParameterServers:
         # imported here: the analytic package's compiled MVA imports the simulator's config
         from ..analytic.async_ps import async_ps
         from ..analytic.sync import sync_ps
+        from ..analytic.two_way import rule_for
 
-        sharing = strategy.sharing
+        B = cluster.link.bandwidth_Bps
         if strategy.mode == "sync":
-            classes = slowed_classes(classes, cluster.host_cores)
-            return sync_ps(classes, cluster.bandwidth_bps, sharing or "hybrid",
-                           fcfs_weight=cluster.fcfs_weight, fractions=fractions)
-        return async_ps(classes, cluster.bandwidth_bps, sharing or "threshold", strategy.rho_threshold,
-                        two_way=cluster.two_way(strategy.ps_count))
+            classes = slowed_classes(classes, cluster.nodes.host_cores)
+            return sync_ps(classes, B, strategy.sharing or self.default_sharing("sync"),
+                           fcfs_weight=cluster.contention.fcfs_weight, fractions=fractions)
+        sharing = strategy.sharing or next(n for n, s in SHARINGS.items() if not s.simulated)
+        return async_ps(classes, B, sharing, strategy.rho_threshold,
+                        two_way=rule_for(cluster.contention.two_way, strategy.ps_count))

@@ -10,7 +10,7 @@ import importlib
 import sys
 
 from ..errors import SgdsimError
-from .common import Parser
+from .common import Parser, one_line
 
 COMMANDS = (  # modules with register(subparsers) -> {command: handler}
     "sgdsim.cli.predict_cmd",
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handlers[args.command](args)
     except SgdsimError as e:
-        print(f"sgdsim: error: {e}", file=sys.stderr)
+        print(f"sgdsim: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("sgdsim: interrupted", file=sys.stderr)

@@ -7,7 +7,8 @@ import argparse
 import math
 
 from ..errors import SgdsimError
-from ..evaluate.executors import BACKENDS
+from ..spec import EXECUTORS
+from ..spec.registries import DEFAULT_EXECUTOR
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -27,13 +28,18 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):  # one line, exit 2, like every other user error
-        self.exit(2, f"sgdsim: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"sgdsim: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(message) -> str:
+    """An error names what the user typed, which may hold line breaks: they print escaped."""
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def add_executor_arguments(q) -> None:
     q.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="simulate N points at once in local processes (default: one per core)")
-    q.add_argument("--backend", default="local", choices=BACKENDS,
+    q.add_argument("--backend", default=DEFAULT_EXECUTOR, choices=EXECUTORS.names,
                    help="where simulated points run: local processes, or a Dask cluster")
     q.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="--backend dask: the scheduler, e.g. tcp://10.0.0.1:8786 (default: none)")

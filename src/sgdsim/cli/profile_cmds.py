@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+from ..spec import ARCHITECTURES
+from ..spec.registries import DEFAULT_ARCH
 from ..outputs import check_output_path
 from ..units import format_bps
 from .common import positive_floats
@@ -39,7 +41,7 @@ def _calibrate_parser(sub) -> None:
                            "several runs: 9.17,9.33,9.31")
     c.add_argument("--hardware", required=True, metavar="FILE.json",
                    help="the network as measured by sgdsim netbench (bandwidth, β, ...)")
-    c.add_argument("--arch", default="ps", choices=["ps", "allreduce"],
+    c.add_argument("--arch", default=DEFAULT_ARCH, choices=ARCHITECTURES.names,
                    help="ps: 1 worker + 1 PS was measured; allreduce: 2 ranks")
     c.add_argument("--mode", default="async", choices=["async", "sync"], help="the mode of the measured run")
     c.add_argument("-o", "--output", required=True, help="the calibrated hardware file")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..outputs import check_output_path
-from .predict_cmd import add_model_arguments, run_prediction
+from .model_options import add_model_arguments, run_prediction
 from ..progress import say
 
 
@@ -56,7 +56,7 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
 
 
 def _profile_summary(source, coarse: str | None) -> dict:
-    from ..evaluate.inputs import fine_profile
+    from ..evaluate.jobs import fine_profile
     from ..predict import _profile
     from ..analytic.coarse_profile import parse_coarse
 

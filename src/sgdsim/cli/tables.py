@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 
-from ..evaluate.margin import margin_source
 from ..point import bottleneck_text
 
 TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
@@ -59,10 +58,11 @@ def _table(rows) -> str:
 
 def _margin_note(rows) -> list[str]:
     """What the fine interval holds besides the simulator's runs: the model's own error."""
-    m = max((r.get("model_error_rel") or 0.0 for r in rows if r["model"] == "fine"), default=0.0)
+    m, source = max(((r.get("model_error_rel") or 0.0, r.get("margin_source", "")) for r in rows
+                     if r["model"] == "fine"), default=(0.0, ""))
     if m <= 0:
         return []
-    return [f"95% interval: where one real run lands, the model's error (±{m:.1%}, {margin_source(m)}) "
+    return [f"95% interval: where one real run lands, the model's error (±{m:.1%}{', ' + source if source else ''}) "
             "included; --model-error 0 gives the simulator's spread alone"]
 
 

@@ -11,23 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from ..analytic.coarse_profile import CoarseProfile
 from ..analytic.models import MODELS, run_analytic, unsupported
+from ..analytic.coarse_profile import CoarseProfile
 from ..analytic.results import CoarseResult
 from ..errors import ConfigError
 from ..placement import ps_fractions
 from ..point import PredictionPoint
-from ..profile.model import Profile
 from ..profile.transforms import with_overhead
 from ..progress import Progress
 from ..replicate import simulate_point
-from ..sim import WorkerClass
+from ..sim import SimConfig
+from ..spec import Cluster, Control, Job, Strategy
+from ..spec.limits import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from ..topology import Topology
 from ..topology.local import with_local_aggregation
-from ..sim.config import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from .executors import Executor, Serial
+from .jobs import AnyProfile, coarse_profile, default_ps_count, fine_profile, worker_classes
 from .margin import for_one_run
-from .inputs import Cluster, Control, Job, Strategy, coarse_profile, fine_profile, sim_config
 
 
 @dataclass(frozen=True)
@@ -41,20 +41,22 @@ class FineTask:
     workers: int
 
 
+def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimConfig:
+    """The simulator's configuration (it checks the combination of the three)."""
+    return SimConfig.of(strategy, cluster, control)
+
+
 def run_fine(task: FineTask) -> PredictionPoint:
-    job = task.job
     config = sim_config(task.strategy, task.cluster, task.control)
-    classes = job.fine() if job.heterogeneous else [(n, p, task.workers) for n, p, _ in job.fine()]
-    pt = simulate_point([WorkerClass(n, p, c) for n, p, c in classes], config,
-                        task.control.replications)
-    return for_one_run(pt, task.cluster.run_spread_rel, task.cluster.model_error_rel)
+    pt = simulate_point(worker_classes(task.job, task.workers), config, task.control.replications)
+    return for_one_run(pt, task.control.margin)
 
 
 def models_for(model: str, job: Job, strategy: Strategy, cluster: Cluster, control: Control,
                on_skip: Callable[[str], None] | None = None) -> list[str]:
     """The models to run: ``model``, or with "all" every one that can honour the options
     (``on_skip(reason)`` hears about the others). A model that cannot is a ConfigError."""
-    n_ps = strategy.ps_count or job.default_ps_count()
+    n_ps = strategy.ps_count or default_ps_count(job)
     why = [(name, unsupported(name, strategy, cluster, control, n_ps, job.heterogeneous))
            for name in (MODELS if model == "all" else [model])]
     if model != "all":
@@ -83,9 +85,9 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     if len(counts) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts in one call, got {len(counts):,} "
                           "(give a list such as 1,2,4,8,...)")
-    topology = config.topology(cluster.bandwidth_bps)
+    topology = config.topology()
     layouts = {W: topology.layout(W) for W in counts}  # whole nodes, checked before any work
-    if strategy.arch == "ps" and topology.gpus_per_node > 1:
+    if strategy.architecture.per_node_workers and topology.gpus_per_node > 1:
         return _per_node(job, strategy, cluster, topology, layouts, model, control, executor,
                          on_skip, progress_label)
     points: list[PredictionPoint] = []
@@ -106,7 +108,7 @@ def _per_node(job: Job, strategy: Strategy, cluster: Cluster, topology: Topology
     (nodes, devices per node) of each device count."""
     if job.heterogeneous:
         raise ConfigError("--gpus-per-node with --arch ps needs one profile, not --worker-profile")
-    single = replace(cluster, gpus_per_node=1, intra_bandwidth_bps=None)
+    single = replace(cluster, nodes=replace(cluster.nodes, gpus_per_node=1, intra_bandwidth_Bps=None))
     points: list[PredictionPoint] = []
     for devices in sorted({d for _, d in layouts.values()}):
         topo = replace(topology, gpus_per_node=devices)
@@ -146,7 +148,7 @@ def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Contr
 def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
                       counts: Sequence[int] | None) -> list[PredictionPoint]:
     """``counts`` None: the heterogeneous job's one point."""
-    classes = [(_coarse_with_overhead(c.profile, strategy), c.count) for c in job.classes]
+    classes = [(_coarse_with_overhead(c.profile, strategy, cluster), c.count) for c in job.classes]
     for c, _ in classes:
         c.check_has_work()
     results = run_analytic(name, classes, None if counts is None else list(counts), strategy,
@@ -155,16 +157,16 @@ def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
 
 
 def _fractions(job: Job, strategy: Strategy) -> tuple[float, ...]:
-    if strategy.arch != "ps" or job.heterogeneous:
+    if not strategy.architecture.servers or job.heterogeneous:
         return (1.0,)
     return ps_fractions(fine_profile(job.profile), strategy.ps_count)
 
 
-def _coarse_with_overhead(p: Profile | CoarseProfile, strategy: Strategy) -> CoarseProfile:
+def _coarse_with_overhead(p: AnyProfile, strategy: Strategy, cluster: Cluster) -> CoarseProfile:
     """The analytical models see the overheads as compute time, as the simulator does."""
-    a, b = strategy.overhead_alpha_s_per_byte, strategy.overhead_beta_s
+    a, b = cluster.link.overhead_alpha_s_per_byte, cluster.link.overhead_beta_s
     if a > 0 or b > 0:
-        p = with_overhead(fine_profile(p), a, b, strategy.arch)
+        p = with_overhead(fine_profile(p), a, b, strategy.architecture.pulls)
     return coarse_profile(p)
 
 

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from ..errors import ConfigError
 from ..progress import Progress
+from ..spec.registries import EXECUTORS
 
-BACKENDS = ("local", "dask")
 
 
 class Executor(Protocol):
@@ -106,16 +106,24 @@ MAX_JOBS = 256  # local processes; beyond this a Dask cluster is the tool
 
 def make_executor(backend: str = "local", jobs: int | None = None,
                   scheduler: str | None = None) -> Executor:
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         raise ConfigError(f"--jobs must be between 1 and {MAX_JOBS}, got {jobs}")
-    if backend == "dask":
-        if jobs is not None:
-            raise ConfigError("--jobs applies to --backend local (a Dask cluster has its own workers)")
-        if not scheduler:
-            raise ConfigError("--backend dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.1:8786)")
-        return DaskExecutor.connect(scheduler)
+    return EXECUTORS[backend](jobs, scheduler)
+
+
+def _local(jobs: int | None, scheduler: str | None) -> Executor:
     if scheduler:
         raise ConfigError("--scheduler applies to --backend dask")
     return LocalPool(jobs or os.cpu_count() or 1)
+
+
+def _dask(jobs: int | None, scheduler: str | None) -> Executor:
+    if jobs is not None:
+        raise ConfigError("--jobs applies to --backend local (a Dask cluster has its own workers)")
+    if not scheduler:
+        raise ConfigError("--backend dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.1:8786)")
+    return DaskExecutor.connect(scheduler)
+
+
+for _name, _factory in (("local", _local), ("dask", _dask)):
+    EXECUTORS.register(_name, _factory)

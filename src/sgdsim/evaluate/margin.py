@@ -19,37 +19,16 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..errors import ConfigError
 from ..point import PredictionPoint
-
-# Fitted to the 66 single runs of issue 8's 22 lab points and checked on 85 held-out runs
-# (docs/validation/model-error/).
-MODEL_ERROR_REL = 0.1042  # 10.412 % rounded up at the fourth decimal
+from ..spec import MODEL_ERROR_REL, Margin  # noqa: F401  (the default margin and its measurement)
 
 
-def margin_source(margin_rel: float) -> str:
-    """Where a margin came from, for the notes under tables: the default's measurement, or the
-    user (a hardware file's ``model_error_rel``, ``--model-error``)."""
-    return "measured on lab runs" if margin_rel == MODEL_ERROR_REL else "as set for this prediction"
-
-
-def check_margin(value, what: str = "model error") -> float:
-    """A relative margin: a fraction in [0, 1), or a percentage such as "12%"."""
-    text = str(value).strip()
-    try:
-        m = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise ConfigError(f"{what} must be a fraction such as 0.12 or a percentage such as 12%, "
-                          f"got {value!r}") from None
-    if not 0 <= m < 1:
-        raise ConfigError(f"{what} must be in [0, 1) (0 to 100 %), got {value!r}")
-    return m
-
-
-def for_one_run(pt: PredictionPoint, spread_rel: float, margin_rel: float) -> PredictionPoint:
+def for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     """The simulator's interval widened to one real run's: at least the real runs' own spread
-    (``run_spread_rel``, from calibration), then the model's error in quadrature."""
-    return with_model_error(with_run_spread(pt, spread_rel), margin_rel)
+    (``run_spread_rel``, from calibration), then the model's error in quadrature; the point
+    says where the margin came from."""
+    pt = with_model_error(with_run_spread(pt, margin.run_spread_rel), margin.model_error_rel)
+    return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
 
 
 def with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:

@@ -1,8 +1,10 @@
 """Measuring real networks and emulating a cluster on one machine.
 
 - ``netbench``: point-to-point TCP bandwidth and latency, the α·size + β fit, hardware files;
-- ``cluster``: ``LabCluster``, network namespaces joined by a tc-shaped bridge (needs root);
-- ``cli``: ``register(subparsers)`` adds the ``netbench`` and ``lab`` commands.
+- ``cluster``: ``LabCluster``, network namespaces joined by a tc-shaped bridge (needs root;
+  its ``ip``/``tc`` plumbing is in ``netns``, its state file in ``state``);
+- ``cli``: ``register(subparsers)`` adds the ``netbench`` (``netbench_cli``) and ``lab`` commands;
+- ``traces``: pulls and pushes of a traced PS run, for the lab's fits and ``validate``.
 
 Submodules are imported lazily so that ``python -m sgdsim.lab.netbench`` does not import
 itself twice.

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..analytic.two_way import BUSY_FLOWS, TwoWay, check_table
 from ..errors import ConfigError
-from ..validate.regimes import pulls_pushes
+from .traces import pulls_pushes
 
 
 def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOWS,)) -> tuple:

@@ -11,14 +11,13 @@ inside the host (what it sends) and egress of ``p<i>`` in the switch (what it re
 as in the simulator, each NIC direction is its own link and the parameter server's downlink
 is shared by all workers sending to it. Nothing is created in the root namespace: deleting
 the namespaces deletes every veth and the bridge with them.
+
+The ``ip``/``tc`` plumbing lives in ``netns``, the state file and its lock in ``state``; their
+public names are re-exported here, where callers have always imported them.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -26,17 +25,15 @@ import time
 
 from ..errors import ConfigError, SgdsimError
 from ..units import format_bps, parse_bandwidth_bps, parse_duration_s, parse_size_bytes
-from .procs import stop
+from .netns import PREFIX, check_prerequisites, list_namespaces, run_cmd, teardown
+from .state import STATE_FORMAT, locked, read_state, remove_lock, state_path, write_state
 
-PREFIX = "sgdsim-"
+__all__ = ["DEFAULT_QUEUE_LATENCY_S", "LabCluster", "PREFIX", "STATE_FORMAT", "SUBNET",
+           "check_prerequisites", "default_burst_bytes", "lab_down", "lab_status",
+           "list_namespaces", "read_state", "state_path", "teardown"]
+
 SUBNET = "10.77.0"
-STATE_FORMAT = "sgdsim-lab"
 DEFAULT_QUEUE_LATENCY_S = 0.05
-
-
-def state_path() -> str:
-    """``$SGDSIM_LAB_STATE`` or ``/run/sgdsim-lab.json`` (/run is cleared at boot, like the lab)."""
-    return os.environ.get("SGDSIM_LAB_STATE", "/run/sgdsim-lab.json")
 
 
 def default_burst_bytes(bandwidth_bps: float) -> int:
@@ -47,49 +44,6 @@ def default_burst_bytes(bandwidth_bps: float) -> int:
     keeps the token refills coarse enough at 10 Gbit/s for the qdisc timer not to cap the rate.
     """
     return max(16 * 1024, int(bandwidth_bps / 8 * 1e-3))
-
-
-def check_prerequisites() -> None:
-    if os.geteuid() != 0:
-        raise ConfigError("the lab needs root (network namespaces, veth, tc): run it as root, "
-                          "e.g. sudo sgdsim lab up --hosts 3 --bandwidth 100Mbps")
-    missing = [c for c in ("ip", "tc") if shutil.which(c) is None]
-    if missing:
-        raise ConfigError(f"the lab needs the {' and '.join(missing)} command(s): "
-                          "apt-get install iproute2")
-
-
-def _cmd(argv: list[str], timeout: float = 30.0) -> str:
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SgdsimError(f"{' '.join(argv)}: {exc}") from None
-    if r.returncode != 0:
-        lines = (r.stderr or r.stdout).strip().splitlines()
-        raise SgdsimError(f"{' '.join(argv)}: {lines[-1] if lines else f'exit code {r.returncode}'}")
-    return r.stdout
-
-
-def list_namespaces(prefix: str = PREFIX) -> list[str]:
-    """Network namespaces named ``prefix*`` (``ip netns list`` prints 'name (id: n)')."""
-    out = _cmd(["ip", "netns", "list"])
-    names = [line.split()[0] for line in out.splitlines() if line.strip()]
-    return sorted(n for n in names if n.startswith(prefix))
-
-
-def read_state(path: str | None = None) -> dict | None:
-    path = path or state_path()
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"lab state file {path} is unreadable ({exc}); remove it after "
-                          "checking 'ip netns list'") from None
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        raise ConfigError(f"{path} is not a sgdsim lab state file")
-    return data
 
 
 class LabCluster:
@@ -151,14 +105,14 @@ class LabCluster:
 
     def exec(self, i: int, argv, timeout: float = 60.0) -> str:
         """Run ``argv`` inside host ``i`` and return its stdout; failure → one-line error."""
-        return _cmd(self._nsexec(i, argv), timeout=timeout)
+        return run_cmd(self._nsexec(i, argv), timeout=timeout)
 
     # -------------------------------------------------------------- life cycle
     def up(self) -> "LabCluster":
         check_prerequisites()
         trapped = not self._old_handlers and self._trap_signals()
         try:
-            with _locked(self.state_file):
+            with locked(self.state_file):
                 self._refuse_clobber()
                 try:
                     self._save_state(complete=False)
@@ -166,7 +120,7 @@ class LabCluster:
                     self._save_state(complete=True)
                 except BaseException:  # also Ctrl-C, SIGTERM, SIGHUP: never leave half a lab
                     self._teardown()
-                    _remove_lock(self.state_file)
+                    remove_lock(self.state_file)
                     raise
         finally:
             if trapped:
@@ -177,9 +131,9 @@ class LabCluster:
         """Remove what this lab created; returns the namespaces deleted."""
         if not self.owned or not self._created:
             return []  # never up, or down already: the state file may be another lab's now
-        with _locked(self.state_file):
+        with locked(self.state_file):
             removed = self._teardown()
-        _remove_lock(self.state_file)
+        remove_lock(self.state_file)
         return removed
 
     def _teardown(self) -> list[str]:
@@ -233,27 +187,27 @@ class LabCluster:
         # recorded before creation: if we die in between, 'lab down' still finds it
         self._created.append(name)
         self._save_state(complete=False)
-        _cmd(["ip", "netns", "add", name])
+        run_cmd(["ip", "netns", "add", name])
 
     def _build(self) -> None:
         sw = self.switch
         self._add_namespace(sw)
-        _cmd(["ip", "-n", sw, "link", "add", "br0", "type", "bridge"])
-        _cmd(["ip", "-n", sw, "link", "set", "br0", "up"])
+        run_cmd(["ip", "-n", sw, "link", "add", "br0", "type", "bridge"])
+        run_cmd(["ip", "-n", sw, "link", "set", "br0", "up"])
         for i in range(self.hosts):
             ns = self.namespace(i)
             self._add_namespace(ns)
-            _cmd(["ip", "link", "add", "eth0", "netns", ns, "type", "veth",
+            run_cmd(["ip", "link", "add", "eth0", "netns", ns, "type", "veth",
                   "peer", "name", f"p{i}", "netns", sw])
-            _cmd(["ip", "-n", sw, "link", "set", f"p{i}", "master", "br0", "up"])
-            _cmd(["ip", "-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", "eth0"])
-            _cmd(["ip", "-n", ns, "link", "set", "eth0", "up"])
-            _cmd(["ip", "-n", ns, "link", "set", "lo", "up"])
+            run_cmd(["ip", "-n", sw, "link", "set", f"p{i}", "master", "br0", "up"])
+            run_cmd(["ip", "-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", "eth0"])
+            run_cmd(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            run_cmd(["ip", "-n", ns, "link", "set", "lo", "up"])
             self._shape(ns, "eth0")      # what host i sends
             self._shape(sw, f"p{i}")     # what host i receives
 
     def _shape(self, ns: str, dev: str) -> None:
-        _cmd(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf",
+        run_cmd(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf",
               "rate", f"{self.bandwidth_bps:.0f}bit", "burst", str(self.burst_bytes),
               "latency", f"{self.queue_latency_s * 1e6:.0f}us"])
 
@@ -263,14 +217,7 @@ class LabCluster:
                 "burst_bytes": self.burst_bytes, "queue_latency_s": self.queue_latency_s,
                 "prefix": self.prefix, "subnet": self.subnet, "switch": self.switch,
                 "namespaces": self._created, "owner_pid": os.getpid(), "created": time.time()}
-        tmp = f"{self.state_file}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=1)
-            os.replace(tmp, self.state_file)
-        except OSError as exc:
-            raise ConfigError(f"cannot write lab state file {self.state_file}: "
-                              f"{exc.strerror or exc}") from None
+        write_state(self.state_file, data)
 
     def _trap_signals(self) -> bool:
         if threading.current_thread() is not threading.main_thread():
@@ -294,103 +241,14 @@ class LabCluster:
                 f"(tbf burst {self.burst_bytes} B, queue {self.queue_latency_s * 1e3:g} ms)")
 
 
-@contextlib.contextmanager
-def _locked(state_file: str):
-    """Serialises lab up/down across processes, so a down cannot race a half-built up."""
-    try:
-        fd = os.open(f"{state_file}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    except OSError as exc:
-        raise ConfigError(f"cannot lock {state_file}.lock: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _remove_lock(state_file: str) -> None:
-    """Nothing of a lab stays behind in /run once it is down."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(f"{state_file}.lock")
-
-
-def teardown(namespaces: list[str], state_file: str, procs=()) -> list[str]:
-    """Stop what runs in ``namespaces``, delete them, then the state file.
-
-    Goes on after errors (and ignores Ctrl-C meanwhile) so one stuck step cannot leave the rest
-    behind; raises one line at the end if something could not be removed.
-    """
-    old = _ignore_sigint()
-    errors, removed = [], []
-    try:
-        for p in procs:
-            stop(p, timeout_s=3.0)
-        existing = set(list_namespaces(""))
-        for ns in reversed(namespaces):
-            if ns not in existing:
-                continue
-            _kill_inside(ns)
-            try:
-                _cmd(["ip", "netns", "del", ns])
-                removed.append(ns)
-            except SgdsimError as exc:
-                errors.append(str(exc))
-        if not errors and os.path.exists(state_file):
-            os.unlink(state_file)
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
-    if errors:
-        raise SgdsimError(f"lab teardown incomplete: {errors[0]}")
-    return removed
-
-
-def _ignore_sigint():
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-
-
-def _kill_inside(ns: str) -> None:
-    """Processes left in a namespace keep its veth alive after 'ip netns del': end them."""
-    try:
-        pids = [int(p) for p in _cmd(["ip", "netns", "pids", ns]).split()]
-    except (SgdsimError, ValueError):
-        return
-    pids = [p for p in pids if p != os.getpid()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 2.0
-        while pids and time.monotonic() < deadline:
-            pids = [p for p in pids if _alive(p)]
-            time.sleep(0.05)
-        if not pids:
-            return
-
-
-def _alive(pid: int) -> bool:
-    """A zombie has left its namespace already; only its parent can reap it."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def lab_down(state_file: str | None = None) -> list[str]:
     """Tear down the lab recorded in the state file (nothing else); returns what was deleted."""
     check_prerequisites()
     path = state_file or state_path()
-    with _locked(path):
+    with locked(path):
         st = read_state(path)
         removed = teardown(list(st.get("namespaces", [])), path) if st else []
-    _remove_lock(path)
+    remove_lock(path)
     return removed
 
 
@@ -405,7 +263,7 @@ def lab_status(state_file: str | None = None) -> dict | None:
     st["qdiscs"] = {}
     for n in st["present"]:
         try:
-            st["qdiscs"][n] = _cmd(["tc", "-n", n, "qdisc", "show"]).strip().splitlines()
+            st["qdiscs"][n] = run_cmd(["tc", "-n", n, "qdisc", "show"]).strip().splitlines()
         except SgdsimError as exc:
             st["qdiscs"][n] = [str(exc)]
     return st

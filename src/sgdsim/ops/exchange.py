@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 
 from ..errors import ConfigError
+from ..units import parse_number
 from .records import Device, OpRecord, params_key
 
 FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "op", "params",
           "dtype", "fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at")
 FLOATS = ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread", "measured_at")
+MAX_NUMBER = 1e15  # seconds (a time, or the unix date of a measurement), or a spread
+MAX_PARAM = 1e18  # an operator parameter (a size, a stride)
+MAX_INT64 = 2**63 - 1
 
 
 def _row(r: OpRecord) -> dict:
@@ -97,26 +100,38 @@ def _record(where: str, row: dict) -> OpRecord:
         if not str(row[f]).strip():
             raise ConfigError(f"{where}: {f} is empty")
     numbers = {f: _number(where, f, row[f]) for f in FLOATS}
-    samples = row["samples"]
-    if not ((type(samples) is int and samples >= 0)
-            or (isinstance(samples, str) and samples.isascii() and samples.strip().isdigit())):
-        raise ConfigError(f"{where}: samples must be an integer >= 0, got {samples!r}")
+    # a database integer holds 2^63-1: a 30-digit count was an OverflowError of sqlite3
+    try:
+        samples = parse_number(row["samples"], "samples", lo=0, hi=MAX_INT64, integer=True)
+    except ConfigError:
+        raise ConfigError(f"{where}: samples must be an integer >= 0, got "
+                          f"{str(row['samples'])[:40]!r} (and at most 2^63-1)") from None
     device = Device(*(str(row[f]) for f in FIELDS[:4]))
     return OpRecord(device=device, op=str(row["op"]), params=_params(where, row["params"]),
-                    dtype=str(row["dtype"]), samples=int(samples), **numbers)
+                    dtype=str(row["dtype"]), samples=samples, **numbers)
 
 
 def _params(where: str, text) -> dict:
     try:
         params = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:  # a cell nested 20,000 deep
+        raise ConfigError(f"{where}: params is not JSON (nested too deeply)") from None
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: params is not JSON: {str(text)[:60]!r}") from None
     if not isinstance(params, dict) or not all(
-            isinstance(v, (int, float, str)) and not isinstance(v, bool)
-            for v in params.values()):
-        raise ConfigError(f"{where}: params must be a JSON object of numbers and strings, "
-                          f"got {str(text)[:60]!r}")
+            isinstance(v, str) or _param_number(v) for v in params.values()):
+        raise ConfigError(f"{where}: params must be a JSON object of numbers (at most "
+                          f"{MAX_PARAM:.0e} in size) and strings, got {str(text)[:60]!r}")
     return params
+
+
+def _param_number(value) -> bool:
+    """A finite number in [-MAX_PARAM, MAX_PARAM]: a 400-digit size would overflow float()."""
+    try:
+        parse_number(value, "a parameter", lo=-MAX_PARAM, hi=MAX_PARAM)
+    except ConfigError:
+        return False
+    return True
 
 
 def _no_constant(name: str):
@@ -124,13 +139,25 @@ def _no_constant(name: str):
 
 
 def _number(where: str, field: str, text) -> float:
+    """A time, spread or date: ASCII digits, finite, from 0 to MAX_NUMBER."""
+    if not _float_literal(text):
+        raise ConfigError(f"{where}: {field} must be a number, got {str(text)[:40]!r}")
     try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {field} must be a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{where}: {field} must be a finite number >= 0, got {text!r}")
-    return value
+        return parse_number(text, field, lo=0, hi=MAX_NUMBER)
+    except ConfigError:
+        raise ConfigError(f"{where}: {field} must be a finite number >= 0, got "
+                          f"{str(text)[:40]!r} (and at most {MAX_NUMBER:g})") from None
+
+
+def _float_literal(text) -> bool:
+    """Whether ``text`` reads as a number at all ('nan' and '1e999' do, '١٢' and 'soon' not)."""
+    if isinstance(text, str):
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return text.isascii() and "_" not in text
+    return isinstance(text, (int, float)) and not isinstance(text, bool)
 
 
 def _schema(pa):

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..errors import ConfigError
-from ..units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
-from ..sim.config import COLLECTIVE_NAMES
+from ..units import parse_bandwidth_bps, parse_duration_s, parse_number, parse_size_bytes
+from ..spec import COLLECTIVES
 from ..topology.model import fills_nodes
-from .search import STRATEGIES
+from .search import strategy_names
 
 
 def register(sub) -> dict:
@@ -20,6 +21,18 @@ def register(sub) -> dict:
                     "--target-epoch-time, the fastest within --budget-per-epoch, or (neither) the "
                     "Pareto frontier of epoch time and cost. Costs are per epoch, in the unit of "
                     "--price-per-node-hour (default 1: node-hours).")
+    _add_search_arguments(p)
+    _add_cluster_arguments(p)
+    _add_goal_arguments(p)
+    add_executor_arguments(p)
+    p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="also write a plot: throughput and cost against workers per strategy (default: none)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
+    return {"plan": cmd_plan}
+
+
+def _add_search_arguments(p) -> None:
     p.add_argument("profile", nargs="?", help="profile JSON (or give --coarse)")
     p.add_argument("--coarse", default=None, metavar="SPEC",
                    help="coarse profile instead: size=102MB,fwd=182ms,bwd=261ms,batch=128 (default: none)")
@@ -31,17 +44,20 @@ def register(sub) -> dict:
     p.add_argument("--hardware", default=None, metavar="FILE.json",
                    help="the measured network (sgdsim netbench / calibrate); --bandwidth overrides its "
                         "rate (default: nominal, no file)")
-    p.add_argument("--strategies", default=",".join(STRATEGIES),
-                   help=f"candidates, comma-separated (default {','.join(STRATEGIES)})")
+    p.add_argument("--strategies", default=",".join(strategy_names()),
+                   help=f"candidates, comma-separated (default {','.join(strategy_names())})")
     p.add_argument("--max-ps", type=int, default=4, metavar="K",
                    help="async PS is tried with 1..K parameter servers (default 4)")
+
+
+def _add_cluster_arguments(p) -> None:
     p.add_argument("--gpus-per-node", type=int, default=1, metavar="G",
                    help="devices per node: --workers counts devices, a node's price buys G of them, "
                         "and only counts that fill whole nodes are tried (default 1)")
     p.add_argument("--intra-bandwidth", default=None, metavar="BW",
                    help="with --gpus-per-node: each device's link inside its node, e.g. 150GB/s "
                         "(default: none)")
-    p.add_argument("--collective", default="ring", choices=COLLECTIVE_NAMES,
+    p.add_argument("--collective", default=None, choices=COLLECTIVES.names,
                    help="the all-reduce strategy's algorithm (default ring)")
     p.add_argument("--bucket-size", default=None, metavar="SIZE",
                    help="the all-reduce strategy's DDP gradient buckets, e.g. 25MB (default: one "
@@ -50,6 +66,9 @@ def register(sub) -> dict:
                    help="price of a worker node per hour (default 1: costs in node-hours)")
     p.add_argument("--ps-price-per-node-hour", type=float, default=None, metavar="P",
                    help="price of a parameter-server node per hour (default: a worker's)")
+
+
+def _add_goal_arguments(p) -> None:
     goal = p.add_mutually_exclusive_group()
     goal.add_argument("--target-epoch-time", default=None, metavar="DURATION",
                       help="the cheapest configuration whose epoch takes at most this: 90s, 30min, 2h "
@@ -60,12 +79,6 @@ def register(sub) -> dict:
                    help="knee: one more worker adds less than this share of one worker's throughput")
     p.add_argument("--finalists", type=int, default=5, help="configurations checked by the simulator")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated finalists")
-    add_executor_arguments(p)
-    p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
-    p.add_argument("--plot", default=None, metavar="FILE.png",
-                   help="also write a plot: throughput and cost against workers per strategy (default: none)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
-    return {"plan": cmd_plan}
 
 
 def cmd_plan(args) -> int:
@@ -94,18 +107,17 @@ MAX_FINALISTS = 100  # each one is a simulated point with replications
 
 
 def build_request(args):
-    from ..evaluate import Control, Strategy
     from ..hardware import load_hardware
     from ..predict import _job, parse_workers
-    from ..sim.config import MAX_POINTS, MAX_SIM_WORKERS
+    from ..spec.limits import MAX_POINTS, MAX_SIM_WORKERS
+    from .objective import Prices
     from .search import PlanRequest, candidates
 
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None
     bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
-    strategies = candidates(names, args.max_ps, Strategy.from_hardware(hw) if hw else Strategy(),
-                            args.collective, bucket)
+    strategies = candidates(names, args.max_ps, args.collective, bucket)
     if not 1 <= args.finalists <= MAX_FINALISTS:
         raise ConfigError(f"--finalists must be from 1 to {MAX_FINALISTS}, got {args.finalists}")
     workers = whole_nodes(parse_workers(args.workers), args.gpus_per_node)
@@ -118,19 +130,24 @@ def build_request(args):
                           "--model coarse goes further)")
     bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \
         [hw.bandwidth_bps if hw else 10e9]
+    clusters = tuple(_cluster(args, hw, b) for b in bandwidths)
     return PlanRequest(
-        job=job, strategies=strategies, clusters=tuple(_cluster(args, hw, b) for b in bandwidths),
+        job=job, strategies=strategies, clusters=clusters,
+        collective_cluster=tuple(_cluster(args, hw, b, collective=True) for b in bandwidths) if hw else (),
+        prices=Prices(args.price_per_node_hour, args.ps_price_per_node_hour),
         workers=tuple(workers), dataset_size=parse_count(args.dataset_size),
         objective=_objective(args), knee_rel=parse_fraction(args.knee, "--knee"),
-        finalists=args.finalists, control=Control(seed=args.seed),
-        ring_latency_s=(hw.ring_latency_s or 0.0) if hw else 0.0,
-        allreduce_compute_share=(hw.allreduce_compute_share or 0.0) if hw else 0.0)
+        finalists=args.finalists, control=_control(hw, args.seed))
 
 
 def whole_nodes(workers: list[int], gpus_per_node: int) -> list[int]:
     """The counts that fill whole nodes (or part of one): a plan compares what can be rented."""
     from ..progress import say
+    from ..topology.model import MAX_GPUS_PER_NODE
 
+    # before any division by it: --gpus-per-node 0 was a ZeroDivisionError
+    gpus_per_node = parse_number(gpus_per_node, "--gpus-per-node", lo=1, hi=MAX_GPUS_PER_NODE,
+                                 integer=True)
     if gpus_per_node == 1:
         return workers
     kept = [w for w in workers if fills_nodes(w, gpus_per_node)]
@@ -143,17 +160,29 @@ def whole_nodes(workers: list[int], gpus_per_node: int) -> list[int]:
     return kept
 
 
-def _cluster(args, hw, bandwidth_bps: float):
-    from ..evaluate import Cluster
+def _cluster(args, hw, bandwidth_bps: float, collective: bool = False):
+    """The cluster at one bandwidth, as parameter servers see it, or (``collective``) as a
+    collective does: with the file's measured step latency and compute share."""
+    from ..parse.hardware import specs_from_hardware
+    from ..parse.keywords import specs
+    from ..spec import ARCHITECTURES
 
-    prices = dict(price_per_node_hour=args.price_per_node_hour,
-                  ps_price_per_node_hour=args.ps_price_per_node_hour,
-                  gpus_per_node=args.gpus_per_node,
-                  intra_bandwidth_bps=None if args.intra_bandwidth is None
-                  else parse_bandwidth_bps(args.intra_bandwidth))
-    if hw is not None:
-        return Cluster.from_hardware(hw, "ps", bandwidth_bps=bandwidth_bps, **prices)
-    return Cluster(bandwidth_bps, **prices)
+    nodes = dict(bandwidth=bandwidth_bps, gpus_per_node=args.gpus_per_node, intra_bandwidth=args.intra_bandwidth)
+    if hw is None:
+        return specs(**nodes)[1]
+    arch = next(n for n, a in ARCHITECTURES.items() if ("collective" in a.options) == collective)
+    return specs_from_hardware(hw, arch, **nodes)[1]
+
+
+def _control(hw, seed: int):
+    """The seed, and the file's margin (the real runs' spread; its model error if it has one)."""
+    from ..parse.hardware import specs_from_hardware
+    from ..spec import Control
+    from ..spec.registries import DEFAULT_ARCH
+
+    if hw is None:
+        return Control(seed=seed)
+    return replace(specs_from_hardware(hw, DEFAULT_ARCH)[2], seed=seed)
 
 
 def _objective(args):
@@ -172,25 +201,32 @@ def _objective(args):
     return Objective("frontier")
 
 
+MAX_DATASET = 1e15  # examples per epoch
+
+
 def parse_count(text: str) -> int:
     """'1281167', '1.28M', '50k' -> examples."""
     mult = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
     t = str(text).strip().replace(",", "").replace("_", "")
-    try:
-        value = float(t[:-1]) * mult[t[-1]] if t and t[-1] in mult else float(t)
-    except ValueError:
-        raise ConfigError(f"--dataset-size takes a number of examples (e.g. 1281167 or 1.28M), got {text!r}") from None
-    if not (math.isfinite(value) and value >= 1):
-        raise ConfigError(f"--dataset-size must be at least 1 example, got {text!r}")
+    number, scale = (t[:-1], mult[t[-1]]) if t and t[-1] in mult else (t, 1.0)
+    try:  # ASCII digits only, bounded: float() takes '١٢' and int(round()) a 1e308
+        value = parse_number(number, "--dataset-size", lo=0, hi=MAX_DATASET) * scale
+    except ConfigError:
+        raise ConfigError(f"--dataset-size takes a number of examples (e.g. 1281167 or 1.28M) "
+                          f"up to {MAX_DATASET:.0e}, got {text!r}") from None
+    if not 1 <= value <= MAX_DATASET:
+        raise ConfigError(f"--dataset-size must be from 1 to {MAX_DATASET:.0e} examples, "
+                          f"got {text!r}")
     return int(round(value))
 
 
 def parse_fraction(text: str, option: str) -> float:
     """'5%' or '0.05' -> 0.05."""
     t = str(text).strip()
-    try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
+    try:  # ASCII digits only
+        value = parse_number(t[:-1], option, lo=-1e300, hi=1e300) / 100 if t.endswith("%") \
+            else parse_number(t, option, lo=-1e300, hi=1e300)
+    except ConfigError:
         raise ConfigError(f"{option} takes a share such as 5% or 0.05, got {text!r}") from None
     if not 0 < value < 1:
         raise ConfigError(f"{option} must be between 0 and 100 %, got {text!r}")

@@ -10,11 +10,27 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..evaluate import Cluster, Strategy
+from ..spec import Cluster, Strategy
 from ..point import PredictionPoint
 
 KINDS = ("target", "budget", "frontier")
 RESOLUTION = 0.02  # relative: below this, two predictions are not told apart (replicate.REL_TARGET)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Per node-hour; ``ps`` None: a server node costs what a worker node costs."""
+
+    worker: float = 1.0
+    ps: float | None = None
+
+    def __post_init__(self):
+        for what, price in (("--price-per-node-hour", self.worker), ("--ps-price-per-node-hour", self.ps)):
+            if price is not None and not 0 <= price <= MAX_PRICE:
+                raise ConfigError(f"{what} must be a number from 0 to {MAX_PRICE:g}, got {price}")
+
+
+MAX_PRICE = 1e9  # per node-hour: beyond, costs per epoch overflow
 
 
 @dataclass(frozen=True)
@@ -28,26 +44,28 @@ class PlanPoint:
     bottleneck: str
     model: str
     dataset_size: int
+    prices: Prices = Prices()
 
     @classmethod
-    def of(cls, p: PredictionPoint, strategy: Strategy, cluster: Cluster, dataset_size: int) -> PlanPoint:
+    def of(cls, p: PredictionPoint, strategy: Strategy, cluster: Cluster, dataset_size: int,
+           prices: Prices = Prices()) -> PlanPoint:
         return cls(strategy, cluster, p.workers, p.throughput, p.ci_low, p.ci_high, p.bottleneck,
-                   p.model, dataset_size)
+                   p.model, dataset_size, prices)
 
     @property
     def ps_nodes(self) -> int:
-        return 0 if self.strategy.arch == "allreduce" else (self.strategy.ps_count or 1)
+        return (self.strategy.ps_count or 1) if self.strategy.architecture.servers else 0
 
     @property
     def worker_nodes(self) -> int:
         """Nodes rented for the workers: devices in nodes of ``gpus_per_node`` (a part-used node
         costs a whole one)."""
-        return math.ceil(self.workers / self.cluster.gpus_per_node)
+        return math.ceil(self.workers / self.cluster.nodes.gpus_per_node)
 
     @property
     def price_per_hour(self) -> float:
-        c = self.cluster
-        return self.worker_nodes * c.node_price(ps=False) + self.ps_nodes * c.node_price(ps=True)
+        ps = self.prices.worker if self.prices.ps is None else self.prices.ps
+        return self.worker_nodes * self.prices.worker + self.ps_nodes * ps
 
     def epoch_time_s(self, throughput: float | None = None) -> float:
         x = self.throughput if throughput is None else throughput
@@ -68,7 +86,7 @@ class PlanPoint:
         s = self.strategy
         return {"strategy": s.label, "arch": s.arch, "mode": s.mode, "workers": self.workers,
                 "worker_nodes": self.worker_nodes, "ps_count": self.ps_nodes,
-                "bandwidth_bps": self.cluster.bandwidth_bps,
+                "bandwidth_bps": 8 * self.cluster.link.bandwidth_Bps,  # users' unit, as --bandwidth
                 "throughput": self.throughput, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "epoch_time_s": self.epoch_time_s(), "cost_per_epoch": self.cost_per_epoch(),
                 "bottleneck": self.bottleneck, "model": self.model}
@@ -115,7 +133,7 @@ class Objective:
         missed = sorted((p for p in points if not self.feasible(p)), key=self._closeness)
         groups: dict[tuple, list[PlanPoint]] = {}
         for p in ok or missed:
-            groups.setdefault((p.strategy, p.cluster.bandwidth_bps), []).append(p)
+            groups.setdefault((p.strategy, p.cluster.link.bandwidth_Bps), []).append(p)
         leaders = sorted((self._leader(g) if ok else g[0] for g in groups.values()),
                          key=self.key if ok else self._closeness)
         rest = [p for p in ok + missed if all(p is not q for q in leaders)]

@@ -4,8 +4,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..evaluate.margin import margin_source
-from ..units import format_bps, format_duration_s
+from ..units import format_bandwidth, format_duration_s
 from .objective import PlanPoint
 from .search import PlanResult
 
@@ -43,9 +42,10 @@ def to_text(r: PlanResult, currency: str = "") -> str:
     lines = [_headline(r), ""]
     lines += _answer(r, currency)
     if r.checked:
-        m = r.checked[0].cluster.model_error_rel
+        margin = r.request.control.margin
+        m = margin.model_error_rel
         lines += ["", "Finalists, simulated (95 % intervals of the simulator's runs"
-                  + (f"; the model's own error, ±{m:.1%} {margin_source(m)}, applies to all alike"
+                  + (f"; the model's own error, ±{m:.1%} {margin.source}, applies to all alike"
                      if m > 0 else "")
                   + "):", _table(r.checked, currency)]
     front = r.frontier
@@ -94,21 +94,21 @@ def _describe(p: PlanPoint, currency: str) -> str:
     lo, hi = p.epoch_interval_s
     span = f" [{format_duration_s(lo)}, {format_duration_s(hi)}]" if p.model == "fine" else ""
     nodes = f" on {p.worker_nodes} node{'s' if p.worker_nodes > 1 else ''}" \
-        if p.cluster.gpus_per_node > 1 else ""
+        if p.cluster.nodes.gpus_per_node > 1 else ""
     return (f"{s.label}, {p.workers} worker{'s' if p.workers > 1 else ''}{nodes}{ps} at "
-            f"{format_bps(p.cluster.bandwidth_bps)}: "
+            f"{format_bandwidth(p.cluster.link.bandwidth_Bps)}: "
             f"{p.throughput:.1f} examples/s, epoch {format_duration_s(p.epoch_time_s())}{span}, "
             f"{currency}{p.cost_per_epoch():.2f} per epoch, bottleneck {p.bottleneck} ({p.model} model)")
 
 
 def _workers(p: PlanPoint) -> str:
-    return f"{p.workers} ({p.worker_nodes} nodes)" if p.cluster.gpus_per_node > 1 else str(p.workers)
+    return f"{p.workers} ({p.worker_nodes} nodes)" if p.cluster.nodes.gpus_per_node > 1 else str(p.workers)
 
 
 def _table(points: list[PlanPoint], currency: str) -> str:
     head = ["strategy", "workers", "PS", "bandwidth", "examples/s", "95% interval", "epoch",
             "cost/epoch", "bottleneck"]
-    body = [[p.strategy.label, _workers(p), str(p.ps_nodes), format_bps(p.cluster.bandwidth_bps),
+    body = [[p.strategy.label, _workers(p), str(p.ps_nodes), format_bandwidth(p.cluster.link.bandwidth_Bps),
              f"{p.throughput:.1f}",
              f"[{p.ci_low:.1f}, {p.ci_high:.1f}]" if p.model == "fine" else "-",
              format_duration_s(p.epoch_time_s()), f"{currency}{p.cost_per_epoch():.2f}", p.bottleneck]
@@ -118,8 +118,8 @@ def _table(points: list[PlanPoint], currency: str) -> str:
     return "\n".join(fmt.format(*row) for row in [head, *body])
 
 
-def plot(r: PlanResult, curves: dict, path: str, bandwidth_bps: float) -> None:
-    """Throughput against workers per strategy at ``bandwidth_bps`` (coarse lines; simulated
+def plot(r: PlanResult, curves: dict, path: str, bandwidth_Bps: float) -> None:
+    """Throughput against workers per strategy at ``bandwidth_Bps`` (coarse lines; simulated
     points with their interval bands; other bandwidths dotted), knees marked, the
     recommendation starred; cost per epoch below."""
     import matplotlib
@@ -133,17 +133,17 @@ def plot(r: PlanResult, curves: dict, path: str, bandwidth_bps: float) -> None:
     for i, strategy in enumerate(r.request.strategies):
         color = f"C{i % 10}"
         for cluster in r.request.clusters:
-            main = cluster.bandwidth_bps == bandwidth_bps
+            main = cluster.link.bandwidth_Bps == bandwidth_Bps
             line = sorted((p for p in r.points if p.strategy == strategy
-                           and p.cluster.bandwidth_bps == cluster.bandwidth_bps), key=lambda p: p.workers)
+                           and p.cluster.link.bandwidth_Bps == cluster.link.bandwidth_Bps), key=lambda p: p.workers)
             if not line:
                 continue
             ws = [p.workers for p in line]
             style = dict(color=color, lw=1.2 if main else 0.8, ls="-" if main else ":")
-            label = strategy.label + ("" if main else f" @ {format_bps(cluster.bandwidth_bps)}")
+            label = strategy.label + ("" if main else f" @ {format_bandwidth(cluster.link.bandwidth_Bps)}")
             ax.plot(ws, [p.throughput for p in line], label=label, **style)
             cost.plot(ws, [p.cost_per_epoch() for p in line], **style)
-            k = r.knees.get(knee_key(r.request, strategy, cluster.bandwidth_bps))
+            k = r.knees.get(knee_key(r.request, strategy, cluster.link.bandwidth_Bps))
             if main and k and k.get("workers"):
                 ax.plot([k["workers"]], [k["throughput"]], "v", color=color, ms=9, mec="black")
         fine = curves.get(strategy, [])
@@ -158,7 +158,7 @@ def plot(r: PlanResult, curves: dict, path: str, bandwidth_bps: float) -> None:
     ax.set_yscale("log")
     cost.set_yscale("log")
     ax.set_ylabel("examples/s")
-    ax.set_title(f"{format_bps(bandwidth_bps)}: coarse lines, simulated points with 95 % bands, "
+    ax.set_title(f"{format_bandwidth(bandwidth_Bps)}: coarse lines, simulated points with 95 % bands, "
                  "▼ knee", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     cost.set_xlabel("workers")

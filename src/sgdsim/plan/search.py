@@ -17,14 +17,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import ConfigError, SgdsimError
-from ..evaluate import (Cluster, Control, FineTask, Job, Serial, Strategy, evaluate, run_fine,
-                        sim_config)
+from ..evaluate import FineTask, Serial, evaluate, run_fine, sim_config
 from ..evaluate.executors import Executor
-from ..progress import Progress
 from ..point import PredictionPoint
-from .objective import Objective, PlanPoint, knee_of
+from ..progress import Progress
+from ..spec import ARCHITECTURES, MODES, NO_MARGIN, Cluster, Control, Job, Strategy
+from .objective import Objective, PlanPoint, Prices, knee_of
 
-STRATEGIES = ("async-ps", "sync-ps", "allreduce")
+
+def strategy_names() -> dict[str, tuple[str, str]]:
+    """The planner's search space, from the architecture registry: each architecture in each
+    mode it runs, by label (async-ps, sync-ps, allreduce)."""
+    return {a.label(m, None): (name, m) for name, a in ARCHITECTURES.items() for m in a.modes}
 
 
 @dataclass(frozen=True)
@@ -38,15 +42,14 @@ class PlanRequest:
     knee_rel: float = 0.05
     finalists: int = 5
     control: Control = Control()
-    ring_latency_s: float = 0.0  # all-reduce only: the measured cost of a ring step
-    allreduce_compute_share: float = 0.0  # all-reduce only: compute a call occupies
+    prices: Prices = Prices()
+    collective_cluster: tuple[Cluster, ...] = ()  # the clusters as collectives see them (a file's step latency)
 
     def cluster_for(self, strategy: Strategy, cluster: Cluster) -> Cluster:
-        if strategy.arch != "allreduce":
+        """``cluster`` for ``strategy``: the collectives' own measurements where it has them."""
+        if "ring_latency" not in strategy.architecture.options or not self.collective_cluster:
             return cluster
-        measured = {"ring_latency_s": self.ring_latency_s,
-                    "allreduce_compute_share": self.allreduce_compute_share}
-        return replace(cluster, **{k: v for k, v in measured.items() if v > 0})
+        return self.collective_cluster[self.clusters.index(cluster)]
 
 
 @dataclass
@@ -65,27 +68,35 @@ class PlanResult:
 MAX_PS = 16  # each server count is one more coarse sweep (and more finalists)
 
 
-def candidates(names: Sequence[str] = STRATEGIES, max_ps: int = 1,
-               base: Strategy = Strategy(), collective: str = "ring",
+def candidates(names: Sequence[str] | None = None, max_ps: int = 1, collective: str | None = None,
                bucket_size_bytes: float | None = None) -> tuple[Strategy, ...]:
-    """Strategies from names; async PS with 1..``max_ps`` servers; the all-reduce with
-    ``collective`` and DDP buckets of ``bucket_size_bytes``."""
+    """Strategies from labels (``strategy_names``); with servers, async with 1..``max_ps``
+    of them; collectives with ``collective`` and DDP buckets of ``bucket_size_bytes``."""
+    known = strategy_names()
+    names = list(known) if names is None else names
     if not names:
         raise ConfigError("no candidate strategies given")
     if not 1 <= max_ps <= MAX_PS:
         raise ConfigError(f"--max-ps must be from 1 to {MAX_PS}, got {max_ps}")
     out: list[Strategy] = []
     for name in names:
-        if name not in STRATEGIES:
-            raise ConfigError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
-        if name == "allreduce":
-            out.append(replace(base, arch="allreduce", mode="sync", ps_count=None,
-                               collective=collective, bucket_size_bytes=bucket_size_bytes))
-        elif name == "sync-ps":
-            out.append(replace(base, arch="ps", mode="sync", ps_count=1))
-        else:
-            out += [replace(base, arch="ps", mode="async", ps_count=n) for n in range(1, max_ps + 1)]
+        if name not in known:
+            raise ConfigError(f"unknown strategy {name!r} (choose from {', '.join(known)})")
+        arch, mode = known[name]
+        out += _variants(arch, mode, max_ps, collective, bucket_size_bytes)
     return tuple(dict.fromkeys(out))
+
+
+def _variants(arch: str, mode: str, max_ps: int, collective: str | None,
+              bucket_size_bytes: float | None) -> list[Strategy]:
+    options = ARCHITECTURES[arch].options
+    kw: dict = {"arch": arch, "mode": mode}
+    if "collective" in options:
+        kw.update(bucket_size_bytes=bucket_size_bytes, **({"collective": collective} if collective else {}))
+    if "ps_count" not in options:
+        return [Strategy(**kw)]
+    servers = range(1, max_ps + 1) if mode == MODES[0] else [1]  # async: each count one more sweep
+    return [Strategy(**kw, ps_count=n) for n in servers]
 
 
 def plan(req: PlanRequest, executor: Executor | None = None,
@@ -115,43 +126,45 @@ def coarse_pass(req: PlanRequest) -> tuple[list[PlanPoint], list[str]]:
             except SgdsimError as e:  # a configuration the model cannot honour
                 infeasible.append(f"{strategy.label}: {e}")
                 continue
-            points += [PlanPoint.of(p, strategy, cluster, req.dataset_size) for p in preds]
+            points += [PlanPoint.of(p, strategy, cluster, req.dataset_size, req.prices) for p in preds]
     return points, infeasible
 
 
 def fine_pass(req: PlanRequest, finalists: list[PlanPoint],
               executor: Executor | None) -> list[PlanPoint]:
     """Each finalist simulated (its own strategy and cluster), with its interval."""
-    tasks = [FineTask(req.job, p.strategy, _compared(p.cluster), req.control, p.workers) for p in finalists]
+    tasks = [FineTask(req.job, p.strategy, p.cluster, _compared(req.control), p.workers) for p in finalists]
     preds = _run(tasks, executor, f"checking {len(tasks)} finalists with the simulator")
-    return [PlanPoint.of(f, p.strategy, p.cluster, req.dataset_size) for f, p in zip(preds, finalists)]
+    return [PlanPoint.of(f, p.strategy, p.cluster, req.dataset_size, req.prices)
+            for f, p in zip(preds, finalists)]
 
 
 def fine_curves(req: PlanRequest, executor: Executor | None, workers: Sequence[int],
-                bandwidth_bps: float) -> dict[Strategy, list[PredictionPoint]]:
+                bandwidth_Bps: float) -> dict[Strategy, list[PredictionPoint]]:
     """For the plot: each strategy's fine curve at one bandwidth, with intervals."""
-    cluster = next(c for c in req.clusters if c.bandwidth_bps == bandwidth_bps)
-    tasks = [FineTask(req.job, s, _compared(req.cluster_for(s, cluster)), req.control, w)
+    cluster = next(c for c in req.clusters if c.link.bandwidth_Bps == bandwidth_Bps)
+    tasks = [FineTask(req.job, s, req.cluster_for(s, cluster), _compared(req.control), w)
              for s in req.strategies for w in workers]
     preds = iter(_run(tasks, executor, "simulating the curves for the plot"))
     return {s: [next(preds) for _ in workers] for s in req.strategies}
 
 
-def _compared(cluster):
+def _compared(control: Control) -> Control:
     """Finalists are compared on the simulator's intervals: the model's own error
     (``evaluate/margin.py``) is one job's, calibration's and model's bias, shared by every
-    candidate, and would tie configurations the simulator tells apart."""
-    return replace(cluster, model_error_rel=0.0)
+    candidate, and would tie configurations the simulator tells apart. The real runs' spread
+    stays (it is the job's, as before)."""
+    return replace(control, margin=replace(NO_MARGIN, run_spread_rel=control.margin.run_spread_rel))
 
 
 def plot_bandwidth(result: PlanResult) -> float:
     """The bandwidth a plot shows in detail: the recommendation's, else the first."""
     rec = result.recommended or result.best_achievable
-    return rec.cluster.bandwidth_bps if rec else result.request.clusters[0].bandwidth_bps
+    return rec.cluster.link.bandwidth_Bps if rec else result.request.clusters[0].link.bandwidth_Bps
 
 
-def knee_key(req: PlanRequest, strategy: Strategy, bandwidth_bps: float) -> str:
-    return strategy.label + (f"@{_bw_text(bandwidth_bps)}" if len(req.clusters) > 1 else "")
+def knee_key(req: PlanRequest, strategy: Strategy, bandwidth_Bps: float) -> str:
+    return strategy.label + (f"@{_bw_text(bandwidth_Bps)}" if len(req.clusters) > 1 else "")
 
 
 def _run(tasks: list[FineTask], executor: Executor | None, label: str) -> list[PredictionPoint]:
@@ -174,14 +187,14 @@ def knees(req: PlanRequest, points: list[PlanPoint]) -> dict[str, dict]:
                            key=lambda p: p.workers)
             if not curve:
                 continue
-            out[knee_key(req, strategy, cluster.bandwidth_bps)] = knee_of(curve, req.knee_rel)
+            out[knee_key(req, strategy, cluster.link.bandwidth_Bps)] = knee_of(curve, req.knee_rel)
     return out
 
 
-def _bw_text(bps: float) -> str:
-    from ..units import format_bps
+def _bw_text(Bps: float) -> str:
+    from ..units import format_bandwidth
 
-    return format_bps(bps).replace(" ", "")
+    return format_bandwidth(Bps).replace(" ", "")
 
 
 def workers_for_plot(workers: Sequence[int]) -> list[int]:

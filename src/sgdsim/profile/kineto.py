@@ -31,6 +31,7 @@ LOSS_PREFIX = "loss: "
 MODULE_PREFIX = "nn.Module: "
 BWD_PREFIX = "autograd::engine::evaluate_function: "
 ACCUMULATE = "torch::autograd::AccumulateGrad"
+MAX_PARAM_ELEMENTS = 10**15  # of one parameter tensor (the profiles refuse sizes above 1e15 B)
 # record_shapes' "Input type" strings (c10 scalar type names) -> bytes per element
 ELEMENT_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8,
                  "int": 4, "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
@@ -239,8 +240,10 @@ def _parameters(trace: _Trace, step: _Step, assigned: dict, window, k: int) -> N
         if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and types):
             _fail(trace.path, "no input shapes on AccumulateGrad: record with "
                               "record_shapes=True (parameter sizes come from them)")
-        if not all(type(d) is int and d >= 0 for d in dims[0]):
-            _fail(trace.path, f"AccumulateGrad shape {dims[0]!r} is not a list of sizes")
+        if not all(type(d) is int and 0 <= d <= MAX_PARAM_ELEMENTS for d in dims[0]) or \
+                math.prod(dims[0]) > MAX_PARAM_ELEMENTS:  # a product of 400 digits: float overflows
+            _fail(trace.path, f"AccumulateGrad shape {str(dims[0])[:60]} is not a list of sizes "
+                              f"of at most {MAX_PARAM_ELEMENTS:g} elements")
         if not isinstance(types, list) or not isinstance(types[0], str) or \
                 types[0] not in ELEMENT_BYTES:
             _fail(trace.path, f"unknown parameter element type {types!r}")

@@ -10,13 +10,15 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ProfileError
+from ..errors import ConfigError, ProfileError
 from ..tagged_json import parse_json
+from ..units import parse_number
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # work that runs on the GPU itself
 # GPU traces repeat record_function ranges on the stream ("gpu_user_annotation"): not layers
 GPU_SIDE = DEVICE_CATS + ("gpu_user_annotation",)
 EPS_US = 1e-3  # timestamps are printed to 1 ns; containment tolerates that rounding
+MAX_US = 1e18  # |ts| and dur, microseconds: 30,000 years; sums of them stay finite
 
 
 @dataclass
@@ -44,6 +46,15 @@ class _Trace:
     by_thread: dict = field(default_factory=dict)  # thread -> top-level cpu ops by start
     starts: dict = field(default_factory=dict)  # thread -> their start times, for bisect
     device_us: dict = field(default_factory=dict)  # id(top-level op) -> [kernel us, last end]
+
+
+def _in_range(value, lo: float, hi: float) -> bool:
+    """A number (no bool; a huge int compared without float()) within [lo, hi]."""
+    try:
+        parse_number(value, "value", lo=lo, hi=hi)
+    except ConfigError:
+        return False
+    return True
 
 
 def _fail(path: Path, msg: str):
@@ -84,9 +95,10 @@ def _read_trace(path: Path) -> _Trace:
 
 def _event(path: Path, i: int, e: dict) -> _Ev:
     ts, dur = e.get("ts"), e.get("dur", 0)
-    for what, v in (("ts", ts), ("dur", dur)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            _fail(path, f"traceEvents[{i}]: {what} is not a finite number ({v!r})")
+    for what, v in (("ts", ts), ("dur", dur)):  # a 400-digit ts: float() would overflow
+        if isinstance(v, (bool, str)) or not _in_range(v, -MAX_US, MAX_US):
+            _fail(path, f"traceEvents[{i}]: {what} is not a finite number of microseconds "
+                        f"up to {MAX_US:g} ({str(v)[:40]!r})")
     if dur < 0:
         _fail(path, f"traceEvents[{i}]: dur is negative ({dur})")
     args = e.get("args") if isinstance(e.get("args"), dict) else {}

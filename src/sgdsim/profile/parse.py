@@ -63,6 +63,8 @@ def _number_problem(value: object, top: float = math.inf) -> str | None:
     """Why ``value`` is not a finite number in [0, top], or None when it is one."""
     if not _is_number(value):
         return f"is not a number ({value!r})"
+    if isinstance(value, int) and abs(value) > 2**1023:  # math.isnan would overflow on it
+        return f"is not finite ({str(value)[:20]}...)"
     if math.isnan(value):
         return "is NaN"
     if math.isinf(value):

@@ -14,8 +14,9 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from .messages import first_line
 from .recorder import LayerSequenceChanged, Recorder, find_layers, synced_clock
-from .spec import Workload, _first_line, call_model
+from .spec import Workload, call_model
 
 LR = 1e-3  # plain SGD; the value only has to keep the random-data training finite
 
@@ -52,7 +53,7 @@ def measure(work: Workload, steps: int, warmup: int, sync=None) -> Measured:
         raise
     except Exception as exc:  # the user's model, batch or loss does not run: say so in one line
         raise ConfigError(f"model {work.name} fails on its example batch: "
-                          f"{type(exc).__name__}: {_first_line(exc)}") from None
+                          f"{type(exc).__name__}: {first_line(exc)}") from None
     owner, unused, ready = _discover(work, rec, params, clock)
     for _ in range(max(warmup - 1, 0)):
         _plain_step(work, opt, clock)

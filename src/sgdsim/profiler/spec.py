@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError
+from .messages import first_line
 from .recorder import iter_tensors
 
 PROTOCOL = "(model, (inputs, target), loss_fn)"
@@ -101,7 +102,7 @@ def _load_file(path: Path):
     except Exception as exc:  # the user's file: report it in one line
         sys.modules.pop(module_name, None)
         raise ConfigError(f"cannot load model file {path}: {type(exc).__name__}: "
-                          f"{_first_line(exc)}") from None
+                          f"{first_line(exc)}") from None
     return module
 
 
@@ -112,7 +113,7 @@ def _import_module(name: str):
         raise ConfigError(f"cannot import model module {name!r} ({exc})") from None
     except Exception as exc:
         raise ConfigError(f"cannot import model module {name!r}: {type(exc).__name__}: "
-                          f"{_first_line(exc)}") from None
+                          f"{first_line(exc)}") from None
 
 
 def _call(fn, where: str, batch_size: int):
@@ -128,7 +129,7 @@ def _call(fn, where: str, batch_size: int):
         raise
     except Exception as exc:
         raise ConfigError(f"model function {where} failed: {type(exc).__name__}: "
-                          f"{_first_line(exc)}") from None
+                          f"{first_line(exc)}") from None
 
 
 def _check(result, where: str, name: str, batch_size: int) -> Workload:
@@ -174,8 +175,3 @@ def _describe(value) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     return type(value).__name__
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "(no message)"

@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..errors import ConfigError
-from .spec import _first_line
+from .messages import first_line
 
 # ----------------------------------------------------------------------------- small nn models
 
@@ -184,7 +184,7 @@ def build_zoo(text: str, batch_size: int):
         raise ConfigError(f"zoo:{name}: {exc}") from None
     except Exception as exc:  # e.g. a config value the model cannot be built with
         raise ConfigError(f"zoo:{name} cannot be built with {query or 'its defaults'}: "
-                          f"{type(exc).__name__}: {_first_line(exc)}") from None
+                          f"{type(exc).__name__}: {first_line(exc)}") from None
 
 
 def parse_options(query: str, name: str) -> dict:

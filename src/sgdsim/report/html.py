@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from html import escape
 
-from ..evaluate.margin import margin_source
 from ..outputs import check_output_path
 from ..point import bottleneck_text
 from . import svg
@@ -171,9 +170,10 @@ def points_table(series: tuple[Series, ...]) -> str:
     head = ("series", "W", "throughput (examples/s)", "95 % interval", "step time (ms)",
             "bottleneck (util %)", "regimes")
     rows = [_point_row(s, p) for s in series for p in s.sorted_points()]
-    m = max((p.get("model_error_rel") or 0.0 for s in series for p in s.points), default=0.0)
-    note = (f"<p>95 % interval: where one real run lands, the model's own error (±{100 * m:.1f} %, "
-            f"{margin_source(m)}) included.</p>") if m > 0 else ""
+    m, source = max(((p.get("model_error_rel") or 0.0, p.get("margin_source", "")) for s in series
+                     for p in s.points), default=(0.0, ""))
+    note = (f"<p>95 % interval: where one real run lands, the model's own error (±{100 * m:.1f} %"
+            f"{', ' + source if source else ''}) included.</p>") if m > 0 else ""
     return _table(head, rows, num_cols={1, 2, 3, 4}) + note
 
 

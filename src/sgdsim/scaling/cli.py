@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from ..errors import ConfigError
-from ..units import format_bps, format_duration_s, parse_bandwidth_bps, parse_duration_s
+from ..units import (format_bps, format_duration_s, parse_bandwidth_bps, parse_duration_s,
+                     parse_number)
 from ..progress import say
 
 IMAGENET = 1_281_167
@@ -22,17 +22,17 @@ def register(sub) -> dict:
                                  "or the path of a PipeDream layers CSV")
     p.add_argument("--machines", type=int, required=True, metavar="N", help="machines in the cluster")
     p.add_argument("--cores", type=int, required=True, metavar="K", help="cores per machine")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", default=None,
                    help="the batch the layer file's activation sizes were measured at "
                         "(default: known for the bundled models, required for a CSV)")
-    p.add_argument("--dataset-size", type=int, default=IMAGENET,
+    p.add_argument("--dataset-size", default=IMAGENET,
                    help=f"samples per epoch (default {IMAGENET:,}, ImageNet-1k)")
-    p.add_argument("--read-every", type=int, default=None, metavar="N_READ",
+    p.add_argument("--read-every", default=None, metavar="N_READ",
                    help="a replica reads the weights every N_READ samples (default: the batch size)")
     p.add_argument("--bandwidth", default=None, help="NIC bandwidth C_nbw (default 10Gbps, or --hardware's)")
     p.add_argument("--latency", default=None, help="network latency C_ncost, e.g. 50us (default 0, or --hardware's)")
     p.add_argument("--hardware", default=None, metavar="FILE.json", help="the network as sgdsim netbench measured it (default: nominal)")
-    p.add_argument("--max-layer-replicas", type=int, default=None, metavar="R",
+    p.add_argument("--max-layer-replicas", default=None, metavar="R",
                    help="cap on each layer's replicas inside a model replica (the model charges "
                         "nothing for keeping them in step; 1 = no layer replication; default: no cap)")
     p.add_argument("--reads", default="worst", choices=["worst", "best"],
@@ -41,7 +41,7 @@ def register(sub) -> dict:
     src.add_argument("--constants", default=None, metavar="FILE.json",
                      help="C_muladd, C_act, C_err, C_interf (default: bundled, measured on a 2-core x86 box)")
     src.add_argument("--measure", action="store_true", help="run the Fig. 5 micro-benchmark here first (~3 s)")
-    p.add_argument("--seed", type=int, default=0, help="data of the micro-benchmark")
+    p.add_argument("--seed", default=0, help="data of the micro-benchmark, 0 to 2^63-1")
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
     return {"optimize": cmd_optimize}
 
@@ -51,12 +51,12 @@ def cmd_optimize(args) -> int:
     from .layers import load_layers
     from .search import Problem, optimize
 
-    layers, batch = load_layers(args.model, args.batch_size)
-    prob = Problem(tuple(layers), args.machines, args.cores, _constants(args), _network(args),
-                   _positive(args.dataset_size, "--dataset-size"),
-                   _positive(batch if args.read_every is None else args.read_every, "--read-every"),
-                   args.reads == "worst",
-                   args.max_layer_replicas)
+    counts = _counts(args)  # every option checked before the layers are read or measured
+    layers, batch = load_layers(args.model, counts["batch_size"])
+    prob = Problem(tuple(layers), args.machines, args.cores, _constants(args, counts["seed"]),
+                   _network(args), counts["dataset_size"],
+                   batch if counts["read_every"] is None else counts["read_every"],
+                   args.reads == "worst", counts["max_layer_replicas"])
     bar = Progress(1, "optimizing")
     try:
         sol = optimize(prob, lambda done, total: (setattr(bar, "total", total), bar.advance()))
@@ -66,13 +66,25 @@ def cmd_optimize(args) -> int:
     return 0
 
 
-def _positive(n: int, option: str) -> int:
-    if n < 1:
-        raise ConfigError(f"{option} must be at least 1, got {n}")
-    return n
+MAX_SAMPLES = 10**12  # per epoch, or between two weight reads
 
 
-def _constants(args):
+def _counts(args) -> dict:
+    """The whole-number options, ASCII digits within bounds (None where not given)."""
+    from ..spec.limits import MAX_SEED
+    from .layers import MAX_BATCH
+    from .search import MAX_CORES, MAX_MACHINES
+
+    bounds = {"batch_size": (1, MAX_BATCH), "dataset_size": (1, MAX_SAMPLES),
+              "read_every": (1, MAX_SAMPLES), "max_layer_replicas": (1, MAX_MACHINES * MAX_CORES),
+              "seed": (0, MAX_SEED)}
+    return {dest: None if getattr(args, dest) is None else
+            parse_number(getattr(args, dest), f"--{dest.replace('_', '-')}", lo=lo, hi=hi,
+                         integer=True)
+            for dest, (lo, hi) in bounds.items()}
+
+
+def _constants(args, seed: int):
     from .model import load_constants
 
     if args.measure:
@@ -81,7 +93,7 @@ def _constants(args):
         from .microbench import measure_constants
 
         say("measuring C_muladd, C_act, C_err and C_interf (KDD'15 Fig. 5) ...")
-        return measure_constants(np.random.default_rng(args.seed), max_threads=args.cores)
+        return measure_constants(np.random.default_rng(seed), max_threads=args.cores)
     return load_constants(args.constants or resources.files("sgdsim") / "data" / "kdd_constants.json")
 
 

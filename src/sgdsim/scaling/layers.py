@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ..errors import ConfigError
+from ..units import parse_number
 
 BYTES_PER_VALUE = 4  # fp32
+MAX_BATCH = 10**9  # samples: the activations per sample are a file's bytes over the batch
+MAX_BYTES = 1e15  # a layer's activations or parameters (the profiles' limit too)
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,8 @@ def bundled_batch_size(model: str) -> int | None:
 def load_layers(model: str, batch_size: int | None = None) -> tuple[list[Layer], int]:
     """A bundled model name (``resnet50``) or a path to a PipeDream ``layers.csv``; returns the
     merged chain and the batch size the activations were measured at."""
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
+    if batch_size is not None:  # a 400-digit batch would overflow float division
+        batch_size = parse_number(batch_size, "--batch-size", lo=1, hi=MAX_BATCH, integer=True)
     if os.path.exists(model):
         path, batch = model, batch_size
     elif model in bundled_models():
@@ -85,16 +88,11 @@ def read_rows(path: str) -> list[dict]:
         raise ConfigError(f"{path}: expected a PipeDream layers CSV with columns {', '.join(sorted(need))}")
     for i, row in enumerate(rows, start=2):
         for key in ("activation_bytes", "parameter_bytes"):
-            try:
-                value = float(row[key])
-            except (TypeError, ValueError):
-                raise ConfigError(f"{path}: line {i}: {key} is not a number") from None
-            if not (math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{path}: line {i}: {key} must be a non-negative number")
+            parse_number(row[key], f"{path}: line {i}: {key}", lo=0, hi=MAX_BYTES)
     return rows
 
 
-_CONV = re.compile(r"^Conv\w*\(\s*(\d+)\s*,\s*(\d+)")
+_CONV = re.compile(r"^Conv\w*\(\s*([0-9]+)\s*,\s*([0-9]+)")  # ASCII: \d takes '١٢' too
 _LINEAR = re.compile(r"^Linear\(")
 
 
@@ -111,7 +109,7 @@ def merge(rows: list[dict], batch: int) -> list[Layer]:
         conv, linear = _CONV.match(op), _LINEAR.match(op)
         if conv or linear or not layers:
             params = weights / BYTES_PER_VALUE
-            per_position = params if linear else params * neurons / max(1, int(conv.group(2))) if conv else 0.0
+            per_position = params if linear else params * neurons / _channels(op, conv) if conv else 0.0
             layers.append(Layer(f"{len(layers)}:{op.split('(')[0]}", neurons, per_position, weights,
                                 local=not linear))
         else:  # merged into the compute layer before it
@@ -121,6 +119,12 @@ def merge(rows: list[dict], batch: int) -> list[Layer]:
     if not layers:
         raise ConfigError("the layers file has no layers besides the input")
     return layers
+
+
+def _channels(op: str, conv) -> int:
+    """A convolution's output channels (0 counts as 1), bounded before any float division."""
+    return max(1, parse_number(conv.group(2), f"layer {op[:40]!r}: output channels", lo=0,
+                               hi=MAX_BATCH, integer=True))
 
 
 def synthetic(sizes: list[tuple[float, float, float, bool]]) -> list[Layer]:

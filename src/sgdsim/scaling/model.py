@@ -26,10 +26,22 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import ConfigError
 from ..tagged_json import read_tagged
+from ..units import parse_number
 from .layers import Layer
 
 FORMAT = "sgdsim-kdd-constants"
 C_BITS = 32  # bits per activation or error term (fp32)
+
+
+MAX_COST_S = 1.0  # seconds per multiply-add, activation or error term: far above any machine
+MAX_INTERFERENCE = 1e6  # H threads' time over one thread's
+
+
+def _positive(value, what: str, hi: float) -> None:
+    """A finite number in (0, hi]: no text, no bool, no 400-digit integer (math.isfinite
+    would raise OverflowError on that)."""
+    if isinstance(value, str) or parse_number(value, what, lo=0, hi=hi) <= 0:
+        raise ConfigError(f"{what} must be a positive number, got {str(value)[:40]!r}")
 
 
 @dataclass(frozen=True)
@@ -44,11 +56,12 @@ class Constants:
 
     def __post_init__(self):
         for name in ("muladd_s", "act_s", "err_s"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ConfigError(f"constants: {name} must be a positive number, got {v!r}")
-        if not self.interference or any(not (math.isfinite(x) and x > 0) for x in self.interference):
-            raise ConfigError(f"constants: interference factors must be positive numbers, got {self.interference!r}")
+            _positive(getattr(self, name), f"constants: {name}", MAX_COST_S)
+        if not self.interference or not isinstance(self.interference, tuple):
+            raise ConfigError(f"constants: interference factors must be positive numbers, "
+                              f"got {self.interference!r}")
+        for x in self.interference:
+            _positive(x, "constants: interference factors", MAX_INTERFERENCE)
 
     def interf(self, h: int) -> float:
         """C_interf(h); beyond the measured thread counts, the last one measured."""
@@ -77,12 +90,14 @@ def load_constants(path) -> Constants:
     missing = [k for k in ("muladd_s", "act_s", "err_s", "interference") if k not in data]
     if missing:
         raise ConfigError(f"constants file {path}: missing {missing[0]!r}")
+    if not isinstance(data["interference"], list):
+        raise ConfigError(f"constants file {path}: interference must be a list of numbers")
     try:
-        interference = tuple(float(x) for x in data["interference"])
-    except (TypeError, ValueError):
-        raise ConfigError(f"constants file {path}: interference must be a list of numbers") from None
-    return Constants(data["muladd_s"], data["act_s"], data["err_s"], interference,
-                     data.get("measured", {}))
+        return Constants(data["muladd_s"], data["act_s"], data["err_s"],
+                         tuple(data["interference"]), data.get("measured", {}))
+    except ConfigError as e:
+        raise ConfigError(f"constants file {path}: {str(e).removeprefix('constants: ')}") \
+            from None
 
 
 # --- remote activations under the greedy segment-to-worker mapping (§5.3) -----------------

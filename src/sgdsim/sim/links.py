@@ -14,11 +14,9 @@ import numpy as np
 from .flows import Links, advance, make_links, serve, unserve  # noqa: F401
 from .heap import heap_top, heap_top_key
 from .jit import jit
-from .sharing import fair, fcfs, nic
+from .sharing import FCFS, fair, fcfs, nic
 
-POLICY_PS = 0  # processor sharing: equal shares (TPDS "PS", ICPE 1/n)
-POLICY_FCFS = 1  # first come first served: the earliest flow gets the bandwidth (TPDS "FCFS")
-POLICIES = {"ps": POLICY_PS, "fcfs": POLICY_FCFS}
+POLICY_FCFS = FCFS  # the engine's code of first come first served (sharing/__init__.py)
 
 
 @jit

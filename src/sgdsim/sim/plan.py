@@ -8,24 +8,19 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..placement import layer_bytes, least_loaded
-from ..profile.model import COMM, COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
-from ..arch import ARCHITECTURES
+from ..profile.model import COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import allreduce_compute_pairs, with_overhead
 from ..topology import compute_slowdown
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations
-from .dag import topological
 from .stats import lognormal_factors
-from .streams import SCHEDULERS
+from ..spec import ORDERS, STREAMS
 
 Plan = namedtuple(
     "Plan",
     "W R n_ops sync streams window_bytes op_res op_size op_npred succ_ptr succ_idx roots "
     "rank comp_key res_link link_res dur worker_row0 worker_rows instant",
 )
-
-N_RANDOM_ORDERS = 16  # distinct random transmission orders sampled per step
-
 
 @dataclass(frozen=True)
 class PlanInfo:
@@ -77,35 +72,6 @@ def _csr(succ: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.array([j for s in succ for j in sorted(s)], np.int64)
 
 
-def tic_keys(profile: Profile, succ: list[list[int]], npred: np.ndarray) -> np.ndarray:
-    """TicTac-like priority: when the critical path first needs the op (ICPE §3.3).
-
-    Earliest start times come from the DAG with mean compute durations and free
-    communication; an op's key is the earliest start of its first dependent.
-    """
-    mean = profile.durations_s.mean(axis=0)
-    dur = np.where([op.kind == COMM for op in profile.ops], 0.0, mean)
-    est = np.zeros(profile.n_ops)
-    for i in topological(npred, succ):
-        for j in succ[i]:
-            est[j] = max(est[j], est[i] + dur[i])
-    return np.array([min((est[j] for j in succ[i]), default=est[i] + dur[i])
-                     for i in range(profile.n_ops)])
-
-
-def order_ranks(profile, succ, npred, order: str, rng: np.random.Generator) -> np.ndarray:
-    """Transmission rank of every op, one row per sampled order (``--order``)."""
-    n = profile.n_ops
-    if order == "profiled":
-        return np.arange(n, dtype=np.float64)[None, :]
-    if order == "reverse":
-        return (n - np.arange(n, dtype=np.float64))[None, :]
-    if order == "tic":
-        keys = tic_keys(profile, succ, npred)
-        return np.argsort(np.lexsort((np.arange(n), keys))).astype(np.float64)[None, :]
-    return np.stack([rng.permutation(n).astype(np.float64) for _ in range(N_RANDOM_ORDERS)])
-
-
 def check_same_dag(classes: list[WorkerClass]) -> None:
     ref = classes[0].profile
     sig = [(o.id, o.kind, o.resource, o.ps, o.size_bytes, o.deps) for o in ref.ops]
@@ -122,22 +88,24 @@ N_JITTER_COPIES = 32  # noisy copies of each profiled step when --jitter is set
 def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
     """Each profiled step, and with ``jitter_cv`` > 0 noisy copies of it: every compute
     duration times an independent lognormal factor of mean 1 and that coefficient of variation."""
-    if config.jitter_cv <= 0:
+    cv = config.control.jitter_cv
+    if cv <= 0:
         return durations_s
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 11]))
-    factor = lognormal_factors(rng, config.jitter_cv, (N_JITTER_COPIES,) + durations_s.shape)
+    factor = lognormal_factors(rng, cv, (N_JITTER_COPIES,) + durations_s.shape)
     return (durations_s[None] * factor).reshape(-1, durations_s.shape[1])
 
 
 def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarray:
-    a, b = config.overhead_alpha_s_per_byte, config.overhead_beta_s
-    rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch).durations_s, config)
+    link = config.cluster.link
+    a, b = link.overhead_alpha_s_per_byte, link.overhead_beta_s
+    rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch.pulls).durations_s, config)
                            for c in classes])
-    slowdown = compute_slowdown(W, config.host_cores, config.mode)
+    slowdown = compute_slowdown(W, config.cluster.nodes.host_cores, config.strategy.mode)
     if slowdown > 1.0:
         ref = classes[0].profile
         rows[:, [op.kind == COMPUTE and op.resource == WORKER for op in ref.ops]] *= slowdown
-    ARCHITECTURES[config.arch].transfer_durations(rows, classes[0].profile, W, config, link_Bps)
+    config.arch.transfer_durations(rows, classes[0].profile, W, config, link_Bps)
     return rows
 
 
@@ -184,8 +152,9 @@ def _signature(profile: Profile) -> int:
 def topology(ref: Profile, config: SimConfig) -> Topology:
     """What does not depend on W: placement, resources, the DAG, transmission orders and the
     folded chains; built once per sweep."""
-    key = (_signature(ref), config.ps_count, ref.ps_count, config.arch, config.order,
-           config.seed if config.order == "random" else 0, config.timeline)
+    order = ORDERS[config.strategy.order]
+    key = (_signature(ref), config.ps_count, ref.ps_count, config.strategy.arch, config.strategy.order,
+           config.seed if order.random else 0, config.timeline)
     if key not in _TOPOLOGY:
         if len(_TOPOLOGY) > 64:
             _TOPOLOGY.clear()
@@ -199,8 +168,8 @@ def _build_topology(ref: Profile, config: SimConfig) -> Topology:
     R = 1 + 3 * M
     op_res = np.array([resource_index(o.resource, int(p)) for o, p in zip(ref.ops, op_ps)], np.int64)
     npred, ptr, flat, succ = _dag(ref)
-    ranks = order_ranks(ref, succ, npred, config.order, np.random.default_rng(config.seed))
-    res_link = ARCHITECTURES[config.arch].res_link(R, M)
+    ranks = ORDERS[config.strategy.order].ranks(ref, succ, npred, np.random.default_rng(config.seed))
+    res_link = config.arch.res_link(R, M)
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
     groups = None
     keep = np.arange(ref.n_ops)
@@ -218,19 +187,20 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
     ref = classes[0].profile
     W = sum(c.count for c in classes)
     t = topology(ref, config)
-    bw = config.bandwidth_bps / 8.0
-    cap = min(bw, (config.flow_cap_bps or config.bandwidth_bps) / 8.0)
+    link = config.cluster.link
+    bw = link.bandwidth_Bps
+    cap = min(bw, link.flow_cap_Bps or bw)
     dur = _durations(classes, config, W, cap)
     if t.groups is not None:
         dur = contract_durations(t.groups, dur)
     keep = t.keep
-    copies = N_JITTER_COPIES if config.jitter_cv > 0 else 1
+    copies = N_JITTER_COPIES if config.control.jitter_cv > 0 else 1
     counts = [c.profile.n_steps * copies for c in classes]
     row0 = np.cumsum([0] + counts[:-1])
     worker_cls = [k for k, c in enumerate(classes) for _ in range(c.count)]
     plan = Plan(
-        W=W, R=t.R, n_ops=len(keep), sync=1 if config.mode == "sync" else 0,
-        streams=SCHEDULERS[config.streams], window_bytes=float(config.window_bytes),
+        W=W, R=t.R, n_ops=len(keep), sync=1 if config.strategy.mode == "sync" else 0,
+        streams=STREAMS[config.strategy.streams], window_bytes=float(config.strategy.window_bytes),
         op_res=t.op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
         op_npred=t.npred, succ_ptr=t.ptr, succ_idx=t.flat,
         roots=np.flatnonzero(t.npred == 0).astype(np.int64),

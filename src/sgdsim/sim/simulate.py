@@ -8,14 +8,14 @@ import numpy as np
 
 from ..errors import ConfigError, SgdsimError
 from ..profile.model import Profile
-from ..arch import ARCHITECTURES
 from . import engine
 from .config import SimConfig, WorkerClass
 from .flows import remaining
 from .heap import make_heaps
 from .jit import announce_compile
 from .kernel import make_kernel
-from .links import POLICIES, make_links
+from ..spec import SHARINGS, Cluster, Control, Link, Strategy
+from .links import make_links
 from .plan import build_plan
 from .stalls import stall_pool
 from .state import SAMPLES_PER_WORKER, for_backend, make_state
@@ -67,8 +67,8 @@ def warm_core() -> None:
     from ..analytic.coarse_profile import CoarseProfile, to_profile
 
     tiny = to_profile(CoarseProfile(1e3, 1e-3, 1e-3, 0.0, 1))
-    simulate([WorkerClass("warm", tiny, 1)], SimConfig(bandwidth_bps=1e9, steps_per_worker=1,
-                                                       warmup_steps=0))
+    simulate([WorkerClass("warm", tiny, 1)], SimConfig(Strategy(), Cluster(Link(1e9 / 8)),
+                                                       Control(warmup_steps=0, steps_per_worker=1)))
 
 
 class _Sim:
@@ -83,7 +83,7 @@ class _Sim:
         self.rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7]))
         self.P = for_backend(plan)
         self.K = for_backend(make_kernel(W * R + L + W + L))
-        self.LK = for_backend(make_links(L, W, POLICIES.get(config.sharing, 0), bw, cap,
+        self.LK = for_backend(make_links(L, W, SHARINGS[config.sharing].code, bw, cap,
                                          _share_noise(config, self.info.ps_count),
                                          _two_way_grid(config, W),
                                          _join(config, self.info.ps_count),
@@ -91,7 +91,7 @@ class _Sim:
                                          _joined(config, self.info.ps_count)))
         self.Q = for_backend(make_heaps(W * R, n, W * n))
         tl = TIMELINE_CHUNK if config.timeline else 0
-        self.S = for_backend(make_state(plan, L, 1024, tl, config.host_contention))
+        self.S = for_backend(make_state(plan, L, 1024, tl, config.cluster.nodes.host_contention))
         self.plan, self.timeline_parts = plan, []
         self.classes_ref = classes[0].profile
         self._refill()
@@ -107,10 +107,10 @@ class _Sim:
         to reach steady state (−12 % after 0 warm-up steps, −2 % after 20); spread over the
         link-bound cycle they need ~10."""
         W = self.plan.W
-        if self.config.mode == "sync" or W == 1:
+        if self.config.strategy.mode == "sync" or W == 1:
             return np.zeros(W)
         prof = classes[0].profile
-        link_s = prof.model_bytes() / self.info.ps_count * 8 / self.config.bandwidth_bps
+        link_s = prof.model_bytes() / self.info.ps_count / self.config.cluster.link.bandwidth_Bps
         step_s = prof.durations_s.sum(axis=1).mean() + 2 * link_s
         u = self.config.start_point
         if not u:
@@ -171,15 +171,16 @@ def _two_way_grid(config: SimConfig, W: int) -> np.ndarray | None:
     """The two-way rule for up to W flows per direction; None when it is off or cannot
     matter (FCFS serves one flow per direction, so there is never a surplus)."""
     rule = config.two_way
-    return rule.grid(W + 1) if rule.active and config.sharing != "fcfs" else None
+    return rule.grid(W + 1) if rule.active and SHARINGS[config.sharing].fair else None
 
 
 def _join(config: SimConfig, ps_count: int) -> tuple:
     """The late-comer's boosts, ages and delays (``sharing/fair.py``): weights, like ``--share-cv``."""
-    if config.join_boost != (1.0, 1.0) and ps_count > 1:
+    lc = config.late_comer
+    if lc.boost != (1.0, 1.0) and ps_count > 1:
         raise ConfigError("--join-boost applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --join-boost 1 with this profile")
-    return config.join_boost, config.join_after_s, config.join_delay_s
+    return lc.boost, lc.after_s, lc.delay_s
 
 
 def _joined(config: SimConfig, ps_count: int) -> np.ndarray:
@@ -187,8 +188,10 @@ def _joined(config: SimConfig, ps_count: int) -> np.ndarray:
     (``sharing/fair.py``): per direction its measured draws, resampled with a seeded generator,
     or else its fixed step. A correction of the measured two-way table for one PS, like its
     busy shares (``Cluster.two_way_table_for``)."""
-    draws, steps = config.two_way_joined_draws, list(zip(config.two_way_joined_after_s, config.two_way_joined))
-    if (config.two_way_joined != (1.0, 1.0) or any(draws)) and (ps_count > 1 or config.two_way_table is None):
+    shares, after_s, draws = config.joined
+    steps = list(zip(after_s, shares))
+    rule = config.cluster.contention.two_way
+    if (shares != (1.0, 1.0) or any(draws)) and (ps_count > 1 or rule.table is None):
         raise ConfigError("two_way_joined corrects a measured two-way table for one parameter "
                           "server: give the table, with one PS")
     if not any(draws):
@@ -200,23 +203,24 @@ def _joined(config: SimConfig, ps_count: int) -> np.ndarray:
 
 def _stalls(config: SimConfig, ps_count: int) -> np.ndarray | None:
     """The seeded pool of waits of transfers that start against traffic (``sim/stalls.py``)."""
-    if ps_count > 1 and any(p > 0 for p in config.stall_prob + config.stall_incumbent_prob):
+    st = config.cluster.contention.stalls
+    if ps_count > 1 and st.active:
         raise ConfigError("--stall-prob and --stall-incumbent apply to one parameter server: use 0 "
                           "with this profile")
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 17]))
-    return stall_pool(rng, config.stall_prob, config.stall_mean_s, config.stall_incumbent_prob,
-                      config.stall_incumbent_mean_s)
+    return stall_pool(rng, st.prob, st.mean_s, st.incumbent_prob, st.incumbent_mean_s)
 
 
 def _share_noise(config: SimConfig, ps_count: int) -> np.ndarray | None:
     """Lognormal flow weights of mean 1 and CV ``share_cv`` (``sharing/fair.py``)."""
-    if config.share_cv <= 0:
+    share_cv = config.late_comer.share_cv
+    if share_cv <= 0:
         return None
     if ps_count > 1:
         raise ConfigError("--share-cv applies to one parameter server (several PS share worker "
                           "NICs by water-filling): use --share-cv 0 with this profile")
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 13]))
-    return lognormal_factors(rng, config.share_cv, NOISE_POOL)
+    return lognormal_factors(rng, share_cv, NOISE_POOL)
 
 
 def _like(ref, values):
@@ -233,25 +237,26 @@ _PREPARED: dict[tuple, tuple[Profile, Profile]] = {}
 def _prepared(profile: Profile, config: SimConfig) -> Profile:
     """The profile as the architecture runs it (``Architecture.prepare``), memoised by
     identity: the replications of a point share one transformed profile, and so one topology."""
-    key = (id(profile), config.arch, config.bucket_size_bytes, config.allreduce_compute_share > 0)
+    key = (id(profile), config.strategy.arch, config.strategy.bucket_size_bytes,
+           config.cluster.nodes.allreduce_compute_share > 0)
     hit = _PREPARED.get(key)
     if hit is None or hit[0] is not profile:
         if len(_PREPARED) > 64:
             _PREPARED.clear()
-        hit = _PREPARED[key] = (profile, ARCHITECTURES[config.arch].prepare(profile, config))
+        hit = _PREPARED[key] = (profile, config.arch.prepare(profile, config))
     return hit[1]
 
 
 def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     """Simulate ``classes`` of workers under ``config``; see ``SimConfig`` for the options."""
-    if config.sharing == "hybrid":
-        raise ConfigError("sharing 'hybrid' is the mean of two runs: use sgdsim.predict")
+    if SHARINGS[config.sharing].code is None:
+        raise ConfigError(f"sharing {config.sharing!r} is the mean of several runs: use sgdsim.predict")
     classes = [replace(c, profile=_prepared(c.profile, config)) for c in classes]
     _check_budget(classes, config)
     wall0 = time.perf_counter()
     sim = _Sim(classes, config)
     W = sim.plan.W
-    warm = config.warmup_steps * W
+    warm = config.control.warmup_steps * W
     if warm and not sim.run_until(warm, config.max_ops):
         raise ConfigError(_budget_message(config, W, "the warm-up"))
     engine.open_window(sim.P, sim.S, sim.K, sim.LK)
@@ -267,9 +272,10 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
 
 def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
     W = sim.plan.W
-    if config.steps_per_worker is not None:
-        if not sim.run_until(c0 + config.steps_per_worker * W, config.max_ops):
-            raise ConfigError(_budget_message(config, W, f"{config.steps_per_worker} steps"))
+    steps = config.control.steps_per_worker
+    if steps is not None:
+        if not sim.run_until(c0 + steps * W, config.max_ops):
+            raise ConfigError(_budget_message(config, W, f"{steps} steps"))
         return _estimate(sim, t0, c0)
     n = max(config.min_steps_per_worker * W, 100)
     while True:
@@ -291,7 +297,7 @@ MIN_OPS_PER_PROFILED_OP = 0.4
 def _check_budget(classes: list[WorkerClass], config: SimConfig) -> None:
     """A fixed number of steps that cannot fit the op budget is refused before the run (it
     would otherwise run for minutes and then fail)."""
-    steps = config.warmup_steps + (config.steps_per_worker or 0)
+    steps = config.control.warmup_steps + (config.control.steps_per_worker or 0)
     need = sum(c.count * c.profile.n_ops for c in classes) * steps * MIN_OPS_PER_PROFILED_OP
     if need > config.max_ops:
         W = sum(c.count for c in classes)

@@ -13,12 +13,14 @@ Compute resources always serve ready ops in profile order (one at a time).
 """
 from __future__ import annotations
 
+from ..spec.registries import STREAMS
 from .jit import jit
 from .kernel import next_seq
 
 FIFO = 0
 HTTP2 = 1
-SCHEDULERS = {"fifo": FIFO, "http2": HTTP2}
+for _name, _code in (("fifo", FIFO), ("http2", HTTP2)):
+    STREAMS.register(_name, _code)
 
 
 @jit

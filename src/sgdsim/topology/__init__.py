@@ -7,8 +7,7 @@
 """
 from .buckets import DDP_FIRST_BUCKET_BYTES, bucket_sizes, even_buckets, with_buckets
 from .collectives import COLLECTIVES, allreduce_s
-from .hosts import check_contention, check_host_cores, compute_slowdown, slowed_classes
+from .hosts import compute_slowdown, slowed_classes
 from .model import Topology
 
-__all__ = ["COLLECTIVES", "DDP_FIRST_BUCKET_BYTES", "Topology", "allreduce_s", "bucket_sizes", "check_contention", "check_host_cores",
-           "compute_slowdown", "even_buckets", "slowed_classes", "with_buckets"]
+__all__ = ["COLLECTIVES", "DDP_FIRST_BUCKET_BYTES", "Topology", "allreduce_s", "bucket_sizes", "compute_slowdown", "even_buckets", "slowed_classes", "with_buckets"]

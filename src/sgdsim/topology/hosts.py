@@ -21,30 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..errors import ConfigError
-
-MAX_HOST_CORES = 1 << 20
-
-
-def check_host_cores(cores: int | None) -> None:
-    if cores is not None and not (type(cores) is int and 1 <= cores <= MAX_HOST_CORES):
-        raise ConfigError(f"--host-cores must be a whole number of cores from 1 to {MAX_HOST_CORES}, "
-                          f"got {cores}")
-
-
-MAX_CONTENTION = 10.0
-
-
-def check_contention(contention, arch: str) -> None:
-    """``host_contention``: per other worker pulling and pushing, each in [0, 10]; PS only."""
-    for c in contention:
-        if not 0 <= c <= MAX_CONTENTION:
-            raise ConfigError(f"host_contention must be from 0 to {MAX_CONTENTION:g} per transferring "
-                              f"worker, got {c}")
-    if any(contention) and arch != "ps":
-        raise ConfigError("host_contention (compute slowed by other workers' transfers) applies to "
-                          "--arch ps")
-
 
 def compute_slowdown(workers: int, host_cores: int | None, mode: str) -> float:
     """The factor on every worker's compute: max(1, W/K) when W synchronous workers share K cores."""

@@ -42,7 +42,7 @@ def with_local_aggregation(profile: Profile, topology: Topology) -> Profile:
             extra[max(producers)] += ring_call_s(op.size_bytes, G, topology.intra_Bps,
                                                  topology.step_latency_s)
     record = {"transform": "local_aggregation", "gpus_per_node": G,
-              "intra_bandwidth_bps": topology.intra_bps, "added_s": float(extra.sum())}
+              "intra_bandwidth_Bps": topology.intra_link_Bps, "added_s": float(extra.sum())}
     return replace(profile, job=replace(profile.job, batch_size=profile.job.batch_size * G),
                    durations_s=profile.durations_s + extra[None, :],
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})

@@ -11,34 +11,29 @@ MAX_GPUS_PER_NODE = 64
 
 @dataclass(frozen=True)
 class Topology:
-    """``nic_bps``: each node's NIC, per direction; ``intra_bps``: each device's link inside its
-    node (NVLink, PCIe), per direction; None when nodes hold one device. ``step_latency_s``:
-    the fixed cost α of one step of a ring, on either kind of link. Units: bits/s (the
-    project's bandwidth unit; the collectives divide bytes by ``nic_Bps``/``intra_Bps``), s."""
+    """``nic_Bps``: each node's NIC, per direction; ``intra_link_Bps``: each device's link
+    inside its node (NVLink, PCIe), per direction; None when nodes hold one device.
+    ``step_latency_s``: the fixed cost α of one step of a ring, on either kind of link."""
 
-    nic_bps: float
+    nic_Bps: float
     gpus_per_node: int = 1
-    intra_bps: float | None = None
+    intra_link_Bps: float | None = None
     step_latency_s: float = 0.0
 
     @property
-    def nic_Bps(self) -> float:
-        return self.nic_bps / 8.0
-
-    @property
     def intra_Bps(self) -> float:
-        if self.intra_bps is None:
+        if self.intra_link_Bps is None:
             raise ConfigError("nodes of one device have no intra-node link")
-        return self.intra_bps / 8.0
+        return self.intra_link_Bps
 
     def __post_init__(self):
         if not 1 <= self.gpus_per_node <= MAX_GPUS_PER_NODE:
             raise ConfigError(f"--gpus-per-node must be from 1 to {MAX_GPUS_PER_NODE}, "
                               f"got {self.gpus_per_node}")
-        if self.gpus_per_node > 1 and self.intra_bps is None:
+        if self.gpus_per_node > 1 and self.intra_link_Bps is None:
             raise ConfigError("--gpus-per-node above 1 needs --intra-bandwidth (e.g. 150GB/s for "
                               "NVLink, 12GB/s for PCIe 3 x16)")
-        if not (self.nic_bps > 0 and (self.intra_bps is None or self.intra_bps > 0)):
+        if not (self.nic_Bps > 0 and (self.intra_link_Bps is None or self.intra_link_Bps > 0)):
             raise ConfigError("bandwidths must be positive")
 
     def layout(self, ranks: int) -> tuple[int, int]:

@@ -23,14 +23,16 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field
 
-from ..errors import ConfigError
+from ..spec import ARCHITECTURES, SHARINGS
+from ..spec.registries import DEFAULT_ARCH
 from ..calibrate_worker import calibration_workers
+from ..errors import ConfigError
 from ..predict import parse_workers
 from ..units import format_bps, parse_bandwidth_bps, parse_duration_s
 
 TOP_KEYS = ("description", "defaults", "case")
 REQUIRED = ("model", "batch_size", "bandwidth", "workers")
-OPTIONAL = {"name": None, "arch": "ps", "mode": "async", "overlap": False, "duration": "30s",
+OPTIONAL = {"name": None, "arch": DEFAULT_ARCH, "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
             "calibrate": False, "ps_count": 1, "tcp_dynamics": None}
@@ -53,7 +55,7 @@ class Case:
     batch_size: int
     bandwidth_bps: float
     workers: tuple[int, ...]
-    arch: str = "ps"
+    arch: str = DEFAULT_ARCH
     mode: str = "async"
     overlap: bool = False
     duration_s: float = 30.0
@@ -156,9 +158,10 @@ def _read(path: str):
         if path.endswith(".json"):
             return json.loads(raw.decode("utf-8"))
         return tomllib.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError too
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # TOMLDecodeError, JSONDecodeError too
         kind = "JSON" if path.endswith(".json") else "TOML"
-        raise ConfigError(f"{path}: not valid {kind}: {exc}") from None
+        why = "nested too deep" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(f"{path}: not valid {kind}: {why}") from None
 
 
 def _table(raw, path: str, i: int) -> dict:
@@ -189,9 +192,13 @@ def _case(d: dict, where: str, base: str) -> Case:
 
 
 def _build(v: dict, base: str) -> Case:
-    arch = _choice(v, "arch", ("ps", "allreduce"))
+    from ..lab.train.runner import ARCHS as LAB_ARCHS  # what the lab trains for real (imported late:
+    # validating a grid needs no lab)
+
+    arch = _choice(v, "arch", LAB_ARCHS)
     mode = _choice(v, "mode", ("async", "sync"))
-    if (arch, mode) == ("allreduce", "async"):
+    spec = ARCHITECTURES[arch]  # the registry says what each one allows, not a name test here
+    if mode not in spec.modes:  # of the lab's two, only all-reduce lacks a mode (async)
         raise ConfigError("ring all-reduce is synchronous: use mode = \"sync\" with arch = \"allreduce\"")
     model = _string(v, "model")
     if model == LAB_PREFIX:
@@ -202,7 +209,7 @@ def _build(v: dict, base: str) -> Case:
             raise ConfigError(f"{key!r} must be true or false, got {value!r}")
     workers = _workers(v["workers"])
     ps_count = _int(v, "ps_count", 1)
-    if arch == "allreduce" and ps_count > 1:
+    if "ps_count" not in spec.options and ps_count > 1:
         raise ConfigError("'ps_count' applies to arch = \"ps\", not all-reduce")
     if calibrate and calibration_workers(arch) not in workers:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
@@ -214,7 +221,7 @@ def _build(v: dict, base: str) -> Case:
         batch_size=_int(v, "batch_size", 1), bandwidth_bps=_bandwidth(v, "bandwidth"),
         workers=workers, arch=arch, mode=mode, overlap=overlap,
         duration_s=_duration(v, "duration", positive=True), warmup_s=_duration(v, "warmup"),
-        sharing=None if v["sharing"] is None else _choice(v, "sharing", ("ps", "fcfs", "hybrid", "threshold")),
+        sharing=None if v["sharing"] is None else _choice(v, "sharing", SHARINGS.names),
         predict_bandwidth_bps=None if v["predict_bandwidth"] is None else _bandwidth(v, "predict_bandwidth"),
         profile=None if v["profile"] is None else os.path.join(base, _string(v, "profile")),
         profile_steps=_int(v, "profile_steps", 1),

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# the lab's fits read traces too, so the pairing lives there; examples/ and tests/ still
+# import pulls_pushes and step_transfers from here
+from ..lab.traces import ps_steps, pulls_pushes, step_transfers
+
 
 @dataclass(frozen=True)
 class WindowStats:
@@ -110,7 +114,7 @@ def transfer_stats(events, model_bytes: float | None = None) -> dict:
     own PULL timestamp is not used: it sends PULL while its gradients are still in its socket
     buffer, so that time belongs to the push.
     """
-    ps = _ps_steps(events)
+    ps = ps_steps(events)
     down, up = pulls_pushes(events)
     gaps = [min(ps[(r, s + 1)]["down_start"]) - max(e["up_end"])
             for (r, s), e in ps.items() if (r, s + 1) in ps]
@@ -126,40 +130,10 @@ def transfer_stats(events, model_bytes: float | None = None) -> dict:
     return out
 
 
-def pulls_pushes(events) -> tuple[list, list]:
-    """(pulls, pushes) of a traced PS run as (start, end) pairs, defined as in
-    ``transfer_stats``."""
-    steps = list(_steps(events))
-    return [pull for _, pull, _ in steps], [push for _, _, push in steps]
-
-
-def step_transfers(events) -> dict[int, list]:
-    """{worker rank: its steps' (pull, push) pairs of (start, end), in the trace's order}."""
-    out: dict[int, list] = {}
-    for rank, pull, push in _steps(events):
-        out.setdefault(rank, []).append((pull, push))
-    return out
-
-
 def two_worker_traces(runs) -> list[dict]:
     """``step_transfers`` of each traced two-worker run of a runs file (``async_regimes.py
     --trace``); untraced runs and other worker counts are skipped."""
     return [step_transfers(r["events"]) for r in runs if r.get("workers") == 2 and r.get("events")]
-
-
-def _steps(events):
-    """(rank, pull, push) of every traced worker step the PS also traced."""
-    ps = _ps_steps(events)
-    for child in events[1:]:
-        for e in child:
-            p = ps.get((int(e.get("rank", -1)), int(e.get("step", -1))))
-            if e.get("event") == "step" and "down_end" in e and p is not None:
-                yield (int(e["rank"]), (min(p["down_start"]), max(e["down_end"])),
-                       (min(e["up_start"]), max(p["up_end"])))
-
-
-def _ps_steps(events) -> dict:
-    return {(int(e["rank"]), int(e["step"])): e for e in events[0] if e.get("event") == "ps_step"}
 
 
 def concurrency_shares(intervals) -> dict[int, float]:

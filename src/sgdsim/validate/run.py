@@ -21,7 +21,8 @@ from ..analytic.coarse_profile import CoarseProfile, to_profile
 from ..analytic.models import MODELS, unsupported
 from ..progress import say
 from ..errors import ConfigError
-from ..evaluate import Cluster, Control, Strategy
+from ..parse.keywords import specs as keywords_specs
+from ..spec import Control, Strategy
 from ..predict import predict
 from ..profile.model import Profile
 from .grid import Case, Grid
@@ -141,7 +142,7 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
     n_ps = max(getattr(profile, "ps_count", 1), case.ps_count)
     points, skipped = [], []
     for name in models:
-        reason = unsupported(name, strategy, Cluster(net["bandwidth"]), Control(), n_ps)
+        reason = unsupported(name, strategy, keywords_specs(bandwidth=net["bandwidth"])[1], Control(), n_ps)
         if reason:
             skipped.append(reason)
             continue

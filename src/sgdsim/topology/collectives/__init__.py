@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...spec.registries import COLLECTIVES
 from ..model import Topology
 from . import hierarchical, ring
 
-COLLECTIVES = {
-    "ring": ring.call_s,
-    "hierarchical": hierarchical.call_s,
-}
+for _name, _call in (
+    ("ring", ring.call_s),
+    ("hierarchical", hierarchical.call_s),
+):
+    COLLECTIVES.register(_name, _call)
 
 
 def allreduce_s(collective: str, size_bytes, ranks: int, topology: Topology) -> np.ndarray:

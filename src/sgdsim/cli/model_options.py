@@ -1,0 +1,266 @@
+"""The options of one prediction (``predict``, ``report``): the command line's parser. The
+options become keywords (``parse/keywords.py``), through the hardware file
+(``parse/hardware.py``); every output is checked, and every option the configuration would
+ignore refused, before any work."""
+from __future__ import annotations
+
+import os
+
+from ..analytic.models import MODELS
+from ..errors import ConfigError
+from ..outputs import check_distinct_outputs, check_output_path
+from ..spec import ARCHITECTURES, COLLECTIVES, DEFAULT_RHO_THRESHOLD, MODES, ORDERS, SHARINGS, STREAMS
+from ..spec.strategy import where
+from .common import add_executor_arguments, executor_from
+from ..progress import say
+
+# The measured dynamics of PS transfers (TCP's) and of workers sharing a host, one value for
+# pulls and pushes or two: (dest, metavar, help, whether they apply to async PS only, or to PS
+# of either mode). All are the simulator's.
+TCP_PAIRS = (
+    ("join_boost", "K[,K_PUSH]", "PS sharing: a flow joining a busy link gets K times the weight of "
+     "the others (TCP's late-comer advantage; netbench --lab --joiner measures it into the hardware "
+     "file); two values: pulls, pushes (default 1 = equal)", True),
+    ("join_after", "DURATION[,DURATION]", "--join-boost applies once the youngest flow on the link "
+     "has run this long; two values: pulls, pushes (default 0s)", True),
+    ("join_delay", "DURATION[,DURATION]", "--join-boost applies once the joiner itself has run this "
+     "long (its slow start; examples/lab/incumbent.py ramp measures it); pulls, pushes (default "
+     "0s, or the --hardware file's)", True),
+    ("stall_prob", "P[,P_PUSH]", "PS: a transfer that starts against traffic the other way stalls "
+     "with this probability (TCP timeouts; measured by examples/lab/joiner.py reverse runs); two "
+     "values: pulls, pushes (default 0)", False),
+    ("stall_mean", "DURATION[,DURATION]", "--stall-prob: the mean of a stall's exponential length "
+     "(default 0s)", False),
+    ("stall_incumbent", "P[,P_PUSH]", "PS: a transfer under way stalls with this probability when "
+     "one starts the other way (examples/lab/incumbent.py measures it); pulls, pushes (default 0)",
+     False),
+    ("stall_incumbent_mean", "DURATION[,DURATION]", "--stall-incumbent: the mean of its stall's "
+     "exponential length (default 0s)", False),
+    ("host_contention", "A[,A_PUSH]", "PS, workers sharing one host's cores: a worker's compute "
+     "runs 1 + A·(other workers pulling) + A_PUSH·(pushing) times slower while they transfer "
+     "(measured from traced lab runs; topology/hosts.py) (default 0, or the --hardware file's)", False),
+)
+SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed", "model_error",
+                  *(dest for dest, *_ in TCP_PAIRS))
+
+
+def add_model_arguments(q) -> None:
+    """The options of one prediction: shared by ``predict`` and ``report``."""
+    _job_arguments(q)
+    _sharing_arguments(q)
+    _link_arguments(q)
+    _node_arguments(q)
+    _strategy_arguments(q)
+    _run_arguments(q)
+
+
+def _job_arguments(q) -> None:
+    q.add_argument("--workers", default=None,
+                   help="worker counts: a range 1-16, a list 1,2,4,8 or one number (default 1-16)")
+    q.add_argument("--bandwidth", default=None,
+                   help="NIC bandwidth (per node), e.g. 10Gbps, 100Mbps (default: the --hardware "
+                        "file's, else 10Gbps)")
+    q.add_argument("--hardware", default=None, metavar="FILE.json",
+                   help="the network as sgdsim netbench measured it (bandwidth, overheads, FCFS "
+                        "weight, two-way penalty) and sgdsim calibrate fitted it (receiver CPU, "
+                        "the real runs' spread, which widens every interval) (default: nominal)")
+    q.add_argument("--mode", default="async", choices=MODES,
+                   help="async: each worker updates the PS on its own; sync: all wait for all")
+    q.add_argument("--arch", default=ARCHITECTURES.names[0], choices=ARCHITECTURES.names,
+                   help="; ".join(f"{n}: {a.help}" for n, a in ARCHITECTURES.items()))
+    q.add_argument("--model", default="fine", choices=[*MODELS, "all"],
+                   help="fine = simulator; coarse = TPDS analytical models; lin, cynthia = "
+                        "baselines; all = every model that can honour the options")
+    q.add_argument("--coarse", default=None, metavar="SPEC",
+                   help="coarse profile instead of PROFILE: size=102MB,fwd=182ms,bwd=261ms,batch=128 "
+                        "(units required; default: none)")
+
+
+
+def _sharing_arguments(q) -> None:
+    q.add_argument("--sharing", default=None, choices=SHARINGS.names,
+                   help="link sharing between flows (default: hybrid for sync PS; async: ps in the "
+                        "simulator, the Eq. 5 threshold in the coarse model)")
+    q.add_argument("--fcfs-weight", type=float, default=None, metavar="W",
+                   help="hybrid sharing = (1-W)·ps + W·fcfs (default: the --hardware file's "
+                        "measured value, else 0.5 as in the papers)")
+    q.add_argument("--model-error", default=None, metavar="FRACTION",
+                   help="the fine model's error for one real run, added to every fine interval in "
+                        "quadrature, e.g. 0.12 or 12%%; 0: the simulator's spread alone (default: "
+                        "the --hardware file's, else what the lab validation measured)")
+    q.add_argument("--share-cv", type=float, default=None, metavar="CV",
+                   help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
+                        "CV (default 0 = equal shares; netbench --fanout records a measured value)")
+    for dest, metavar, text, _ in TCP_PAIRS:
+        q.add_argument("--" + dest.replace("_", "-"), default=None, metavar=metavar, help=text)
+
+
+
+def _link_arguments(q) -> None:
+    q.add_argument("--two-way-penalty", type=float, default=None, metavar="K",
+                   help="a NIC direction with m more flows the other way loses K·m of its capacity "
+                        "(default: the --hardware file's measured table or K, else 0)")
+    q.add_argument("--ring-latency", default=None, metavar="DURATION",
+                   help="--arch allreduce: fixed cost of each ring step of each all-reduce call, "
+                        "e.g. 2ms (default: the --hardware file's measured value, else 0)")
+    q.add_argument("--allreduce-compute-share", type=float, default=None, metavar="FRACTION",
+                   help="--arch allreduce: fraction of a worker's compute an all-reduce call "
+                        "occupies while it runs, slowing compute that overlaps it (Tianshu §3.3; "
+                        "NCCL on a V100: 0.2; default: the --hardware file's measured value, "
+                        "else 0)")
+    q.add_argument("--collective", default=None, choices=COLLECTIVES.names,
+                   help="--arch allreduce: the all-reduce algorithm, one of " + ", ".join(COLLECTIVES.names)
+                        + " (topology/collectives/; default " + COLLECTIVES.names[0] + ")")
+
+
+
+def _node_arguments(q) -> None:
+    q.add_argument("--gpus-per-node", type=int, default=None, metavar="G",
+                   help="devices per node, sharing its NIC (--bandwidth is per node); --workers "
+                        "counts devices, multiples of G. With --arch ps a node all-reduces "
+                        "locally, then pushes once (TPDS §4.4) (default 1)")
+    q.add_argument("--intra-bandwidth", default=None, metavar="BW",
+                   help="with --gpus-per-node: each device's link inside its node, "
+                        "e.g. 150GB/s (NVLink), 12GB/s (PCIe 3 x16) (default: none)")
+    q.add_argument("--bucket-size", default=None, metavar="SIZE",
+                   help="--arch allreduce: PyTorch DDP gradient buckets, e.g. 25MB (DDP's default "
+                        "is 25MiB; the first bucket 1MiB) (default: one call per layer)")
+    q.add_argument("--host-cores", type=int, default=None, metavar="K",
+                   help="every worker runs on one host of K cores (a lab of namespaces on one "
+                        "machine): synchronous workers compute at once, each at K/W of a core "
+                        "(default: the --hardware file's, else every worker has its own)")
+
+
+
+def _strategy_arguments(q) -> None:
+    q.add_argument("--rho-threshold", type=float, default=None, metavar="RHO",
+                   help=f"coarse async PS: Eq. 5 threshold on the FCFS network utilization "
+                        f"(default {DEFAULT_RHO_THRESHOLD})")
+    q.add_argument("--flow-cap", default=None, metavar="BW",
+                   help="cap on any single flow, e.g. 10Gbps (default: no cap)")
+    q.add_argument("--streams", default=None, choices=STREAMS.names,
+                   help="PS transfers: fifo (one at a time per connection) or http2 (interleaved "
+                        "streams, flow-controlled by --window) (default fifo)")
+    q.add_argument("--window", default=None, metavar="SIZE",
+                   help="--streams http2: the flow-control window WIN, e.g. 28MB (default 28MB)")
+    q.add_argument("--order", default=None, choices=ORDERS.names,
+                   help="--streams fifo: order of parameter transfers (default: as profiled)")
+    q.add_argument("--overhead-alpha", type=float, default=None, metavar="S_PER_BYTE",
+                   help="receiver CPU per byte of every message, e.g. 1e-9 (default: the "
+                        "--hardware file's calibrated value, else 0)")
+    q.add_argument("--overhead-beta", default=None, metavar="DURATION",
+                   help="receiver CPU per message, e.g. 0.2ms (default: the --hardware file's, else 0)")
+    q.add_argument("--ps-count", type=int, default=None, metavar="K",
+                   help="--arch ps: number of parameter servers (default: the profile's placement)")
+
+
+
+def _run_arguments(q) -> None:
+    q.add_argument("--worker-profile", action="append", default=[], metavar="CLASS=PROFILE.json:COUNT",
+                   help="heterogeneous workers: repeat once per class, instead of PROFILE and "
+                        "--workers (default: none)")
+    q.add_argument("--seed", type=int, default=None,
+                   help="seed of the simulator's random numbers, 0 to 2^63-1 (default 0)")
+    q.add_argument("--jitter", type=float, default=None, metavar="CV",
+                   help="multiply compute durations by seeded noise of this coefficient of "
+                        "variation (default 0)")
+    q.add_argument("--warmup", type=int, default=None,
+                   help="warm-up steps per worker, in each replication (default 5)")
+    q.add_argument("--steps", default=None,
+                   help="measured steps per worker, or auto: until the interval is within 1 %% "
+                        "(default auto)")
+    q.add_argument("--replications", default=None, metavar="R",
+                   help="independent simulator runs per point (default auto: rounds of 4 until the "
+                        "mean is known to 2%%); the interval covers their spread; 1 = one run")
+    add_executor_arguments(q)
+
+
+def run_prediction(args, profile=None, report: str | None = None):
+    """Check everything (options, output files) before any work, then predict. Returns the
+    points and the timeline files to write (by worker count)."""
+    from ..predict import parse_worker_profile, parse_workers, predict
+
+    check_relevance(args)
+    classes = [parse_worker_profile(s) for s in args.worker_profile]
+    workers = "1-16" if args.workers is None else args.workers
+    counts = parse_workers(workers) if not classes else [0]
+    timeline = getattr(args, "timeline", None)
+    targets = _timeline_targets(timeline, counts, args.force) if timeline is not None else {}
+    if report is not None:
+        check_output_path(report, args.force)
+        check_distinct_outputs(("--report", report), *(("--timeline", t) for t in targets.values()))
+    given = {k: getattr(args, k) for k in ("sharing", "streams", "window", "order", "ps_count",
+                                           "seed", "jitter", "warmup", "steps", "replications",
+                                           "rho_threshold", "collective", "gpus_per_node",
+                                           "intra_bandwidth", "bucket_size")}
+    points = predict(
+        profile if profile is not None else args.profile, workers=workers,
+        worker_profiles=classes or None, timeline=timeline is not None,
+        model=args.model, coarse=args.coarse,
+        **{**{k: v for k, v in given.items() if v is not None}, **network(args)}, executor=executor_from(args),
+        on_skip=lambda why: say(f"note: {why}; skipped"))
+    return points, targets
+
+
+def check_relevance(args) -> None:
+    """An option the configuration would ignore is an error, never silently dropped."""
+    simulated = args.model in ("fine", "all")
+    arch = ARCHITECTURES[args.arch]
+    sharing = SHARINGS[args.sharing or arch.default_sharing(args.mode)]
+    fifo, coarse_only = STREAMS.names[0], next(n for n, s in SHARINGS.items() if not s.simulated)
+    rules = [
+        *((opt, opt not in arch.options, where(opt)) for opt in _arch_options()),
+        ("order", args.streams not in (None, fifo), f"--streams {fifo}"),
+        ("window", args.streams in (None, fifo), "--streams " + " or ".join(STREAMS.names[1:])),
+        ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
+        ("host_cores", args.mode != "sync", "--mode sync (async workers compute at different times)"),
+        *((dest, dest not in arch.options or (async_only and args.mode != MODES[0]),
+           (f"--mode {MODES[0]} " if async_only else "") + where(dest))
+          for dest, _, _, async_only in TCP_PAIRS),
+        ("fcfs_weight", not sharing.runs, "a mixed sharing policy (--sharing "
+         + " or ".join(n for n, s in SHARINGS.items() if s.runs) + "; the default for sync PS)"),
+        ("rho_threshold", args.model not in ("coarse", "all") or not arch.servers
+         or args.mode != MODES[0] or sharing.simulated and args.sharing is not None,
+         "the coarse model of async PS with the Eq. 5 threshold (--model coarse or all)"),
+        ("workers", bool(args.worker_profile), "a homogeneous sweep (not with --worker-profile)"),
+        *((opt, not simulated, "the simulator (--model fine or all)") for opt in SIMULATOR_ONLY),
+    ]
+    for dest, ignored, applies in rules:
+        if ignored and getattr(args, dest, None) not in (None, [], False):
+            raise ConfigError(f"--{dest.replace('_', '-')} applies to {applies}; this configuration "
+                              "would ignore it")
+    if not sharing.simulated and args.model not in ("coarse", "all"):
+        raise ConfigError(f"--sharing {coarse_only} is the coarse model's Eq. 5: use --model coarse or all")
+
+
+def _arch_options() -> list[str]:
+    """Every architecture's own options, but the TCP pairs (checked with their mode)."""
+    pairs = {dest for dest, *_ in TCP_PAIRS}
+    return list(dict.fromkeys(o for a in ARCHITECTURES.values() for o in a.options if o not in pairs))
+
+
+def network(args) -> dict:
+    """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
+    from ..hardware import Hardware, load_hardware
+    from ..parse.hardware import hardware_keywords
+
+    hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
+    given = {"arch": args.arch, "mode": args.mode, "ps_count": args.ps_count, "sharing": args.sharing,
+             "flow_cap": args.flow_cap, "bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
+             "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
+             "share_cv": args.share_cv, **{dest: getattr(args, dest) for dest, *_ in TCP_PAIRS},
+             "two_way_penalty": args.two_way_penalty, "ring_latency": args.ring_latency,
+             "allreduce_compute_share": args.allreduce_compute_share,
+             "host_cores": args.host_cores, "model_error": args.model_error}
+    return hardware_keywords(hw, given)
+
+
+def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
+    """Every file --timeline will write, checked before anything is simulated."""
+    if not path.strip():
+        raise ConfigError("--timeline: an empty file name")
+    stem, ext = os.path.splitext(path)
+    targets = {w: path if len(workers) == 1 else f"{stem}-w{w}{ext or '.json'}" for w in workers}
+    for target in targets.values():
+        check_output_path(target, force)
+    return targets
