@@ -9,11 +9,12 @@ import numpy as np
 
 from ...spec.registries import COLLECTIVES
 from ..model import Topology
-from . import hierarchical, ring
+from . import hierarchical, ring, tree
 
 for _name, _call in (
     ("ring", ring.call_s),
     ("hierarchical", hierarchical.call_s),
+    ("tree", tree.call_s),
 ):
     COLLECTIVES.register(_name, _call)
 
