@@ -10,9 +10,10 @@ from __future__ import annotations
 from ..spec.registries import ARCHITECTURES
 from .allreduce import AllReduce
 from .base import Architecture
+from .colocated import ColocatedShards
 from .ps import ParameterServers
 
-for _arch in (ParameterServers(), AllReduce()):
+for _arch in (ParameterServers(), AllReduce(), ColocatedShards()):
     ARCHITECTURES.register(_arch.name, _arch)
 
 __all__ = ["ARCHITECTURES", "Architecture"]
