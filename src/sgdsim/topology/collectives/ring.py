@@ -16,12 +16,16 @@ def ring_call_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float =
     return steps / ranks * size_bytes / link_Bps + steps * step_latency_s
 
 
-def call_s(size_bytes, ranks: int, topology: Topology):
+def slowest_link_Bps(ranks: int, topology: Topology) -> float:
+    """The slowest link a collective over every device crosses: the NIC between nodes, the
+    intra-node link inside one node, the slower of the two when it spans nodes of several."""
     nodes, per_node = topology.layout(ranks)
     if per_node == 1:
-        slowest = topology.nic_Bps
-    elif nodes == 1:
-        slowest = topology.intra_Bps
-    else:
-        slowest = min(topology.nic_Bps, topology.intra_Bps)
-    return ring_call_s(size_bytes, ranks, slowest, topology.step_latency_s)
+        return topology.nic_Bps
+    if nodes == 1:
+        return topology.intra_Bps
+    return min(topology.nic_Bps, topology.intra_Bps)
+
+
+def call_s(size_bytes, ranks: int, topology: Topology):
+    return ring_call_s(size_bytes, ranks, slowest_link_Bps(ranks, topology), topology.step_latency_s)

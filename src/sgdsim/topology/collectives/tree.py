@@ -23,6 +23,7 @@ crosses, chosen as the flat ring chooses it (the trees span devices of every nod
 from __future__ import annotations
 
 from ..model import Topology
+from .ring import slowest_link_Bps
 
 
 def tree_call_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float = 0.0):
@@ -34,11 +35,5 @@ def tree_call_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: float =
 
 
 def call_s(size_bytes, ranks: int, topology: Topology):
-    nodes, per_node = topology.layout(ranks)  # ring.call_s's choice of link, for comparability
-    if per_node == 1:
-        slowest = topology.nic_Bps
-    elif nodes == 1:
-        slowest = topology.intra_Bps
-    else:
-        slowest = min(topology.nic_Bps, topology.intra_Bps)
-    return tree_call_s(size_bytes, ranks, slowest, topology.step_latency_s)
+    # the ring's choice of link, so that the two compare on the same cluster
+    return tree_call_s(size_bytes, ranks, slowest_link_Bps(ranks, topology), topology.step_latency_s)
