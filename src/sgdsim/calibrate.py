@@ -12,7 +12,7 @@ from .errors import ProfileError
 from .evaluate.jobs import coarse_profile
 from .spec.limits import MAX_WORKERS, check_bandwidth
 from .predict import _profile
-from .units import parse_bandwidth_bps
+from .units import parse_bandwidth_Bps
 
 CANDIDATES = tuple(round(0.1 * i, 1) for i in range(1, 11))
 
@@ -53,7 +53,7 @@ def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -
     the mean absolute relative error."""
     c = coarse_profile(_profile(profile))
     c.check_has_work()
-    B = check_bandwidth(parse_bandwidth_bps(bandwidth) / 8)  # the simulator's range: below it service times overflow to inf
+    B = check_bandwidth(parse_bandwidth_Bps(bandwidth))  # the simulator's range: below it service times overflow to inf
     table = []
     for rho in CANDIDATES:
         errs = [abs(async_ps([(c, w)], B, "threshold", rho).throughput - x) / x * 100 for w, x in measured]

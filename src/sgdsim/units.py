@@ -1,6 +1,7 @@
 """Parsing of human units, used only at the edges (CLI, files).
 
-Internal units: seconds, bytes, bits per second.
+Internal units: seconds, bytes, bytes per second (``parse_bandwidth_Bps``); users give and
+read bandwidths in bits per second, and files store them so (``*_bps`` fields).
 """
 from __future__ import annotations
 
@@ -172,6 +173,12 @@ def format_duration_s(seconds: float) -> str:
         if seconds >= least * mult:
             return f"{seconds / mult:.1f} {unit}"
     return f"{seconds:.3g} s"
+
+
+def parse_bandwidth_Bps(text: str | float) -> float:
+    """A bandwidth as users give it ('10Gbps', '1.25GB/s'; a bare number is bits/s) in the
+    internal unit, bytes/s: the one place bits become bytes."""
+    return parse_bandwidth_bps(text) / 8
 
 
 def format_bandwidth(Bps: float) -> str:

@@ -59,7 +59,7 @@ from ..spec import (DEFAULT_RHO_THRESHOLD, MODEL_ERROR_REL, Cluster, Contention,
 from ..spec.control import GIVEN, MEASURED
 from ..spec.registries import DEFAULT_ARCH, DEFAULT_COLLECTIVE, DEFAULT_ORDER, DEFAULT_STREAMS, MODES
 from ..spec.two_way import check_busy
-from ..units import parse_bandwidth_bps, parse_duration_s, parse_size_bytes
+from ..units import parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
 
 # Every keyword and its default: the one list (``predict``'s docstring explains them).
 STRATEGY_KEYWORDS = dict(arch=DEFAULT_ARCH, mode=MODES[0], sharing=None, ps_count=None,
@@ -96,8 +96,8 @@ def strategy(kw: dict) -> Strategy:
 
 
 def cluster(kw: dict) -> Cluster:
-    link = Link(bandwidth_Bps=parse_bandwidth_bps(kw["bandwidth"]) / 8,
-                flow_cap_Bps=_optional(lambda v: parse_bandwidth_bps(v) / 8, kw["flow_cap"]),
+    link = Link(bandwidth_Bps=parse_bandwidth_Bps(kw["bandwidth"]),
+                flow_cap_Bps=_optional(parse_bandwidth_Bps, kw["flow_cap"]),
                 step_latency_s=parse_duration_s(kw["ring_latency"]),
                 overhead_alpha_s_per_byte=_non_negative(kw["overhead_alpha"], "--overhead-alpha"),
                 overhead_beta_s=parse_duration_s(kw["overhead_beta"]))
@@ -116,7 +116,7 @@ def cluster(kw: dict) -> Cluster:
     contention = Contention(fcfs_weight=_float(kw["fcfs_weight"], "--fcfs-weight"), late_comer=late,
                             measured_late_comer=kw["measured_late_comer"], stalls=stalls, two_way=two_way)
     nodes = Nodes(gpus_per_node=_int(kw["gpus_per_node"], "--gpus-per-node"),
-                  intra_bandwidth_Bps=_optional(lambda v: parse_bandwidth_bps(v) / 8, kw["intra_bandwidth"]),
+                  intra_bandwidth_Bps=_optional(parse_bandwidth_Bps, kw["intra_bandwidth"]),
                   host_cores=_int(kw["host_cores"], "--host-cores"),
                   host_contention=pair(kw["host_contention"], "host_contention"),
                   allreduce_compute_share=_non_negative(kw["allreduce_compute_share"], "allreduce compute share"))
