@@ -76,7 +76,6 @@ def _job_arguments(q) -> None:
                         "(units required; default: none)")
 
 
-
 def _sharing_arguments(q) -> None:
     q.add_argument("--sharing", default=None, choices=SHARINGS.names,
                    help="link sharing between flows (default: hybrid for sync PS; async: ps in the "
@@ -93,7 +92,6 @@ def _sharing_arguments(q) -> None:
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
     for dest, metavar, text, _ in TCP_PAIRS:
         q.add_argument("--" + dest.replace("_", "-"), default=None, metavar=metavar, help=text)
-
 
 
 def _link_arguments(q) -> None:
@@ -113,7 +111,6 @@ def _link_arguments(q) -> None:
                         + " (topology/collectives/; default " + COLLECTIVES.names[0] + ")")
 
 
-
 def _node_arguments(q) -> None:
     q.add_argument("--gpus-per-node", type=int, default=None, metavar="G",
                    help="devices per node, sharing its NIC (--bandwidth is per node); --workers "
@@ -129,7 +126,6 @@ def _node_arguments(q) -> None:
                    help="every worker runs on one host of K cores (a lab of namespaces on one "
                         "machine): synchronous workers compute at once, each at K/W of a core "
                         "(default: the --hardware file's, else every worker has its own)")
-
 
 
 def _strategy_arguments(q) -> None:
@@ -152,7 +148,6 @@ def _strategy_arguments(q) -> None:
                    help="receiver CPU per message, e.g. 0.2ms (default: the --hardware file's, else 0)")
     q.add_argument("--ps-count", type=int, default=None, metavar="K",
                    help="--arch ps: number of parameter servers (default: the profile's placement)")
-
 
 
 def _run_arguments(q) -> None:
@@ -189,15 +184,10 @@ def run_prediction(args, profile=None, report: str | None = None):
     if report is not None:
         check_output_path(report, args.force)
         check_distinct_outputs(("--report", report), *(("--timeline", t) for t in targets.values()))
-    given = {k: getattr(args, k) for k in ("sharing", "streams", "window", "order", "ps_count",
-                                           "seed", "jitter", "warmup", "steps", "replications",
-                                           "rho_threshold", "collective", "gpus_per_node",
-                                           "intra_bandwidth", "bucket_size")}
     points = predict(
         profile if profile is not None else args.profile, workers=workers,
         worker_profiles=classes or None, timeline=timeline is not None,
-        model=args.model, coarse=args.coarse,
-        **{**{k: v for k, v in given.items() if v is not None}, **network(args)}, executor=executor_from(args),
+        model=args.model, coarse=args.coarse, **keywords(args), executor=executor_from(args),
         on_skip=lambda why: say(f"note: {why}; skipped"))
     return points, targets
 
@@ -239,19 +229,16 @@ def _arch_options() -> list[str]:
     return list(dict.fromkeys(o for a in ARCHITECTURES.values() for o in a.options if o not in pairs))
 
 
-def network(args) -> dict:
-    """Network keyword arguments: explicit options first, then the --hardware file, then defaults."""
+def keywords(args) -> dict:
+    """The prediction's keywords: the options given, then the --hardware file's, then the
+    defaults (``parse/keywords.py``). An option's dest is its keyword's name; ``--timeline``
+    is a file here, the keyword a switch, so it is passed apart."""
     from ..hardware import Hardware, load_hardware
     from ..parse.hardware import hardware_keywords
+    from ..parse.keywords import KEYWORDS
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
-    given = {"arch": args.arch, "mode": args.mode, "ps_count": args.ps_count, "sharing": args.sharing,
-             "flow_cap": args.flow_cap, "bandwidth": args.bandwidth, "overhead_beta": args.overhead_beta,
-             "overhead_alpha": args.overhead_alpha, "fcfs_weight": args.fcfs_weight,
-             "share_cv": args.share_cv, **{dest: getattr(args, dest) for dest, *_ in TCP_PAIRS},
-             "two_way_penalty": args.two_way_penalty, "ring_latency": args.ring_latency,
-             "allreduce_compute_share": args.allreduce_compute_share,
-             "host_cores": args.host_cores, "model_error": args.model_error}
+    given = {k: getattr(args, k) for k in KEYWORDS if k != "timeline" and hasattr(args, k)}
     return hardware_keywords(hw, given)
 
 

@@ -43,7 +43,7 @@ class FineTask:
 
 def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimConfig:
     """The simulator's configuration (it checks the combination of the three)."""
-    return SimConfig.of(strategy, cluster, control)
+    return SimConfig(strategy, cluster, control)
 
 
 def run_fine(task: FineTask) -> PredictionPoint:

@@ -59,7 +59,7 @@ from ..spec import (DEFAULT_RHO_THRESHOLD, MODEL_ERROR_REL, Cluster, Contention,
 from ..spec.control import GIVEN, MEASURED
 from ..spec.registries import DEFAULT_ARCH, DEFAULT_COLLECTIVE, DEFAULT_ORDER, DEFAULT_STREAMS, MODES
 from ..spec.two_way import check_busy
-from ..units import parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
+from ..units import parse_bandwidth_Bps, parse_duration_s, parse_number, parse_size_bytes
 
 # Every keyword and its default: the one list (``predict``'s docstring explains them).
 STRATEGY_KEYWORDS = dict(arch=DEFAULT_ARCH, mode=MODES[0], sharing=None, ps_count=None,
@@ -168,12 +168,12 @@ def busy(value) -> tuple:
     return tuple(None if v is None else check_busy(v) for v in parts)
 
 
+_FINITE = 1.7976931348623157e308
+_INT64 = 2**63
+
+
 def _float(value, what: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{what} must be a number, got {value!r}") from None
-    return x
+    return parse_number(value, what, lo=-_FINITE, hi=_FINITE)  # the spec checks the range
 
 
 def _non_negative(value, what: str) -> float:
@@ -184,12 +184,7 @@ def _non_negative(value, what: str) -> float:
 
 
 def _int(value, what: str) -> int | None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    try:
-        return int(str(value).strip()) if str(value).strip().isascii() else int("x")
-    except ValueError:
-        raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
+    return None if value is None else parse_number(value, what, lo=-_INT64, hi=_INT64, integer=True)
 
 
 def _optional(parse, value):
@@ -200,6 +195,6 @@ def _count_or_auto(value, option: str) -> int | None:
     if value in ("auto", None):
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
+        return _int(value, option)
+    except ConfigError:
         raise ConfigError(f"{option} takes a number or 'auto', got {value!r}") from None

@@ -130,14 +130,14 @@ def build_request(args):
                           "--model coarse goes further)")
     bandwidths = [parse_bandwidth_bps(b) for b in args.bandwidth] if args.bandwidth else \
         [hw.bandwidth_bps if hw else 10e9]
-    clusters = tuple(_cluster(args, hw, b) for b in bandwidths)
+    specs = [_specs(args, hw, b) for b in bandwidths]
     return PlanRequest(
-        job=job, strategies=strategies, clusters=clusters,
-        collective_cluster=tuple(_cluster(args, hw, b, collective=True) for b in bandwidths) if hw else (),
+        job=job, strategies=strategies, clusters=tuple(s[1] for s in specs),
+        collective_cluster=tuple(_specs(args, hw, b, collective=True)[1] for b in bandwidths) if hw else (),
         prices=Prices(args.price_per_node_hour, args.ps_price_per_node_hour),
         workers=tuple(workers), dataset_size=parse_count(args.dataset_size),
         objective=_objective(args), knee_rel=parse_fraction(args.knee, "--knee"),
-        finalists=args.finalists, control=_control(hw, args.seed))
+        finalists=args.finalists, control=replace(specs[0][2], seed=args.seed))  # the file's margin
 
 
 def whole_nodes(workers: list[int], gpus_per_node: int) -> list[int]:
@@ -160,29 +160,19 @@ def whole_nodes(workers: list[int], gpus_per_node: int) -> list[int]:
     return kept
 
 
-def _cluster(args, hw, bandwidth_bps: float, collective: bool = False):
-    """The cluster at one bandwidth, as parameter servers see it, or (``collective``) as a
-    collective does: with the file's measured step latency and compute share."""
+def _specs(args, hw, bandwidth_bps: float, collective: bool = False):
+    """The specs at one bandwidth, the cluster as parameter servers see it, or
+    (``collective``) as a collective does: with the file's measured step latency and compute
+    share; the control with the file's margin (its runs' spread, its model error if any)."""
     from ..parse.hardware import specs_from_hardware
     from ..parse.keywords import specs
     from ..spec import ARCHITECTURES
 
     nodes = dict(bandwidth=bandwidth_bps, gpus_per_node=args.gpus_per_node, intra_bandwidth=args.intra_bandwidth)
     if hw is None:
-        return specs(**nodes)[1]
+        return specs(**nodes)
     arch = next(n for n, a in ARCHITECTURES.items() if ("collective" in a.options) == collective)
-    return specs_from_hardware(hw, arch, **nodes)[1]
-
-
-def _control(hw, seed: int):
-    """The seed, and the file's margin (the real runs' spread; its model error if it has one)."""
-    from ..parse.hardware import specs_from_hardware
-    from ..spec import Control
-    from ..spec.registries import DEFAULT_ARCH
-
-    if hw is None:
-        return Control(seed=seed)
-    return replace(specs_from_hardware(hw, DEFAULT_ARCH)[2], seed=seed)
+    return specs_from_hardware(hw, arch, **nodes)
 
 
 def _objective(args):

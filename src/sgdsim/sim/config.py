@@ -62,14 +62,6 @@ class SimConfig:
               ("host_contention", any(c.nodes.host_contention), "host_contention"))
         return [(option, flag) for option, given, flag in on if given]
 
-    @classmethod
-    def of(cls, strategy: Strategy, cluster: Cluster, control: Control = Control(), **run) -> SimConfig:
-        return cls(strategy, cluster, control, **run)
-
-    @property
-    def arch(self):
-        return self.strategy.architecture
-
     @property
     def sharing(self) -> str:
         return self.policy or self.strategy.fine_sharing
@@ -81,10 +73,6 @@ class SimConfig:
     @property
     def timeline(self) -> bool:
         return self.control.timeline and self.replication == 0 and not self.timeline_off
-
-    @property
-    def ps_count(self) -> int | None:
-        return self.strategy.ps_count
 
     @property
     def late_comer(self) -> LateComer:

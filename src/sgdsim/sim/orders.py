@@ -66,7 +66,3 @@ for _order in (Order("profiled", "as profiled", _profiled), Order("tic", "TicTac
                Order("random", f"{N_RANDOM_ORDERS} random orders, one drawn per step", _random, random=True)):
     ORDERS.register(_order.name, _order)
 
-
-def order_ranks(profile, succ, npred, order: str, rng: np.random.Generator) -> np.ndarray:
-    """Transmission rank of every op, one row per sampled order (``--order``)."""
-    return ORDERS[order].ranks(profile, succ, npred, rng)

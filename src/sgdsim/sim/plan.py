@@ -99,13 +99,13 @@ def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
 def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarray:
     link = config.cluster.link
     a, b = link.overhead_alpha_s_per_byte, link.overhead_beta_s
-    rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.arch.pulls).durations_s, config)
+    rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.strategy.architecture.pulls).durations_s, config)
                            for c in classes])
     slowdown = compute_slowdown(W, config.cluster.nodes.host_cores, config.strategy.mode)
     if slowdown > 1.0:
         ref = classes[0].profile
         rows[:, [op.kind == COMPUTE and op.resource == WORKER for op in ref.ops]] *= slowdown
-    config.arch.transfer_durations(rows, classes[0].profile, W, config, link_Bps)
+    config.strategy.architecture.transfer_durations(rows, classes[0].profile, W, config, link_Bps)
     return rows
 
 
@@ -153,7 +153,7 @@ def topology(ref: Profile, config: SimConfig) -> Topology:
     """What does not depend on W: placement, resources, the DAG, transmission orders and the
     folded chains; built once per sweep."""
     order = ORDERS[config.strategy.order]
-    key = (_signature(ref), config.ps_count, ref.ps_count, config.strategy.arch, config.strategy.order,
+    key = (_signature(ref), config.strategy.ps_count, ref.ps_count, config.strategy.arch, config.strategy.order,
            config.seed if order.random else 0, config.timeline)
     if key not in _TOPOLOGY:
         if len(_TOPOLOGY) > 64:
@@ -163,13 +163,13 @@ def topology(ref: Profile, config: SimConfig) -> Topology:
 
 
 def _build_topology(ref: Profile, config: SimConfig) -> Topology:
-    M = config.ps_count or ref.ps_count
-    op_ps = assign_ps(ref, M) if config.ps_count else np.array([o.ps for o in ref.ops], np.int64)
+    M = config.strategy.ps_count or ref.ps_count
+    op_ps = assign_ps(ref, M) if config.strategy.ps_count else np.array([o.ps for o in ref.ops], np.int64)
     R = 1 + 3 * M
     op_res = np.array([resource_index(o.resource, int(p)) for o, p in zip(ref.ops, op_ps)], np.int64)
     npred, ptr, flat, succ = _dag(ref)
     ranks = ORDERS[config.strategy.order].ranks(ref, succ, npred, np.random.default_rng(config.seed))
-    res_link = config.arch.res_link(R, M)
+    res_link = config.strategy.architecture.res_link(R, M)
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
     groups = None
     keep = np.arange(ref.n_ops)

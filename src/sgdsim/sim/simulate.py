@@ -243,7 +243,7 @@ def _prepared(profile: Profile, config: SimConfig) -> Profile:
     if hit is None or hit[0] is not profile:
         if len(_PREPARED) > 64:
             _PREPARED.clear()
-        hit = _PREPARED[key] = (profile, config.arch.prepare(profile, config))
+        hit = _PREPARED[key] = (profile, config.strategy.architecture.prepare(profile, config))
     return hit[1]
 
 

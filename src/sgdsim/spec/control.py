@@ -29,10 +29,6 @@ class Margin:
         if self.source not in (MEASURED, GIVEN):
             raise ConfigError(f"a margin's source is {MEASURED!r} or {GIVEN!r}, got {self.source!r}")
 
-    @classmethod
-    def given(cls, model_error_rel: float, run_spread_rel: float = 0.0) -> Margin:
-        return cls(model_error_rel, run_spread_rel, GIVEN)
-
 
 NO_MARGIN = Margin(0.0, 0.0, GIVEN)
 

@@ -56,12 +56,6 @@ def check_range(value, what: str, lo: float, hi: float, *, lo_open: bool = False
     return x
 
 
-def check_count(value, what: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ConfigError(f"{what} must be a whole number from {lo:,} to {hi:,}, got {value!r}")
-    return value
-
-
 def check_seed(seed) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"--seed must be an integer from 0 to 2^63-1, got {seed}")
