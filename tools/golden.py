@@ -6,9 +6,9 @@ multi-device topologies, ``plan``, ``optimize`` and the replays of the committed
 grids, and writes each answer to OUT/<name>.json (wall times and other clock readings set to
 0). Record before a change, again after, and compare:
 
-    python tools/golden.py -o /tmp/golden-before          # ~4 min on 2 cores, once compiled
-    python tools/golden.py -o /tmp/golden-after --only predict-   # a subset, by name prefix
-    python tools/golden.py --compare /tmp/golden-before /tmp/golden-after --ignore margin_source
+    python tools/golden.py -o golden-before          # ~4 min on 2 cores, once compiled
+    python tools/golden.py -o golden-after --only predict-   # a subset, by name prefix
+    python tools/golden.py --compare golden-before golden-after --ignore margin_source
 """
 from __future__ import annotations
 
