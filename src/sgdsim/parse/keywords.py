@@ -177,10 +177,10 @@ def _float(value, what: str) -> float:
 
 
 def _non_negative(value, what: str) -> float:
-    x = _float(value, what)
-    if not x >= 0:
-        raise ConfigError(f"{what} must be non-negative, got {value!r}")
-    return x
+    try:
+        return parse_number(value, what, lo=0.0, hi=_FINITE)
+    except ConfigError:
+        raise ConfigError(f"{what} must be non-negative, got {value!r}") from None
 
 
 def _int(value, what: str) -> int | None:
