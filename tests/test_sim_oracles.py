@@ -7,6 +7,7 @@ worker compute C = forward + backward and bandwidth B (bytes/s), free PS updates
 * sync ring all-reduce, K workers:       K·b / (C + 2(K-1)/K · M/B)        (TPDS Eq. 11)
 * sync PS, processor sharing:            K·b / (2KM/B + C)                  (TPDS Eq. 7)
 * sync PS, FCFS:                         K·b / ((K+1)M/B + C)               (TPDS Eq. 8)
+* sync PS, hybrid:                       the mean of those two throughputs (TPDS §3.2.1)
 * async PS, any W:                       at most b·B/M (a link carries M per step)
 """
 from __future__ import annotations
@@ -106,11 +107,12 @@ def test_sync_ps_fcfs_eq8(prof, K):
 
 
 @pytest.mark.parametrize("K", [2, 4])
-def test_sync_hybrid_is_eq9_the_mean_of_ps_and_fcfs_step_times(prof, K):
+def test_sync_hybrid_is_the_mean_of_ps_and_fcfs_throughputs(prof, K):
+    """TPDS §3.2.1: the fine model's hybrid averages the PS and FCFS runs' throughputs."""
     b, M, C = _parts(prof)
-    step = (2 * K * M / B + C + (K + 1) * M / B + C) / 2  # TPDS Eq. 9
+    x_ps, x_fcfs = K * b / (2 * K * M / B + C), K * b / ((K + 1) * M / B + C)
     pt = _one(prof, workers=K, mode="sync", sharing="hybrid")
-    assert pt.throughput == pytest.approx(K * b / step, rel=REL)
+    assert pt.throughput == pytest.approx((x_ps + x_fcfs) / 2, rel=REL)
     assert pt.ci_low <= pt.throughput <= pt.ci_high
 
 
