@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # (any other torch spec pulls several GB of CUDA packages).
 WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: install install-dev demo test bench bench-ops fuzz clean
+.PHONY: install install-dev demo test lab-test bench bench-ops fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: install-dev
 	$(BIN)/ruff check src tests benchmarks examples tools
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# Real-lab measurements (root, ~5 min): run on a quiet machine, nothing else busy.
+lab-test: install-dev
+	$(BIN)/python -m pytest -m lab
 
 bench: install
 	$(BIN)/python benchmarks/bench_sim.py --write

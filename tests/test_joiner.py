@@ -204,6 +204,7 @@ def test_netbench_joiner_options_are_checked_before_measuring(capsys):
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
                     reason="the lab needs root")
+@pytest.mark.lab
 def test_joiner_rounds_on_a_real_lab(tmp_path):
     """Three hosts at 50 Mbit/s: a lone 1 MB transfer takes its shaped time each way, and the
     late one starts at its offset."""

@@ -50,6 +50,7 @@ def state(tmp_path, monkeypatch):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+@pytest.mark.lab
 def test_up_ping_shaped_bandwidth_down(state, capsys):
     assert lab_main(["lab", "up", "--hosts", "2", "--bandwidth", "50Mbps"]) == 0
     try:

@@ -167,6 +167,7 @@ def test_allreduce_two_workers_trains(lab):
 
 
 @needs_lab
+@pytest.mark.lab
 def test_one_worker_ps_matches_the_no_overlap_oracle(lab):
     """batch / (2·M·8/B + compute): download, compute, upload, one after the other."""
     prof = profile_lab_model(MODEL, BATCH, overlap=False, steps=10)
@@ -177,6 +178,7 @@ def test_one_worker_ps_matches_the_no_overlap_oracle(lab):
 
 
 @needs_lab
+@pytest.mark.lab
 def test_two_parameter_servers_share_the_model_and_the_workers_nic(lab):
     """One worker, two PS: it pulls from both at once through its own NIC, so the transfers
     still take 2·M·8/B in all; each server holds about half the bytes."""
@@ -272,3 +274,36 @@ def test_lab_run_calibrate_options_fail_before_any_lab(tmp_path, capsys, extra, 
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
     assert not (tmp_path / "out.json").exists()
+
+
+# ----------------------------------------------------------------------------- held-out trainer
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"trainer": "tf"}, "trainer must be one of"),
+    ({"trainer": "torch", "overlap": True}, "one server without overlap"),
+    ({"trainer": "torch", "ps_count": 2}, "one server without overlap"),
+    ({"trainer": "torch", "arch": "allreduce", "mode": "sync"}, "use overlap = true"),
+    ({"trainer": "torch", "stagger_s": 1.0}, "need the lab's own trainer"),
+])
+def test_torch_trainer_options_are_checked_before_any_lab(kwargs, message):
+    from sgdsim.errors import ConfigError
+    from sgdsim.lab.train.runner import check_config
+
+    base = {"arch": "ps", "mode": "async", "overlap": False, "ps_count": 1, "stagger_s": 0.0}
+    a = {**base, **kwargs}
+    with pytest.raises(ConfigError, match=message):
+        check_config(MODEL, 2, BATCH, BW, a["arch"], a["mode"], a["overlap"], 5, 1, None,
+                     a["ps_count"], a["stagger_s"], a.get("trainer", "lab"))
+
+
+@needs_lab
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_torch_rpc_parameter_server_trains_over_the_shaped_nic(lab, mode):
+    """The held-out PS (torch.distributed.rpc): both workers step and the server's model moves;
+    every step sends M bytes out of the server's shaped NIC (and M in, the other direction),
+    so the workers together cannot beat batch·B/(8·M) (shared memory would: it is really off)."""
+    r = run_training(MODEL, 2, BATCH, BW, mode=mode, duration_s=8, warmup_s=2, lab=lab,
+                     trainer="torch")
+    assert min(r.steps) > 0 and r.param_change > 0 and math.isfinite(r.loss_last)
+    prof = profile_lab_model(MODEL, BATCH, overlap=False, steps=3)
+    assert r.throughput_intervals <= 1.05 * BATCH * BW / (8 * prof.model_bytes())

@@ -163,6 +163,7 @@ def test_netbench_add_to_needs_the_lab_and_an_extra(argv, msg, capsys):
     assert len(err) == 1 and msg in err[0]
 
 
+@pytest.mark.lab
 def test_netbench_gloo_adds_the_ring_latency_to_an_existing_file(tmp_path, monkeypatch, capsys):
     """The real path on a 3-host lab: --gloo 2 --add-to keeps the file's point-to-point fields
     and adds the all-reduce rate, the ring-step latency and its medians on 2 ranks."""

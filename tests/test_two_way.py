@@ -253,6 +253,7 @@ def test_hub_and_peers_stream_both_ways_over_loopback():
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
                     reason="the lab needs root")
+@pytest.mark.lab
 def test_two_way_cases_on_a_real_lab(tmp_path):
     """Four hosts: every split of up to 3 flows runs, each direction is measured from the
     token buckets, the table holds each direction's share against its one-flow rate, and the

@@ -35,7 +35,7 @@ REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": DEFAULT_ARCH, "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
-            "calibrate": False, "ps_count": 1, "tcp_dynamics": None}
+            "calibrate": False, "ps_count": 1, "tcp_dynamics": None, "trainer": "lab"}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -70,6 +70,7 @@ class Case:
     calibrate: bool = False       # fit the hardware to the measured 1-worker (2-rank) step first
     ps_count: int = 1             # parameter servers (arch ps): the lab shards layers as predict does
     tcp_dynamics: bool | None = None  # the file's TCP dynamics: None the default, True + stalls, False none
+    trainer: str = "lab"          # the lab's implementation: "lab" (fitted on) or "torch" (held out)
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -102,7 +103,8 @@ class Case:
         return (f"{self.model}, batch {self.batch_size}, {format_bps(self.bandwidth_bps)}, "
                 f"{arch} {self.mode}, {overlap}, workers {_workers_text(self.workers)}, "
                 f"runs of {self.duration_s:g} s ({self.warmup_s:g} s warm-up)"
-                + (f" ×{self.repeats}" if self.repeats > 1 else ""))
+                + (f" ×{self.repeats}" if self.repeats > 1 else "")
+                + (f", {self.trainer} trainer" if self.trainer != "lab" else ""))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -192,8 +194,8 @@ def _case(d: dict, where: str, base: str) -> Case:
 
 
 def _build(v: dict, base: str) -> Case:
-    from ..lab.train.runner import ARCHS as LAB_ARCHS  # what the lab trains for real (imported late:
-    # validating a grid needs no lab)
+    from ..lab.train.runner import ARCHS as LAB_ARCHS, TRAINERS, check_trainer  # what the lab
+    # trains for real (imported late: validating a grid needs no lab)
 
     arch = _choice(v, "arch", LAB_ARCHS)
     mode = _choice(v, "mode", ("async", "sync"))
@@ -214,6 +216,8 @@ def _build(v: dict, base: str) -> Case:
     if calibrate and calibration_workers(arch) not in workers:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
+    trainer = _choice(v, "trainer", TRAINERS)
+    check_trainer(trainer, arch, overlap, ps_count, None, 0.0)
     hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))
     hardware_spec = _hardware(hw_path)
     case = Case(
@@ -228,7 +232,7 @@ def _build(v: dict, base: str) -> Case:
         hardware=hw_path, hardware_spec=hardware_spec,
         repeats=_int(v, "repeats", 1),
         replications=None if v["replications"] == "auto" else _int(v, "replications", 1),
-        calibrate=calibrate, ps_count=ps_count, tcp_dynamics=dynamics)
+        calibrate=calibrate, ps_count=ps_count, tcp_dynamics=dynamics, trainer=trainer)
     return case
 
 

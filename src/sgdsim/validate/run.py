@@ -322,7 +322,7 @@ def default_measure(case: Case, workers: int, lab):
     return run_training(case.model, workers, case.batch_size, case.bandwidth_bps,
                         arch=case.arch, mode=case.mode, overlap=case.overlap,
                         duration_s=case.duration_s, warmup_s=case.warmup_s, lab=lab,
-                        ps_count=case.ps_count)
+                        ps_count=case.ps_count, trainer=case.trainer)
 
 
 def _check_matplotlib() -> None:

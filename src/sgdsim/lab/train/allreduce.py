@@ -70,6 +70,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rank", type=int, required=True)
     ap.add_argument("--world", type=int, required=True)
     ap.add_argument("--overlap", action="store_true")
+    ap.add_argument("--bucket-mb", type=float, default=DDP_BUCKET_MB,
+                    help="DDP's bucket size with --overlap (PyTorch's own default is 25)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -83,7 +85,7 @@ def main(argv=None) -> None:
         layers = _by_layer(params, owners)
         net = work.model
         if args.overlap:
-            net = torch.nn.parallel.DistributedDataParallel(work.model, bucket_cap_mb=DDP_BUCKET_MB)
+            net = torch.nn.parallel.DistributedDataParallel(work.model, bucket_cap_mb=args.bucket_mb)
         else:  # DDP does this broadcast itself
             for p in params:
                 dist.broadcast(p.data, 0)

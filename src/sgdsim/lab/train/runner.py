@@ -31,6 +31,11 @@ from ...units import parse_bandwidth_bps, parse_duration_s
 from ..cluster import LabCluster, check_prerequisites
 
 ARCHS, MODES = ("ps", "allreduce"), ("async", "sync")
+# "lab": the project's own trainer (ps.py, worker.py, allreduce.py), which the models' knobs were
+# fitted on; "torch": PyTorch's textbook implementations (a PS over torch.distributed.rpc,
+# DistributedDataParallel with its default 25 MB buckets), held out from every fit
+TRAINERS = ("lab", "torch")
+TORCH_DDP_BUCKET_MB = 25.0
 STARTUP_TIMEOUT_S = 180.0  # W+1 processes importing torch on 2 cores
 _PKG = "sgdsim.lab.train"
 
@@ -88,6 +93,7 @@ class _Config:
     trace: bool = False
     ps_count: int = 1
     stagger_s: float = 0.0  # async PS: worker r starts its first step r·stagger_s after t0
+    trainer: str = "lab"
 
     @property
     def hosts(self) -> int:
@@ -102,7 +108,8 @@ def lab_hosts(workers: int, arch: str, ps_count: int = 1) -> int:
 def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch: str = "ps",
                  mode: str = "async", overlap: bool = False, duration_s=30.0, warmup_s=5.0,
                  lab: LabCluster | None = None, record_profile: str | None = None,
-                 trace: bool = False, ps_count: int = 1, stagger_s: float = 0.0) -> TrainResult:
+                 trace: bool = False, ps_count: int = 1, stagger_s: float = 0.0,
+                 trainer: str = "lab") -> TrainResult:
     """Train ``model`` on ``workers`` lab hosts for ``duration_s``; see the module docstring.
 
     ``lab``: an up ``LabCluster`` with at least ``lab_hosts(...)`` hosts at ``bandwidth_bps`` (reused,
@@ -111,9 +118,10 @@ def run_training(model: str, workers: int, batch_size: int, bandwidth_bps, arch:
     ``ps_count``: parameter servers sharing the model's layers (``models.shard_of``).
     ``stagger_s``: async PS only, worker r starts r·stagger_s later than worker 0 (the lab's
     workers otherwise start together, in lock-step; this starts them apart).
+    ``trainer``: ``"lab"`` (the project's own) or ``"torch"`` (``TRAINERS``: held out from fits).
     """
     cfg = check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
-                       duration_s, warmup_s, record_profile, ps_count, stagger_s)
+                       duration_s, warmup_s, record_profile, ps_count, stagger_s, trainer)
     cfg = replace(cfg, trace=bool(trace) and arch == "ps")
     if lab is not None:
         _check_lab(lab, cfg)
@@ -141,7 +149,8 @@ def require_lab() -> None:
 
 
 def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap, duration_s,
-                 warmup_s, record_profile, ps_count: int = 1, stagger_s=0.0) -> _Config:
+                 warmup_s, record_profile, ps_count: int = 1, stagger_s=0.0,
+                 trainer: str = "lab") -> _Config:
     """Every check that needs no lab (one-line ``ConfigError``s); the normalised settings."""
     from .models import check_spec
 
@@ -155,6 +164,7 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
             raise ConfigError(f"{what} must be a positive integer, got {value!r}")
     if arch == "allreduce" and ps_count != 1:
         raise ConfigError("--ps-count applies to --arch ps, not allreduce")
+    check_trainer(trainer, arch, overlap, ps_count, record_profile, stagger_s)
     if workers + ps_count > 250:
         raise ConfigError(f"a lab has at most 250 hosts: {workers} workers and {ps_count} "
                           "servers do not fit")
@@ -171,7 +181,24 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
         _check_record(record_profile, workers, arch, ps_count)
     return _Config(spec, workers, batch_size, parse_bandwidth_bps(bandwidth_bps), arch, mode,
                    bool(overlap), duration, warmup, record_profile, model, ps_count=ps_count,
-                   stagger_s=check_stagger(stagger_s, arch, mode))
+                   stagger_s=check_stagger(stagger_s, arch, mode), trainer=trainer)
+
+
+def check_trainer(trainer, arch: str, overlap: bool, ps_count: int, record_profile,
+                  stagger_s) -> None:
+    """What the held-out ``torch`` trainer can do: one PS without overlap, or DDP (overlap)."""
+    if trainer not in TRAINERS:
+        raise ConfigError(f"trainer must be one of {TRAINERS}, got {trainer!r}")
+    if trainer == "lab":
+        return
+    if arch == "ps" and (overlap or ps_count != 1):
+        raise ConfigError("the torch trainer's parameter server (torch.distributed.rpc) is one "
+                          "server without overlap: use overlap = false and one PS")
+    if arch == "allreduce" and not overlap:
+        raise ConfigError("the torch trainer's all-reduce is DistributedDataParallel, which "
+                          "overlaps: use overlap = true")
+    if record_profile or stagger_s:
+        raise ConfigError("recording a profile and a start stagger need the lab's own trainer")
 
 
 def _check_record(path: str, workers: int, arch: str, ps_count: int = 1) -> None:
@@ -263,7 +290,9 @@ def _run(lab: LabCluster, cfg: _Config) -> TrainResult:
     children: list[_Child] = []
     with tempfile.TemporaryDirectory(prefix="sgdsim-lab-run-") as tmp:
         try:
-            if cfg.arch == "ps":
+            if cfg.arch == "ps" and cfg.trainer == "torch":
+                t0 = _start_rpc_ps(lab, cfg, common, port, tmp, children)
+            elif cfg.arch == "ps":
                 t0 = _start_ps(lab, cfg, common, port, tmp, children)
             else:
                 t0 = _start_allreduce(lab, cfg, common, port, tmp, children)
@@ -298,11 +327,25 @@ def _start_ps(lab, cfg: _Config, common, port, tmp, children) -> float:
                  "the parameter servers and the workers")["t0"]
 
 
+def _start_rpc_ps(lab, cfg: _Config, common, port, tmp, children) -> float:
+    env = {"TP_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}
+    base = [f"{_PKG}.rpc_ps", *common, "--world", str(cfg.workers + 1), "--address",
+            lab.address(0), "--port", str(port), "--mode", cfg.mode]
+    children.append(_Child(lab, 0, [*base, "--rank", "0"], "ps", tmp, env))
+    for r in range(cfg.workers):
+        children.append(_Child(lab, 1 + r, [*base, "--rank", str(r + 1)], f"worker {r}", tmp,
+                               env))
+    server = children[0]
+    return _wait(children, lambda: server.find("start"), STARTUP_TIMEOUT_S,
+                 "the RPC server and its workers")["t0"]
+
+
 def _start_allreduce(lab, cfg: _Config, common, port, tmp, children) -> float:
     env = {"MASTER_ADDR": lab.address(1), "MASTER_PORT": str(port), "GLOO_SOCKET_IFNAME": "eth0"}
+    bucket = ["--bucket-mb", repr(TORCH_DDP_BUCKET_MB)] if cfg.trainer == "torch" else []
     for r in range(cfg.workers):
         argv = [f"{_PKG}.allreduce", *common, "--rank", str(r), "--world", str(cfg.workers),
-                *(["--overlap"] if cfg.overlap else [])]
+                *(["--overlap"] if cfg.overlap else []), *bucket]
         children.append(_Child(lab, r + 1, argv, f"rank {r}", tmp, env))
     first = children[0]
     return _wait(children, lambda: first.find("start"), STARTUP_TIMEOUT_S, "the ranks")["t0"]
