@@ -244,7 +244,8 @@ def test_full_run_plots_and_profiles(tmp_path):
         assert png.stat().st_size > 1000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / "out" / "profiles" / f"{name}.json").stat().st_size > 0
     assert sorted(Path(f).name for f in result.files) == sorted(
-        ["points.csv", "summary.md", "summary.json", "async.png", "ring.png", "async.json", "ring.json"])
+        ["points.csv", "summary.md", "summary.json", "bias_by_workers.png", "async.png", "ring.png",
+         "async.json", "ring.json"])
 
 
 def test_plot_draws_the_fine_interval_band_and_every_run():
@@ -326,7 +327,7 @@ def test_cli_dry_run_with_saved_profile(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "Dry run" in out and "| workers | fine | coarse |" in out
-    assert "wrote 7 files" in err
+    assert "wrote 8 files" in err
     assert {r["model"] for r in read_csv(tmp_path / "out" / "points.csv")} == {"fine", "coarse"}
     rc = main(["validate", str(path), "-o", str(tmp_path / "out"), "--dry-run"])
     assert rc == 2 and "refusing to overwrite" in capsys.readouterr().err

@@ -2,9 +2,10 @@
 
 A point measured in several sessions has one prediction per measurement (each profiled and
 calibrated on its own W = 1 runs). Its pooled error uses every run against its own
-measurement's prediction: 1 / mean(run / prediction) − 1. The points of the ``--points`` files
-make the table; ``--again`` files add measurements of some of them (matched by case and worker
-count). Calibration points (fitted = 1) are left out.
+measurement's prediction: 1 / mean(run / prediction) − 1 (positive: predicted too high). The
+points of the ``--points`` files make the table; ``--again`` files add measurements of some of
+them (matched by case and worker count). Calibration points (fitted = 1) are left out. The last
+line gives the mean and max |pooled error|, its signed mean and how many points are too high.
 
     python examples/lab/pooled_errors.py \
         --points docs/validation/{async,cnn,allreduce,2ps,widecnn,heldout200,heldout200b,heldout200c,heldout200d,heldout200e,heldout-margin}/points.csv \
@@ -58,8 +59,11 @@ def main(argv=None) -> int:
         return 2
     worst = max(errors, key=lambda k: abs(errors[k]))
     mean = sum(abs(e) for e in errors.values()) / len(errors)
+    bias = sum(errors.values()) / len(errors)
+    high = sum(e > 0 for e in errors.values())
     print(f"\n{len(errors)} points, pooled: fine mean {mean:.1f} %, max {abs(errors[worst]):.1f} % "
-          f"({worst[0]} W={worst[1]}, {errors[worst]:+.1f} %)")
+          f"({worst[0]} W={worst[1]}, {errors[worst]:+.1f} %), signed mean {bias:+.1f} %, "
+          f"too high {high} of {len(errors)}")
     return 0
 
 

@@ -1,17 +1,22 @@
 """One table over several validation runs: per case, fine and coarse mean / max |error| and how
 often the fine interval holds the measurement (held-out points only; calibration fits left out);
 then how many single lab runs fall inside it (the interval is meant for one run: ~95 %), without
-and with the model-error margin ``sgdsim predict`` adds (points.csv holds the simulator's interval).
+and with the model-error margin ``sgdsim predict`` adds (points.csv holds the simulator's interval);
+then the bias: per model its signed mean error and how many points it predicts too high, and the
+same by worker count W (``sgdsim.validate.bias``). ``--plot FILE`` draws the signed error
+against W (needs matplotlib), as ``sgdsim validate`` does in plots/bias_by_workers.png.
 
-    python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps,widecnn}/points.csv
+    python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps,widecnn}/points.csv \
+        --plot docs/validation/plots/bias_by_workers.png
 """
 from __future__ import annotations
 
+import argparse
 import csv
-import sys
 from collections import defaultdict
 
 from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage
+from sgdsim.validate.bias import bias_by_model, bias_by_workers, by_workers_table, signed
 
 
 def rows(paths: list[str]) -> list[dict]:
@@ -68,5 +73,38 @@ def _stats(rs: list[dict]) -> str:
     return f"{sum(errs) / len(errs):.1f} % / {max(errs):.1f} %"
 
 
+def _checks(points: list[dict]) -> list[tuple]:
+    return [(r["model"], int(r["workers"]), float(r["measured"]), float(r["predicted"])) for r in points]
+
+
+def bias_text(points: list[dict]) -> str:
+    """Per model: signed mean error and points predicted too high; then the same by W."""
+    checks = _checks(points)
+    lines = ["| model | points | mean / max |error| | signed mean error | too high |",
+             "|---|---:|---:|---:|---:|"]
+    for m, b in bias_by_model(checks).items():
+        lines.append(f"| {m} | {b.points} | {b.mean_abs_error_pct:.1f} % / {b.max_abs_error_pct:.1f} % "
+                     f"| {signed(b.signed_mean_error_pct)} | {b.too_high} of {b.points} |")
+    lines += ["", "error by W (signed mean / mean |error| (points); positive: predicted too high):", ""]
+    return "\n".join(lines + by_workers_table(bias_by_workers(checks)))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="+", metavar="POINTS.csv", help="points.csv files of sgdsim validate")
+    ap.add_argument("--plot", metavar="FILE", help="draw the signed error against W into FILE (PNG)")
+    args = ap.parse_args(argv)
+    points = rows(args.paths)
+    print(table(points))
+    print()
+    print(bias_text(points))
+    if args.plot:
+        from sgdsim.validate.plot import plot_bias
+
+        plot_bias(_checks(points), args.plot, title="signed error by W (held-out points)")
+        print(f"\nwrote {args.plot}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(table(rows(sys.argv[1:])))
+    raise SystemExit(main())

@@ -1,7 +1,8 @@
 """The outputs of ``sgdsim validate``: points.csv, summary.md/.json, plots/, profiles/.
 
 Error of a prediction: ``predicted / measured − 1`` in percent (negative = the model predicts
-less than was measured). Summaries are means and maxima of its absolute value.
+less than was measured). Summaries are means and maxima of its absolute value, and its signed
+mean with how many points were predicted too high, per model and per worker count (``bias``).
 """
 from __future__ import annotations
 
@@ -10,20 +11,24 @@ import json
 import math
 import os
 
-from ..analytic.models import MODELS
 from ..errors import ConfigError
 from ..evaluate.margin import MODEL_ERROR_REL, conformal_margin, coverage, run_score
+from .bias import bias_by_model, bias_by_workers, by_workers_json, by_workers_table, signed
 from .grid import Case
 
 CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
                "interval_low", "interval_high", "fitted")
 SUMMARY_FORMAT = "sgdsim-validation-summary"
+BIAS_PLOT = "bias_by_workers"  # plots/bias_by_workers.png: signed error against W, all cases
 
 
 def output_files(outdir: str, cases) -> list[str]:
     """Every file a run writes (checked before anything runs)."""
-    names = ["points.csv", "summary.md", "summary.json"]
+    names = ["points.csv", "summary.md", "summary.json", os.path.join("plots", f"{BIAS_PLOT}.png")]
     for case in cases:
+        if case.name == BIAS_PLOT:
+            raise ConfigError(f"a case may not be named {BIAS_PLOT}: plots/{BIAS_PLOT}.png is the "
+                              "plot of the error against the worker count over all cases")
         names += [os.path.join("plots", f"{case.name}.png"),
                   os.path.join("profiles", f"{case.name}.json")]
     return [os.path.join(outdir, n) for n in names]
@@ -69,27 +74,30 @@ def write_plot(case_result, path: str) -> None:
 
 # ----------------------------------------------------------------------------- summary
 
+def checks(points) -> list[tuple]:
+    """(model, workers, measured, predicted) of the points that are checks (calibration
+    points are fits: left out); ``bias`` ignores the unmeasured ones."""
+    return [(p.model, p.workers, p.measured, p.predicted) for p in points if not p.fitted]
+
+
 def error_stats(points) -> dict[str, dict]:
-    """{model: {points, mean_abs_error_pct, max_abs_error_pct[, interval_coverage]}} over the
-    measured points that are checks (calibration points are fits: left out); coverage: the
-    share of points whose 95 % interval holds the measurement."""
-    by_model: dict[str, list[float]] = {}
+    """{model: {points, mean_abs_error_pct, max_abs_error_pct, signed_mean_error_pct, too_high[,
+    interval_coverage]}} over the measured points that are checks; coverage: the share of
+    points whose 95 % interval holds the measurement."""
     covered: dict[str, list[bool]] = {}
     for p in points:
-        if p.fitted:
-            continue
-        if p.error_pct is not None:
-            by_model.setdefault(p.model, []).append(abs(p.error_pct))
-        if p.covered is not None:
+        if not p.fitted and p.covered is not None:
             covered.setdefault(p.model, []).append(p.covered)
-    order = sorted(by_model, key=lambda m: MODELS.index(m) if m in MODELS else len(MODELS))
-    out = {}
-    for m in order:
-        out[m] = {"points": len(by_model[m]), "mean_abs_error_pct": sum(by_model[m]) / len(by_model[m]),
-                  "max_abs_error_pct": max(by_model[m])}
+    out = {m: b.to_dict() for m, b in bias_by_model(checks(points)).items()}
+    for m, stats in out.items():
         if covered.get(m):
-            out[m]["interval_coverage"] = sum(covered[m]) / len(covered[m])
+            stats["interval_coverage"] = sum(covered[m]) / len(covered[m])
     return out
+
+
+def error_by_workers(points) -> dict[str, list[dict]]:
+    """{model: [{workers, points, mean_abs_error_pct, ..., too_high}]} over the checks."""
+    return by_workers_json(bias_by_workers(checks(points)))
 
 
 def summary_dict(result) -> dict:
@@ -98,6 +106,7 @@ def summary_dict(result) -> dict:
         "description": result.grid.description, "dry_run": result.dry_run,
         "error": "predicted / measured - 1, percent",
         "overall": error_stats(result.points),
+        "error_by_workers": error_by_workers(result.points),
         **({"single_runs": runs} if (runs := single_runs(result)) else {}),
         "cases": [_case_dict(cr) for cr in result.cases],
     }
@@ -121,9 +130,12 @@ def summary_markdown(result, with_details: bool = True) -> str:
         head += ["Dry run: predictions only, nothing measured.", ""]
     else:
         head += [f"{len(result.cases)} case(s), {n} measured point(s). Error = predicted / "
-                 "measured − 1; the tables give its absolute value.", ""]
+                 "measured − 1; the tables give the mean and max of its absolute value, its signed "
+                 "mean (positive: the model predicts more than was measured) and how many points "
+                 "it predicts too high.", ""]
         head += ["## Overall", ""] + _stats_table([(None, error_stats(result.points))], False)
         head += _runs_text(single_runs(result))
+        head += ["", *_by_workers_section(result.points)]
         head += ["", "## Per case", ""]
         head += _stats_table([(cr.case.name, error_stats(cr.points)) for cr in result.cases], True)
     if with_details:
@@ -165,16 +177,28 @@ def _runs_text(s: dict) -> list[str]:
 def _stats_table(groups, case_column: bool) -> list[str]:
     """``groups``: [(case name or None, {model: stats})]."""
     cols = (["case"] if case_column else []) + ["model", "points", "mean abs error", "max abs error",
+                                                "signed mean error", "too high",
                                                 "95 % interval holds the measurement"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) - 4) + "---:|---:|---:|---:|"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) - 6) + "---:|" * 6]
     for name, stats in groups:
         for model, s in stats.items():
             cov = s.get("interval_coverage")
             cells = ([name] if case_column else []) + [
                 model, str(s["points"]), f"{s['mean_abs_error_pct']:.1f} %", f"{s['max_abs_error_pct']:.1f} %",
+                signed(s["signed_mean_error_pct"]), f"{s['too_high']} of {s['points']}",
                 "-" if cov is None else f"{cov:.0%}"]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _by_workers_section(points) -> list[str]:
+    by_w = bias_by_workers(checks(points))
+    if not by_w:
+        return []
+    return ["## Error by W", "",
+            "Per worker count over all cases: signed mean error / mean |error| (points). A sign "
+            "that stays the same as W grows is a bias of the model, not noise.", "",
+            *by_workers_table(by_w), "", f"![error by W](plots/{BIAS_PLOT}.png)"]
 
 
 def _case_section(cr, dry_run: bool) -> list[str]:
@@ -212,8 +236,18 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def write_bias_plot(result, outdir: str) -> None:
+    """plots/bias_by_workers.png: the checks' signed error against W (empty in a dry run)."""
+    from .plot import plot_bias
+
+    path = os.path.join(outdir, "plots", f"{BIAS_PLOT}.png")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    plot_bias(checks(result.points), path, title=f"signed error by W: {result.grid.path}")
+
+
 def write_summary(result, outdir: str) -> str:
-    """Write summary.md and summary.json; return the markdown."""
+    """Write summary.md, summary.json and the plot of the error by W; return the markdown."""
+    write_bias_plot(result, outdir)
     text = summary_markdown(result)
     with open(os.path.join(outdir, "summary.md"), "w", encoding="utf-8") as f:
         f.write(text)
