@@ -93,10 +93,11 @@ def main(argv=None) -> None:
         if args.rank == 0:
             wire.emit("start", t0=t0)
         time.sleep(max(0.0, t0 - wire.now()))
-        step = 0
+        step, cpu0 = 0, time.process_time()
         while True:
             loss = _step(net, work, params, layers, step, args.world, args.overlap, args.lr)
-            wire.emit("step", rank=args.rank, step=step, t=wire.now() - t0, loss=loss)
+            wire.emit("step", rank=args.rank, step=step, t=wire.now() - t0, loss=loss,
+                      cpu=time.process_time() - cpu0)
             step += 1
     except Exception as exc:
         wire.fail(exc)

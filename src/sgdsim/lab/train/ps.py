@@ -41,6 +41,7 @@ class Server:
         self.round = 0      # sync: steps every worker has completed
         self.arrived = 0    # sync: workers done with the current round
         self.updates = 0
+        self.cpu0 = 0.0
 
     # ------------------------------------------------------------------ per connection
     def handle(self, rank: int, conn: socket.socket, t0: float) -> None:
@@ -114,7 +115,8 @@ class Server:
         moved = sum(float((p - q).pow(2).sum()) for p, q in pairs)
         norm = sum(float(q.pow(2).sum()) for _, q in pairs)
         return {"param_change": (moved / norm) ** 0.5 if norm else moved ** 0.5,
-                "tensor_updates": self.updates, "rounds": self.round}
+                "tensor_updates": self.updates, "rounds": self.round,
+                "cpu_s": time.process_time() - self.cpu0}  # every thread's, since t0
 
     def serve(self, port: int) -> None:
         lsock = socket.create_server(("0.0.0.0", port), backlog=self.workers + 8)
@@ -126,6 +128,7 @@ class Server:
             rank, _, _ = wire.expect(conn, wire.HELLO)
             conns[rank] = conn
         t0 = wire.now() + 0.2  # every worker starts its first step at t0
+        self.cpu0 = time.process_time()
         wire.emit("start", t0=t0)
         for rank, conn in sorted(conns.items()):
             threading.Thread(target=self.handle, args=(rank, conn, t0), daemon=True).start()

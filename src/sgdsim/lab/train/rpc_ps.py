@@ -43,6 +43,7 @@ class _Server:
         self.arrived = 0
         self.updates = 0
         self.t0 = 0.0
+        self.cpu0 = 0.0
 
     def pull(self, step: int) -> list[torch.Tensor]:
         with self.barrier:
@@ -72,7 +73,8 @@ class _Server:
         moved = sum(float((p - q).pow(2).sum()) for p, q in zip(self.params, self.initial))
         norm = sum(float(q.pow(2).sum()) for q in self.initial)
         return {"param_change": (moved / norm) ** 0.5 if norm else moved ** 0.5,
-                "tensor_updates": self.updates * len(self.params), "rounds": self.round}
+                "tensor_updates": self.updates * len(self.params), "rounds": self.round,
+                "cpu_s": time.process_time() - self.cpu0}  # every thread's, since t0
 
 
 def _pull(step: int) -> list[torch.Tensor]:
@@ -107,6 +109,7 @@ def _serve(args, params) -> None:
     rpc.init_rpc(SERVER, rank=0, world_size=args.world,
                  rpc_backend_options=_options(args.address, args.port, args.world - 1))
     server.t0 = wire.now() + 0.5  # every worker is connected once init_rpc returns
+    server.cpu0 = time.process_time()
     wire.emit("start", t0=server.t0)
     while True:
         time.sleep(3600)  # the runner ends the run with SIGTERM
@@ -119,7 +122,7 @@ def _train(args, work) -> None:
                  rpc_backend_options=_options(args.address, args.port, args.world - 1))
     t0 = rpc.rpc_sync(SERVER, _t0)
     time.sleep(max(0.0, t0 - wire.now()))
-    step = 0
+    step, cpu0 = 0, time.process_time()
     while True:
         fresh = rpc.rpc_sync(SERVER, _pull, args=(step,))
         with torch.no_grad():
@@ -131,7 +134,8 @@ def _train(args, work) -> None:
         loss = work.loss_fn(call_model(work.model, inputs), target)
         loss.backward()
         rpc.rpc_sync(SERVER, _push, args=([p.grad for p in params],))
-        wire.emit("step", rank=rank, step=step, t=wire.now() - t0, loss=float(loss))
+        wire.emit("step", rank=rank, step=step, t=wire.now() - t0, loss=float(loss),
+                  cpu=time.process_time() - cpu0)
         step += 1
 
 

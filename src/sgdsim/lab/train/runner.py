@@ -64,6 +64,9 @@ class TrainResult:
     step_times_s: tuple[tuple[float, ...], ...] = ()
     # with trace=True: every JSON line of every process (PS first), with per-tensor times
     events: tuple = ()
+    # CPU seconds since t0 of every process that reports it (the server's at its end, a
+    # worker's or rank's at its last step; servers first): is a host's CPU the bottleneck?
+    cpu_s: tuple[float, ...] = ()
 
     def to_dict(self, with_times: bool = False) -> dict:
         d = asdict(self)
@@ -376,7 +379,17 @@ def _result(cfg: _Config, children: list[_Child]) -> TrainResult:
         param_change=summary["param_change"] if summary else None,
         throughput_intervals=cfg.batch_size * sum(rates),
         step_times_s=tuple(tuple(e["t"] for e in steps[r]) for r in range(cfg.workers)),
-        events=tuple(tuple(c.events) for c in children) if cfg.trace else ())
+        events=tuple(tuple(c.events) for c in children) if cfg.trace else (),
+        cpu_s=_cpu_seconds(children))
+
+
+def _cpu_seconds(children: list[_Child]) -> tuple[float, ...]:
+    out = []
+    for c in children:
+        last = next((e for e in reversed(c.events) if "cpu_s" in e or "cpu" in e), None)
+        if last is not None:
+            out.append(float(last.get("cpu_s", last.get("cpu"))))
+    return tuple(out)
 
 
 def _interval_rate(times: list[float], cfg: _Config) -> float:
