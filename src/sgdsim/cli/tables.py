@@ -75,6 +75,8 @@ def _regime_notes(rows) -> list[str]:
             notes.append(f"W={r['workers']}: two regimes over {r['replications']} runs: "
                          f"{lo['throughput']:.1f} examples/s ({lo['share']:.0%} of runs) or "
                          f"{hi['throughput']:.1f} ({hi['share']:.0%}); the interval covers both")
+        if r["model"] == "fine" and r.get("regime"):  # replicate._not_met
+            notes.append(f"W={r['workers']}: {r['regime']}")
     return notes
 
 
