@@ -194,8 +194,8 @@ def _case(d: dict, where: str, base: str) -> Case:
 
 
 def _build(v: dict, base: str) -> Case:
-    from ..lab.train.runner import ARCHS as LAB_ARCHS, TRAINERS, check_trainer  # what the lab
-    # trains for real (imported late: validating a grid needs no lab)
+    from ..lab.train.runner import ARCHS as LAB_ARCHS  # what the lab trains for real (imported
+    from ..lab.train.trainers import TRAINERS, check_trainer  # late: a grid needs no lab)
 
     arch = _choice(v, "arch", LAB_ARCHS)
     mode = _choice(v, "mode", ("async", "sync"))

@@ -29,13 +29,10 @@ from ...errors import ConfigError, SgdsimError
 from ...outputs import check_output_path
 from ...units import parse_bandwidth_bps, parse_duration_s
 from ..cluster import LabCluster, check_prerequisites
+from .trainers import TORCH_DDP_BUCKET_MB, check_trainer
 
 ARCHS, MODES = ("ps", "allreduce"), ("async", "sync")
-# "lab": the project's own trainer (ps.py, worker.py, allreduce.py), which the models' knobs were
-# fitted on; "torch": PyTorch's textbook implementations (a PS over torch.distributed.rpc,
-# DistributedDataParallel with its default 25 MB buckets), held out from every fit
-TRAINERS = ("lab", "torch")
-TORCH_DDP_BUCKET_MB = 25.0
+
 STARTUP_TIMEOUT_S = 180.0  # W+1 processes importing torch on 2 cores
 _PKG = "sgdsim.lab.train"
 
@@ -185,23 +182,6 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
     return _Config(spec, workers, batch_size, parse_bandwidth_bps(bandwidth_bps), arch, mode,
                    bool(overlap), duration, warmup, record_profile, model, ps_count=ps_count,
                    stagger_s=check_stagger(stagger_s, arch, mode), trainer=trainer)
-
-
-def check_trainer(trainer, arch: str, overlap: bool, ps_count: int, record_profile,
-                  stagger_s) -> None:
-    """What the held-out ``torch`` trainer can do: one PS without overlap, or DDP (overlap)."""
-    if trainer not in TRAINERS:
-        raise ConfigError(f"trainer must be one of {TRAINERS}, got {trainer!r}")
-    if trainer == "lab":
-        return
-    if arch == "ps" and (overlap or ps_count != 1):
-        raise ConfigError("the torch trainer's parameter server (torch.distributed.rpc) is one "
-                          "server without overlap: use overlap = false and one PS")
-    if arch == "allreduce" and not overlap:
-        raise ConfigError("the torch trainer's all-reduce is DistributedDataParallel, which "
-                          "overlaps: use overlap = true")
-    if record_profile or stagger_s:
-        raise ConfigError("recording a profile and a start stagger need the lab's own trainer")
 
 
 def _check_record(path: str, workers: int, arch: str, ps_count: int = 1) -> None:
