@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ..spec import SHARINGS
+from ..spec import SHARINGS, Host
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 from ..topology import Topology, allreduce_s, even_buckets
@@ -33,7 +33,7 @@ def _overlap(classes: Classes, overlap: bool | None) -> bool:
 
 def sync_ps(classes: Classes, bandwidth_Bps: float, sharing: str | None = None,
             overlap: bool | None = None, fcfs_weight: float = 0.5,
-            fractions: tuple[float, ...] = (1.0,)) -> CoarseResult:
+            fractions: tuple[float, ...] = (1.0,), server_queue: bool = False) -> CoarseResult:
     """Sync PS step time: Eq. 7 (PS sharing), Eq. 8 (FCFS), Eq. 9 (hybrid = their mean;
     generalised to the uplink term (1 − w)·K·M/B + w·M/B, Eq. 9 being w = 0.5);
     with overlap, Eq. 10: max(T_D, T_F) + max(T_U, T_B) + T_S (the same max form is used for
@@ -44,7 +44,9 @@ def sync_ps(classes: Classes, bandwidth_Bps: float, sharing: str | None = None,
     Several parameter servers, PS j holding the share ``fractions[j]`` of the bytes: the
     busiest server's NIC moves K·max_j f_j·M per direction and step, but no less than one
     worker's own NIC moves (M), so K·M/B becomes max(1, K·max_j f_j)·M/B; the servers update
-    their shares at once, in max_j f_j·T_S."""
+    their shares at once, in max_j f_j·T_S. ``server_queue``: a server's CPU that charges per
+    byte (``spec.Host``) is one resource every worker queues for, as in the simulator, so
+    the busiest server's CPU works K·max_j f_j·T_S a step (T_S with the charges)."""
     if sharing is None:
         sharing = next(n for n, s in SHARINGS.items() if s.runs)
     d = SHARINGS[sharing]
@@ -55,7 +57,7 @@ def sync_ps(classes: Classes, bandwidth_Bps: float, sharing: str | None = None,
     K, MB, TF, TB, TS = _phases(classes, bandwidth_Bps)
     overlap = _overlap(classes, overlap)
     load = max(1.0, K * max(fractions))
-    TS = TS * max(fractions)  # the servers update their shares at once
+    TS = TS * max(fractions) * (K if server_queue else 1)  # the servers update their shares at once
     TD = load * MB
     TU = (1 - w) * load * MB + w * MB
     if overlap:
@@ -76,7 +78,7 @@ def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: fl
 def ring_allreduce(classes: Classes, bandwidth_Bps: float, overlap: bool | None = None,
                    step_latency_s: float = 0.0, compute_share: float = 0.0, collective: str = "ring",
                    gpus_per_node: int = 1, intra_bandwidth_Bps: float | None = None,
-                   bucket_size_bytes: float | None = None) -> CoarseResult:
+                   bucket_size_bytes: float | None = None, host: Host = Host()) -> CoarseResult:
     """All-reduce step time, Eq. 11: T_F + T_B + 2(K−1)M/(KB), plus the update T_S when
     the profile has one; with overlap the all-reduce hides behind the backward pass:
     T_F + max(T_B, 2(K−1)M/(KB)) + T_S. With a ring-step latency α the profile's ``messages``
@@ -87,7 +89,8 @@ def ring_allreduce(classes: Classes, bandwidth_Bps: float, overlap: bool | None 
     Multi-device nodes (issue 12): T_A is the ``collective``'s time on nodes of
     ``gpus_per_node`` devices (``topology/collectives/``; the flat ring with one device per
     node is Eq. 11), and with ``bucket_size_bytes`` the calls are DDP's buckets of a model known
-    only by its size (``even_buckets``) instead of ``messages`` equal calls."""
+    only by its size (``even_buckets``) instead of ``messages`` equal calls. ``host``: each
+    call also waits for its ranks' CPU (``Host.allreduce_s``), which the compute share leaves out."""
     K, _, TF, TB, TS = _phases(classes, bandwidth_Bps)
     overlap = _overlap(classes, overlap)
     M = max(c.model_bytes for c, _ in classes)
@@ -98,9 +101,10 @@ def ring_allreduce(classes: Classes, bandwidth_Bps: float, overlap: bool | None 
         sizes, counts = even_buckets(M, bucket_size_bytes)
     topo = Topology(bandwidth_Bps, gpus_per_node, intra_bandwidth_Bps, step_latency_s)
     TA = float(np.dot(counts, allreduce_s(collective, sizes, K, topo)))
-    T = TF + (max(TB + compute_share * TA, TA) if overlap else TB + TA) + TS
+    TH = float(np.dot(counts, np.where(sizes > 0, host.allreduce_s(sizes, K), 0.0)))
+    T = TF + (max(TB + compute_share * TA, TA + TH) if overlap else TB + TA + TH) + TS
     label = "TPDS Eq. 11" if (collective, gpus_per_node) == ("ring", 1) else f"{collective} all-reduce"
-    return _result(classes, T, {"compute": TF + TB, "allreduce": TA, "update": TS},
+    return _result(classes, T, {"compute": TF + TB, "allreduce": TA + TH, "update": TS},
                    TA, collective, label + (" with overlap" if overlap else ""))
 
 

@@ -28,6 +28,15 @@ class AllReduce:
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         return np.full(resources, -1, np.int64)  # a call is exclusive to its worker's communicator
 
+    def res_shared(self, resources: int, servers: int, host) -> np.ndarray:
+        return np.zeros(resources, np.int64)
+
+    def host_ops(self, profile, host):
+        return profile
+
+    def charge_host(self, profile, host):
+        return profile  # a call's host CPU is part of its time (transfer_durations)
+
     def prepare(self, profile, config):
         if config.strategy.bucket_size_bytes is not None:
             profile = with_buckets(profile, config.strategy.bucket_size_bytes)
@@ -42,6 +51,7 @@ class AllReduce:
         rows[:, [op.resource == DOWNLINK for op in ref.ops]] = 0.0  # no pulls
         virtual, call = allreduce_compute_pairs(ref)
         rows[:, virtual] = config.cluster.nodes.allreduce_compute_share * rows[:, call]
+        rows[:, is_up] += config.cluster.host.allreduce_s(sizes[is_up], workers)  # the ring waits on the CPU
 
     def coarse(self, classes, strategy, cluster, fractions):
         from ..analytic.sync import ring_allreduce  # see ps.py
@@ -51,4 +61,4 @@ class AllReduce:
                               compute_share=cluster.nodes.allreduce_compute_share,
                               collective=strategy.collective, gpus_per_node=cluster.nodes.gpus_per_node,
                               intra_bandwidth_Bps=cluster.nodes.intra_bandwidth_Bps,
-                              bucket_size_bytes=strategy.bucket_size_bytes)
+                              bucket_size_bytes=strategy.bucket_size_bytes, host=cluster.host)

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from ..analytic.coarse_profile import CoarseProfile
     from ..analytic.results import CoarseResult
     from ..sim.config import SimConfig
-    from ..spec import Cluster, Strategy
+    from ..spec import Cluster, Host, Strategy
 
 
 class Architecture(Protocol):
@@ -35,6 +35,21 @@ class Architecture(Protocol):
     def res_link(self, resources: int, servers: int) -> np.ndarray:
         """Per simulated resource (``sim/plan.py``'s layout), the shared link it is, or −1
         for a resource exclusive to each worker."""
+        ...
+
+    def res_shared(self, resources: int, servers: int, host: Host) -> np.ndarray:
+        """Per simulated resource, 1 where every worker queues for one exclusive resource (a
+        server's CPU that charges per byte, ``spec.Host``), else 0 (each worker its own)."""
+        ...
+
+    def host_ops(self, profile: Profile, host: Host) -> Profile:
+        """The profile with the ops that the hosts' CPU per byte lands on (``spec.Host``)."""
+        ...
+
+    def charge_host(self, profile: Profile, host: Host) -> Profile:
+        """The profile with the hosts' CPU per byte charged to its compute ops (after
+        ``host_ops``); what is not charged to an op goes into ``transfer_durations`` and
+        ``coarse``."""
         ...
 
     def prepare(self, profile: Profile, config: SimConfig) -> Profile:

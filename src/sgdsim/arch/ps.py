@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..profile.host_cpu import with_host_cpu, with_server_ops
 from ..spec import SHARINGS
 from ..topology import slowed_classes
 
@@ -33,8 +34,20 @@ class ParameterServers:
             link[1 + 3 * p], link[2 + 3 * p] = 2 * p, 2 * p + 1
         return link
 
+    def res_shared(self, resources: int, servers: int, host) -> np.ndarray:
+        shared = np.zeros(resources, np.int64)
+        if host.server_s_per_byte > 0:  # the server's CPU: every worker queues for it
+            shared[3::3] = 1
+        return shared
+
+    def host_ops(self, profile, host):
+        return with_server_ops(profile) if host.server_s_per_byte > 0 else profile
+
+    def charge_host(self, profile, host):
+        return with_host_cpu(profile, host.tcp_s_per_byte, host.server_s_per_byte)
+
     def prepare(self, profile, config):
-        return profile
+        return self.host_ops(profile, config.cluster.host)
 
     def transfer_durations(self, rows, ref, workers, config, link_Bps) -> None:
         return None  # every transfer is a simulated flow
@@ -49,7 +62,8 @@ class ParameterServers:
         if strategy.mode == "sync":
             classes = slowed_classes(classes, cluster.nodes.host_cores)
             return sync_ps(classes, B, strategy.sharing or self.default_sharing("sync"),
-                           fcfs_weight=cluster.contention.fcfs_weight, fractions=fractions)
+                           fcfs_weight=cluster.contention.fcfs_weight, fractions=fractions,
+                           server_queue=cluster.host.server_s_per_byte > 0)
         sharing = strategy.sharing or next(n for n, s in SHARINGS.items() if not s.simulated)
         return async_ps(classes, B, sharing, strategy.rho_threshold,
                         two_way=rule_for(cluster.contention.two_way, strategy.ps_count))

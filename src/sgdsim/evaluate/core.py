@@ -163,10 +163,16 @@ def _fractions(job: Job, strategy: Strategy) -> tuple[float, ...]:
 
 
 def _coarse_with_overhead(p: AnyProfile, strategy: Strategy, cluster: Cluster) -> CoarseProfile:
-    """The analytical models see the overheads as compute time, as the simulator does."""
+    """The analytical models see the overheads, and the hosts' CPU per byte charged to ops,
+    as compute time, as the simulator does."""
     a, b = cluster.link.overhead_alpha_s_per_byte, cluster.link.overhead_beta_s
+    arch, host = strategy.architecture, cluster.host
+    if host.charges:
+        p = arch.host_ops(fine_profile(p), host)
     if a > 0 or b > 0:
-        p = with_overhead(fine_profile(p), a, b, strategy.architecture.pulls)
+        p = with_overhead(fine_profile(p), a, b, arch.pulls)
+    if host.charges:
+        p = arch.charge_host(p, host)
     return coarse_profile(p)
 
 

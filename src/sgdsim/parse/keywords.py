@@ -33,6 +33,10 @@ compute overlapping it slows down; ``sgdsim netbench --interference`` measures i
 ``intra_bandwidth`` link inside it (e.g. ``"150GB/s"``); ``workers`` counts devices.
 ``bucket_size`` (e.g. ``"25MB"``): PyTorch DDP's gradient buckets, one call each, the
 first of 1 MiB; None: one call per layer.
+``transport`` ("tcp" or "rdma") and ``tcp_cpu``: the kernel's CPU per byte a host sends or
+receives over TCP; ``reduce_on`` ("device" or "host") and ``reduce_cpu``: the host's CPU per
+byte a collective reduces; ``server_cpu``: a parameter server's CPU per byte it receives or
+sends (seconds per byte, e.g. 2e-9; ``spec/host.py``, docs/hosts.md).
 ``host_cores``: every worker runs on one host of that many cores (the lab); synchronous
 workers, computing at once, each get K/W of a core (``topology/hosts.py``).
 ``host_contention`` (pulls, pushes), PS: a worker's compute is that much slower per other
@@ -54,7 +58,7 @@ This is the parsing front of ``evaluate.evaluate(job, strategy, cluster, workers
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..spec import (DEFAULT_RHO_THRESHOLD, MODEL_ERROR_REL, Cluster, Contention, Control, LateComer,
+from ..spec import (DEFAULT_RHO_THRESHOLD, MODEL_ERROR_REL, Cluster, Contention, Control, Host, LateComer,
                     Link, Margin, Nodes, Stalls, Strategy, TwoWayRule)
 from ..spec.control import GIVEN, MEASURED
 from ..spec.registries import DEFAULT_ARCH, DEFAULT_COLLECTIVE, DEFAULT_ORDER, DEFAULT_STREAMS, MODES
@@ -73,7 +77,8 @@ CLUSTER_KEYWORDS = dict(
     stall_incumbent_mean=0.0, two_way_penalty=0.0, two_way_table=None, two_way_busy=None,
     two_way_joined=1.0, two_way_joined_after=0.0, two_way_joined_draws=((), ()),
     gpus_per_node=1, intra_bandwidth=None, host_cores=None, host_contention=0.0,
-    allreduce_compute_share=0.0)
+    allreduce_compute_share=0.0, transport="tcp", tcp_cpu=0.0, reduce_on="device", reduce_cpu=0.0,
+    server_cpu=0.0)
 CONTROL_KEYWORDS = dict(seed=0, warmup=None, steps="auto", replications="auto", jitter=0.0,
                         timeline=False, run_spread=0.0, model_error=None)
 KEYWORDS = {**STRATEGY_KEYWORDS, **CLUSTER_KEYWORDS, **CONTROL_KEYWORDS}
@@ -120,7 +125,15 @@ def cluster(kw: dict) -> Cluster:
                   host_cores=_int(kw["host_cores"], "--host-cores"),
                   host_contention=pair(kw["host_contention"], "host_contention"),
                   allreduce_compute_share=_non_negative(kw["allreduce_compute_share"], "allreduce compute share"))
-    return Cluster(link, contention, nodes)
+    return Cluster(link, contention, nodes, host(kw))
+
+
+def host(kw: dict) -> Host:
+    """``transport``/``tcp_cpu``, ``reduce_on``/``reduce_cpu``, ``server_cpu``: seconds of CPU
+    per byte (``spec/host.py``)."""
+    return Host(transport=kw["transport"], tcp_cpu_s_per_byte=_float(kw["tcp_cpu"], "--tcp-cpu"),
+                reduce_on=kw["reduce_on"], reduce_cpu_s_per_byte=_float(kw["reduce_cpu"], "--reduce-cpu"),
+                server_cpu_s_per_byte=_float(kw["server_cpu"], "--server-cpu"))
 
 
 def control(kw: dict) -> Control:

@@ -3,7 +3,8 @@
 Resources per worker: ``0`` = worker compute, and per parameter server p: ``1+3p`` downlink,
 ``2+3p`` uplink, ``3+3p`` PS compute. Compute resources are exclusive per worker (Share = 1);
 downlink/uplink of PS p are shared links (``links``) unless the plan maps them to exclusive
-resources (all-reduce). Kernel timers: ``w*R + r`` for exclusive resource r of worker w (for a
+resources (all-reduce). A ``res_shared`` resource (a server's CPU, ``spec.Host``) is one that
+all workers queue for, in worker 0's slot, whose ``run_op`` is the item ``w*n_ops + op``. Kernel timers: ``w*R + r`` for exclusive resource r of worker w (for a
 link resource, the end of a stalled transfer's wait, ``stalls.py``), then ``W*R + l`` for link l,
 ``W*R + L + w`` for worker w's first step and ``W*R + L + W + l`` for the moment link l's lone
 flow drops to its ``joined`` share (``sharing/fair.py``).
@@ -98,6 +99,8 @@ def _event(P, S, K, LK, Q, timer, now):
                 _join_link(P, S, K, LK, l, w, S.run_bytes[timer], now)
             return
         done = S.run_op[timer]
+        if P.res_shared[r]:  # the item says whose op it is
+            w, done = done // P.n_ops, done % P.n_ops
         _chunk_end(S, timer, w, r, done, now)
         l = -1
     else:
@@ -182,20 +185,27 @@ def _complete_op(P, S, K, LK, Q, w, op, now):
 @jit_inline
 def _enqueue(P, S, K, Q, w, op):
     key = queue_key(P, S, K, w, op)
-    heap_set(Q, w * P.R + P.op_res[op], w * P.n_ops + op, key, next_seq(K))
+    heap_set(Q, _slot(P, w, P.op_res[op]), w * P.n_ops + op, key, next_seq(K))
+
+
+@jit_inline
+def _slot(P, w, r):  # worker w's slot of resource r: its own, or worker 0's when shared
+    return r if P.res_shared[r] else w * P.R + r
 
 
 @jit_inline
 def _try_start(P, S, K, LK, Q, w, r, now):
     """Start the next chunk on (w, r) if the resource is idle and something is queued."""
-    slot = w * P.R + r
+    slot = _slot(P, w, r)
     if S.run_op[slot] >= 0:
         return
     item = heap_pop(Q, slot)
     if item < 0:
         return
+    if P.res_shared[r]:  # whoever is first in the shared queue; the slot keeps the item
+        w = item // P.n_ops
     op = item - w * P.n_ops
-    S.run_op[slot] = op
+    S.run_op[slot] = item if P.res_shared[r] else op
     S.run_start[slot] = now
     l = P.res_link[r]
     if l < 0:

@@ -5,7 +5,8 @@ Used for the kernel's timers, each link's flows (ordered by virtual finish tag) 
 runs are deterministic. ``pos[item]`` is the slot of item within its heap (-1 when absent),
 which gives O(log n) update and removal of any item.
 
-Heap ``h`` occupies slots ``base[h] .. base[h] + capacity``; ``size[h]`` is its length.
+Heap ``h`` occupies slots ``base[h] .. base[h] + capacity`` (``capacities[h]`` where given);
+``size[h]`` is its length.
 """
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ from .jit import jit
 Heaps = namedtuple("Heaps", "key seq item pos base size")
 
 
-def make_heaps(n_heaps: int, capacity: int, n_items: int) -> Heaps:
-    slots = n_heaps * capacity
+def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> Heaps:
+    caps = np.full(n_heaps, capacity, np.int64) if capacities is None else np.asarray(capacities, np.int64)
+    slots = int(caps.sum())
     return Heaps(
         key=np.zeros(slots, np.float64),
         seq=np.zeros(slots, np.int64),
         item=np.zeros(slots, np.int64),
         pos=np.full(n_items, -1, np.int64),
-        base=np.arange(n_heaps, dtype=np.int64) * capacity,
+        base=np.concatenate([[0], np.cumsum(caps)[:-1]]).astype(np.int64),
         size=np.zeros(n_heaps, np.int64),
     )
 

@@ -19,7 +19,7 @@ from ..spec import ORDERS, STREAMS
 Plan = namedtuple(
     "Plan",
     "W R n_ops sync streams window_bytes op_res op_size op_npred succ_ptr succ_idx roots "
-    "rank comp_key res_link link_res dur worker_row0 worker_rows instant",
+    "rank comp_key res_link res_shared link_res dur worker_row0 worker_rows instant",
 )
 
 @dataclass(frozen=True)
@@ -99,8 +99,9 @@ def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
 def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarray:
     link = config.cluster.link
     a, b = link.overhead_alpha_s_per_byte, link.overhead_beta_s
-    rows = np.concatenate([_jittered(with_overhead(c.profile, a, b, config.strategy.architecture.pulls).durations_s, config)
-                           for c in classes])
+    arch, host = config.strategy.architecture, config.cluster.host
+    rows = np.concatenate([_jittered(arch.charge_host(with_overhead(c.profile, a, b, arch.pulls), host).durations_s,
+                                     config) for c in classes])
     slowdown = compute_slowdown(W, config.cluster.nodes.host_cores, config.strategy.mode)
     if slowdown > 1.0:
         ref = classes[0].profile
@@ -132,7 +133,7 @@ def _instant(dur: np.ndarray, op_res, res_link, npred, succ_ptr) -> np.ndarray:
 
 
 Topology = namedtuple(
-    "Topology", "M R op_ps op_res res_link link_res npred succ ptr flat ranks groups keep")
+    "Topology", "M R op_ps op_res res_link res_shared link_res npred succ ptr flat ranks groups keep")
 _TOPOLOGY: dict[tuple, Topology] = {}  # per DAG and strategy: every W and seed of a sweep shares one
 _SIGNATURE: dict[int, tuple[Profile, int]] = {}
 
@@ -154,7 +155,7 @@ def topology(ref: Profile, config: SimConfig) -> Topology:
     folded chains; built once per sweep."""
     order = ORDERS[config.strategy.order]
     key = (_signature(ref), config.strategy.ps_count, ref.ps_count, config.strategy.arch, config.strategy.order,
-           config.seed if order.random else 0, config.timeline)
+           config.seed if order.random else 0, config.timeline, config.cluster.host.server_s_per_byte > 0)
     if key not in _TOPOLOGY:
         if len(_TOPOLOGY) > 64:
             _TOPOLOGY.clear()
@@ -170,14 +171,15 @@ def _build_topology(ref: Profile, config: SimConfig) -> Topology:
     npred, ptr, flat, succ = _dag(ref)
     ranks = ORDERS[config.strategy.order].ranks(ref, succ, npred, np.random.default_rng(config.seed))
     res_link = config.strategy.architecture.res_link(R, M)
+    shared = config.strategy.architecture.res_shared(R, M, config.cluster.host)
     link_res = np.array([r for r in range(R) if res_link[r] >= 0], np.int64)
     groups = None
     keep = np.arange(ref.n_ops)
-    if not config.timeline:  # a timeline shows every op
-        groups = chains(npred, succ, op_res, res_link < 0)
+    if not config.timeline:  # a timeline shows every op; a shared resource's ops queue one by one
+        groups = chains(npred, succ, op_res, (res_link < 0) & (shared == 0))
         keep, npred, succ, _, ranks = contract(groups, npred, succ, np.zeros((1, ref.n_ops)), ranks)
         ptr, flat = _csr(succ)
-    return Topology(M, R, op_ps[keep], op_res[keep], res_link, link_res, npred, succ, ptr, flat,
+    return Topology(M, R, op_ps[keep], op_res[keep], res_link, shared, link_res, npred, succ, ptr, flat,
                     ranks, groups, keep)
 
 
@@ -205,7 +207,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         op_npred=t.npred, succ_ptr=t.ptr, succ_idx=t.flat,
         roots=np.flatnonzero(t.npred == 0).astype(np.int64),
         rank=t.ranks.ravel().copy(), comp_key=_comp_key(ref, keep),
-        res_link=t.res_link, link_res=t.link_res,
+        res_link=t.res_link, res_shared=t.res_shared, link_res=t.link_res,
         dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
         worker_rows=np.array([counts[k] for k in worker_cls], np.int64),

@@ -89,7 +89,9 @@ class _Sim:
                                          _join(config, self.info.ps_count),
                                          _stalls(config, self.info.ps_count),
                                          _joined(config, self.info.ps_count)))
-        self.Q = for_backend(make_heaps(W * R, n, W * n))
+        caps = np.full(W * R, n, np.int64)
+        caps[:R][plan.res_shared == 1] = W * n  # a shared resource's queue (worker 0's) holds everyone's
+        self.Q = for_backend(make_heaps(W * R, n, W * n, caps))
         tl = TIMELINE_CHUNK if config.timeline else 0
         self.S = for_backend(make_state(plan, L, 1024, tl, config.cluster.nodes.host_contention))
         self.plan, self.timeline_parts = plan, []
@@ -238,7 +240,7 @@ def _prepared(profile: Profile, config: SimConfig) -> Profile:
     """The profile as the architecture runs it (``Architecture.prepare``), memoised by
     identity: the replications of a point share one transformed profile, and so one topology."""
     key = (id(profile), config.strategy.arch, config.strategy.bucket_size_bytes,
-           config.cluster.nodes.allreduce_compute_share > 0)
+           config.cluster.nodes.allreduce_compute_share > 0, config.cluster.host.server_s_per_byte > 0)
     hit = _PREPARED.get(key)
     if hit is None or hit[0] is not profile:
         if len(_PREPARED) > 64:
@@ -337,8 +339,9 @@ def _utilization(sim: _Sim, T: float):
     link_bytes: dict[str, dict[str, float]] = {}
     for r, name in enumerate(info.resource_names):
         l = int(P.res_link[r])
-        if l < 0:
-            util[name] = float(busy[:, r].mean() / T) if T > 0 else 0.0
+        if l < 0:  # a shared resource's busy time is all in worker 0's slot
+            used = busy[:, r].sum() if P.res_shared[r] else busy[:, r].mean()
+            util[name] = float(used / T) if T > 0 else 0.0
             continue
         carried = float(LK.bytes[l])
         util[name] = (carried - float(S.bytes0[l])) / (sim.bw_Bps[l] * T) if T > 0 else 0.0

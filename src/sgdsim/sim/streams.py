@@ -26,6 +26,8 @@ for _name, _code in (("fifo", FIFO), ("http2", HTTP2)):
 @jit
 def queue_key(P, S, K, w, op):
     """Priority of ``op`` in its (worker, resource) queue: smaller is served first."""
+    if P.res_shared[P.op_res[op]]:
+        return 0.0  # a shared resource serves its workers first come, first served
     if P.res_link[P.op_res[op]] < 0:
         return P.comp_key[op]
     if P.streams == HTTP2:

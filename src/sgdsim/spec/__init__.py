@@ -8,11 +8,12 @@ options, a hardware file or keyword arguments; the models read them. This packag
 nothing of sgdsim but ``errors``.
 """
 from .cluster import Cluster, Contention, LateComer, Link, Nodes, Stalls, TwoWayRule
+from .host import Host
 from .control import MODEL_ERROR_REL, NO_MARGIN, Control, Margin
 from .job import Job, JobClass
 from .registries import ARCHITECTURES, COLLECTIVES, EXECUTORS, MODES, ORDERS, SHARINGS, STREAMS
 from .strategy import DEFAULT_RHO_THRESHOLD, Strategy
 
 __all__ = ["ARCHITECTURES", "COLLECTIVES", "Cluster", "Contention", "Control", "DEFAULT_RHO_THRESHOLD",
-           "EXECUTORS", "Job", "JobClass", "LateComer", "Link", "MODEL_ERROR_REL", "MODES", "Margin",
+           "EXECUTORS", "Host", "Job", "JobClass", "LateComer", "Link", "MODEL_ERROR_REL", "MODES", "Margin",
            "NO_MARGIN", "Nodes", "ORDERS", "SHARINGS", "STREAMS", "Stalls", "Strategy", "TwoWayRule"]

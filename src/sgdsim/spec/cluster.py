@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .host import Host
 from .limits import (MAX_CONTENTION, MAX_CV, MAX_GPUS_PER_NODE, MAX_HOST_CORES,
                      MAX_OVERHEAD_ALPHA_S_PER_BYTE, check_bandwidth, check_duration, check_range,
                      durations, pair)
@@ -204,7 +205,10 @@ class Cluster:
     link: Link
     contention: Contention = Contention()
     nodes: Nodes = Nodes()
+    host: Host = Host()  # the hosts' CPU per byte (spec/host.py)
 
     def __post_init__(self):
+        if not isinstance(self.host, Host):
+            raise ConfigError(f"Cluster.host must be a Host, got {self.host!r}")
         if self.contention.late_comer.share_cv > 0 and self.link.flow_cap_Bps is not None:
             raise ConfigError("--share-cv (unequal TCP shares) cannot be combined with --flow-cap")
