@@ -39,6 +39,11 @@ def _calibrate_parser(sub) -> None:
     what.add_argument("--throughput", metavar="X[,X...]",
                       help="measured examples/s of the single worker (all-reduce: of one rank); "
                            "several runs: 9.17,9.33,9.31")
+    what.add_argument("--pilot", metavar="RUNS.csv",
+                      help="a pilot run at a few small worker counts: CSV with workers and "
+                           "throughput (examples/s of all workers) columns, a row per run, two or "
+                           "more worker counts (e.g. 1 and 2); fits the receiver CPU and the "
+                           "link's goodput jointly (docs/calibration.md)")
     c.add_argument("--hardware", required=True, metavar="FILE.json",
                    help="the network as measured by sgdsim netbench (bandwidth, β, ...)")
     c.add_argument("--arch", default=DEFAULT_ARCH, choices=ARCHITECTURES.names,
@@ -113,6 +118,8 @@ def cmd_calibrate_worker(args) -> int:
     check_output_path(args.output, args.force)
     prof = load_profile(args.profile)
     hw = load_hardware(args.hardware)
+    if args.pilot is not None:
+        return _calibrate_pilot(args, prof, hw)
     if args.step_time is not None:
         steps = [parse_duration_s(v) for v in args.step_time.split(",")]
     else:
@@ -120,6 +127,24 @@ def cmd_calibrate_worker(args) -> int:
     out = calibrate(prof, steps, hw, args.arch, args.mode)
     save_hardware(out, args.output, force=args.force)
     print(f"{summary(out, args.arch)}; wrote {args.output}")
+    return 0
+
+
+def _calibrate_pilot(args, prof, hw) -> int:
+    from ..calibrate import read_measured
+    from ..calibrate_pilot import GOLDEN_STEPS, calibrate_pilot
+    from ..hardware import save_hardware
+    from ..progress import Progress
+
+    runs = read_measured(args.pilot)
+    with Progress(GOLDEN_STEPS, "fitting the pilot") as bar:
+        fit = calibrate_pilot(prof, runs, hw, args.arch, args.mode,
+                              progress=lambda i, n: bar.advance())
+    save_hardware(fit.hardware, args.output, force=args.force)
+    errs = ", ".join(f"W={w} {r:+.1f} %" for w, r in fit.residuals_pct)
+    print(f"pilot of {len(runs)} runs: receiver CPU {fit.alpha_s_per_byte * 1e9:.3g} ns/byte, "
+          f"goodput {fit.bandwidth_bps / 1e6:.4g} Mbit/s (±{1.96 * fit.sd_log_bandwidth:.1%}, 95 %); "
+          f"fit error {errs}; wrote {args.output}")
     return 0
 
 

@@ -35,7 +35,8 @@ REQUIRED = ("model", "batch_size", "bandwidth", "workers")
 OPTIONAL = {"name": None, "arch": DEFAULT_ARCH, "mode": "async", "overlap": False, "duration": "30s",
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
-            "calibrate": False, "ps_count": 1, "tcp_dynamics": None, "trainer": "lab"}
+            "calibrate": False, "ps_count": 1, "tcp_dynamics": None, "trainer": "lab",
+            "pilot": None}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -71,6 +72,7 @@ class Case:
     ps_count: int = 1             # parameter servers (arch ps): the lab shards layers as predict does
     tcp_dynamics: bool | None = None  # the file's TCP dynamics: None the default, True + stalls, False none
     trainer: str = "lab"          # the lab's implementation: "lab" (fitted on) or "torch" (held out)
+    pilot: tuple[int, ...] | None = None  # calibrate on these worker counts jointly (calibrate_pilot)
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -213,6 +215,10 @@ def _build(v: dict, base: str) -> Case:
     ps_count = _int(v, "ps_count", 1)
     if "ps_count" not in spec.options and ps_count > 1:
         raise ConfigError("'ps_count' applies to arch = \"ps\", not all-reduce")
+    pilot = None if v["pilot"] is None else _workers(v["pilot"])
+    if pilot is not None and (len(pilot) < 2 or not set(pilot) <= set(workers) or not calibrate):
+        raise ConfigError("'pilot' lists two or more of the case's 'workers' to calibrate on "
+                          "jointly, with calibrate = true")
     if calibrate and calibration_workers(arch) not in workers:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
@@ -232,7 +238,8 @@ def _build(v: dict, base: str) -> Case:
         hardware=hw_path, hardware_spec=hardware_spec,
         repeats=_int(v, "repeats", 1),
         replications=None if v["replications"] == "auto" else _int(v, "replications", 1),
-        calibrate=calibrate, ps_count=ps_count, tcp_dynamics=dynamics, trainer=trainer)
+        calibrate=calibrate, ps_count=ps_count, tcp_dynamics=dynamics, trainer=trainer,
+        pilot=pilot)
     return case
 
 

@@ -214,7 +214,13 @@ def _case_section(cr, dry_run: bool) -> list[str]:
             cells.append(_cell(p))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Throughput in examples/s" + ("" if dry_run else "; prediction error in brackets") + "."]
-    if cr.calibration:
+    if cr.calibration and "pilot" in cr.calibration:
+        k = cr.calibration
+        lines += ["", f"Calibrated on the measured pilot at {', '.join(map(str, k['workers']))} "
+                      f"workers (not held-out checks): receiver CPU "
+                      f"{k['parse_alpha_s_per_byte'] * 1e9:.3g} ns/byte, goodput "
+                      f"{k['bandwidth_bps'] / 1e6:.1f} Mbit/s (±{1.96 * k['sd_log_bandwidth']:.1%})."]
+    elif cr.calibration:
         k = cr.calibration
         lines += ["", f"Calibrated on the measured {k['workers']}-worker point (not a held-out check): "
                       f"receiver CPU {k['parse_alpha_s_per_byte'] * 1e9:.3g} ns/byte, bandwidth "

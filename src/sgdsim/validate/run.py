@@ -185,15 +185,36 @@ def _calibrate_case(cr: CaseResult, models, log) -> None:
     from ..calibrate_worker import summary
 
     case = cr.case
-    W0, hw = calibrated_hardware(case, cr.profile, cr.measured_runs)
-    cr.calibration = {"workers": W0, "parse_alpha_s_per_byte": hw.parse_alpha_s_per_byte,
+    if case.pilot:
+        fitted, hw = case.pilot, pilot_hardware(case, cr.profile, cr.measured_runs)
+        text = (f"receiver CPU {hw.parse_alpha_s_per_byte * 1e9:.3g} ns/byte, goodput "
+                f"{hw.bandwidth_for(case.arch) / 1e6:.4g} Mbit/s")
+    else:
+        W0, hw = calibrated_hardware(case, cr.profile, cr.measured_runs)
+        fitted, text = (W0,), summary(hw, case.arch)
+    cr.calibration = {"workers": fitted[0] if len(fitted) == 1 else list(fitted),
+                      "parse_alpha_s_per_byte": hw.parse_alpha_s_per_byte,
                       "bandwidth_bps": hw.bandwidth_for(case.arch), **hw.measured["calibration"]}
-    log(f"[{case.name}] calibrated on {W0} worker(s): {summary(hw, case.arch)}; predicting again")
+    log(f"[{case.name}] calibrated on {_workers_text(fitted)} worker(s): {text}; predicting again")
     points, _ = predict_case(dataclasses.replace(case, hardware_spec=hw, predict_bandwidth_bps=None),
                              cr.profile, models)
     runs = cr.measured
-    cr.points = [dataclasses.replace(p, measured=runs.get(p.workers), fitted=p.workers == W0)
+    cr.points = [dataclasses.replace(p, measured=runs.get(p.workers), fitted=p.workers in fitted)
                  for p in points]
+
+
+def _workers_text(ws) -> str:
+    return ", ".join(str(w) for w in ws)
+
+
+def pilot_hardware(case: Case, profile, runs: dict[int, list[float]]):
+    """The case's hardware fitted jointly to its measured pilot worker counts' runs."""
+    from ..calibrate_pilot import calibrate_pilot
+
+    prof = profile if isinstance(profile, Profile) else to_profile(profile)
+    pilot = [(w, x) for w in case.pilot for x in runs[w]]
+    return calibrate_pilot(prof, pilot, case.model_hardware(), case.arch, case.mode,
+                           case.ps_count if case.ps_count > 1 else None).hardware
 
 
 def calibrated_hardware(case: Case, profile, runs: dict[int, list[float]]):

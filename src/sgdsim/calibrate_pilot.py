@@ -1,0 +1,178 @@
+"""Calibration from a pilot run: measured throughput at a few small worker counts (W = 1, 2, ...).
+
+A one-worker calibration (``calibrate_worker``) sees a worker's step alone: it cannot tell a
+cost every worker pays by itself from one the workers share, and only the shared ones grow
+with W. A pilot at two or more worker counts can. Two physical parameters are fitted jointly:
+
+- the receiver's CPU per byte α (``parse_alpha_s_per_byte``), paid by each worker on its own:
+  fitted so that the smallest pilot count is predicted exactly (its runs are the pilot's
+  most numerous and least noisy);
+- the link's goodput B, which the workers share: chosen, with α refitted at every candidate,
+  to minimise the squared log-errors of the larger pilot counts' runs (golden-section search
+  over log B in [0.5, 1.25] × the hardware file's value).
+
+The fit's uncertainty: with per-run relative noise σ (the runs' pooled spread at repeated
+worker counts, else the fit's residual, never below ``MIN_NOISE_REL``), log B is known to
+sd = σ / sqrt(Σ s²), s being d log x / d log B at each fitted run (α refitted along). A
+prediction at W then moves by 1.96 · |d log x(W) / d log B| · sd (95 %): ``extrapolate``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .calibrate_worker import STEPS, _bisect, run_spread_rel
+from .errors import ConfigError
+from .hardware import Hardware
+from .predict import predict
+from .profile.model import Profile
+from .spec import ARCHITECTURES
+
+MIN_NOISE_REL = 0.02   # a run's throughput is not known better than this (lab repeats: 1-5 %)
+REPLICATIONS = 8       # fixed, so that the objective is smooth in B (async points vary by start)
+SPAN = (0.5, 1.25)     # B searched within these factors of the hardware file's
+GOLDEN_STEPS = 18      # (0.618^18 of the span: 0.02 % of B)
+DELTA = 0.02           # relative step of B for the derivatives
+
+
+@dataclass(frozen=True)
+class PilotFit:
+    hardware: Hardware
+    bandwidth_bps: float
+    alpha_s_per_byte: float
+    sd_log_bandwidth: float
+    noise_rel: float
+    residuals_pct: tuple[tuple[int, float], ...]  # (W, predicted / measured − 1 of each run's W mean)
+
+
+class _Model:
+    """Predicted throughput at W for a candidate B, α refitted to the smallest pilot count."""
+
+    def __init__(self, profile: Profile, hw: Hardware, arch: str, mode: str, ps_count, W0: int,
+                 x0: float):
+        self.profile, self.hw, self.arch, self.mode, self.ps_count = profile, hw, arch, mode, ps_count
+        self.W0, self.x0 = W0, x0
+        self.cache: dict[tuple, float] = {}
+
+    def throughput(self, W: int, bandwidth_bps: float, alpha: float) -> float:
+        key = (W, round(bandwidth_bps, 3), alpha)
+        if key not in self.cache:
+            kw = self.hw.predict_kwargs(self.arch, self.mode, self.ps_count)
+            kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps, ps_count=self.ps_count,
+                      model_error=0.0)
+            reps = 1 if W == self.W0 else REPLICATIONS
+            pt = predict(self.profile, workers=[W], arch=self.arch, mode=self.mode,
+                         replications=reps, steps=STEPS, **kw)[0]
+            self.cache[key] = float(pt.throughput)
+        return self.cache[key]
+
+    def alpha(self, bandwidth_bps: float) -> float:
+        """α ≥ 0 making W0's prediction equal its measurement (0 if even α = 0 is too slow)."""
+        def x(a: float) -> float:
+            return self.throughput(self.W0, bandwidth_bps, a)
+        if x(0.0) <= self.x0:
+            return 0.0
+        batch = self.profile.job.batch_size * self.W0
+        top = batch / self.x0 / max(self.profile.model_bytes(), 1.0)
+        return _bisect(lambda a: -x(a), -self.x0, 0.0, top, rising=True)
+
+    def log_x(self, W: int, bandwidth_bps: float) -> float:
+        return math.log(self.throughput(W, bandwidth_bps, self.alpha(bandwidth_bps)))
+
+
+def _by_workers(runs) -> dict[int, list[float]]:
+    out: dict[int, list[float]] = {}
+    for W, x in runs:
+        if not (isinstance(W, int) and W >= 1 and x > 0 and math.isfinite(x)):
+            raise ConfigError(f"a pilot run needs a positive worker count and throughput, got {W}, {x}")
+        out.setdefault(W, []).append(float(x))
+    if len(out) < 2:
+        raise ConfigError("a pilot needs runs at two or more worker counts (e.g. 1 and 2); with one, "
+                          "use sgdsim calibrate --throughput")
+    return dict(sorted(out.items()))
+
+
+def _noise(points: dict[int, list[float]], residuals: list[float]) -> float:
+    spreads = [np.std(np.log(v), ddof=1) for v in points.values() if len(v) > 1]
+    if spreads:
+        return max(MIN_NOISE_REL, float(np.sqrt(np.mean(np.square(spreads)))))
+    dof = max(1, len(residuals) - 1)
+    return max(MIN_NOISE_REL, math.sqrt(sum(r * r for r in residuals) / dof))
+
+
+def _golden(f, lo: float, hi: float, steps: int, progress) -> float:
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for i in range(steps):
+        progress(i + 1, steps)
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
+                    ps_count: int | None = None, progress=None) -> PilotFit:
+    """The hardware file fitted to a pilot's runs ``[(workers, examples/s), ...]``."""
+    points = _by_workers(runs)
+    W0, *others = points
+    model = _Model(profile, hw, arch, mode, ps_count, W0, float(np.mean(points[W0])))
+    B0 = hw.bandwidth_for(arch)
+    meas = [(W, math.log(x)) for W in others for x in points[W]]
+
+    def loss(log_b: float) -> float:
+        b = math.exp(log_b)
+        return sum((model.log_x(W, b) - y) ** 2 for W, y in meas)
+
+    log_b = _golden(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0), GOLDEN_STEPS,
+                    progress or (lambda i, n: None))
+    b, alpha = math.exp(log_b), model.alpha(math.exp(log_b))
+    residuals = [model.log_x(W, b) - y for W, y in meas]
+    sens = [sensitivity(model, W, b) for W, _ in meas]
+    noise = _noise(points, residuals)
+    sd = noise / math.sqrt(sum(s * s for s in sens)) if any(sens) else math.inf
+    res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
+                for W in points)
+    return PilotFit(_hardware(hw, arch, b, alpha, points, sd, noise, res), b, alpha, sd, noise, res)
+
+
+def sensitivity(model: _Model, W: int, b: float) -> float:
+    """d log x(W) / d log B, α refitted along (central difference)."""
+    up, down = b * (1 + DELTA), b * (1 - DELTA)
+    return (model.log_x(W, up) - model.log_x(W, down)) / (math.log(up) - math.log(down))
+
+
+def extrapolate(fit: PilotFit, profile: Profile, hw: Hardware, arch: str, mode: str,
+                workers, ps_count: int | None = None) -> list[tuple[int, float, float]]:
+    """(W, predicted examples/s, the fit's 95 % relative uncertainty there) for each W."""
+    points = fit.hardware.measured["calibration"]["pilot"]
+    W0 = min(int(w) for w in points)
+    x0 = float(np.mean(points[str(W0)]))
+    model = _Model(profile, hw, arch, mode, ps_count, W0, x0)
+    return [(W, math.exp(model.log_x(W, fit.bandwidth_bps)),
+             1.96 * abs(sensitivity(model, W, fit.bandwidth_bps)) * fit.sd_log_bandwidth)
+            for W in workers]
+
+
+def _hardware(hw: Hardware, arch: str, b: float, alpha: float, points, sd: float, noise: float,
+              residuals) -> Hardware:
+    record = {"pilot": {str(W): v for W, v in points.items()}, "arch": arch,
+              "fitted_bandwidth_bps": b, "fitted_alpha_s_per_byte": alpha,
+              "sd_log_bandwidth": sd, "noise_rel": noise,
+              "residuals_pct": [[W, r] for W, r in residuals]}
+    key = ("allreduce_bandwidth_bps" if "collective" in ARCHITECTURES[arch].options
+           else "bandwidth_bps")
+    repeated = [v for v in points.values() if len(v) > 1]
+    spread = max((run_spread_rel(v) for v in repeated), default=hw.run_spread_rel)
+    return dataclasses.replace(hw, **{key: b}, parse_alpha_s_per_byte=alpha, run_spread_rel=spread,
+                               measured={**hw.measured, "calibration": record})

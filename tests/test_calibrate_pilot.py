@@ -1,0 +1,108 @@
+"""Calibration from a pilot run at a few worker counts (``calibrate_pilot``).
+
+Oracle: "measurements" made by the model itself from a known goodput B* and receiver CPU α*
+must give B* and α* back; the fit's uncertainty must shrink as the pilot's noise does.
+"""
+import math
+
+import pytest
+from conftest import layered_profile
+
+import sgdsim
+from sgdsim.calibrate_pilot import calibrate_pilot, extrapolate
+from sgdsim.cli import main
+from sgdsim.errors import ConfigError
+from sgdsim.hardware import Hardware, load_hardware
+from sgdsim.profile.io import save_profile
+
+SIZES = [4e6, 0.0, 6e6]
+FWD, BWD, UPD = [0.01, 0.02, 0.03], [0.02, 0.04, 0.06], [0.001, 0.0, 0.002]
+B_bps = 100e6
+
+
+def _profile():
+    return layered_profile(SIZES, FWD, BWD, upd=UPD, overlap=False, batch=16)
+
+
+def _hw():
+    return Hardware(bandwidth_bps=B_bps, latency_s=0.0, overhead_alpha_s_per_byte=8 / B_bps,
+                    overhead_beta_s=0.0)
+
+
+def _truth(W, bw_bps, alpha):
+    return sgdsim.predict(_profile(), workers=[W], mode="sync", bandwidth=bw_bps, overhead_alpha=alpha,
+                          replications=1, steps=200, model_error=0.0)[0].throughput
+
+
+@pytest.mark.parametrize("factor, alpha", [(0.8, 3e-9), (1.1, 1e-9)])
+def test_a_pilot_made_by_the_model_gives_its_goodput_and_cpu_back(factor, alpha):
+    runs = [(W, _truth(W, factor * B_bps, alpha)) for W in (1, 2, 4)]
+    fit = calibrate_pilot(_profile(), runs, _hw(), "ps", "sync")
+    assert fit.bandwidth_bps == pytest.approx(factor * B_bps, rel=2e-3)
+    assert fit.alpha_s_per_byte == pytest.approx(alpha, rel=0.05, abs=2e-11)
+    assert all(abs(r) < 0.2 for _, r in fit.residuals_pct)
+    assert fit.hardware.bandwidth_bps == fit.bandwidth_bps
+    assert fit.hardware.parse_alpha_s_per_byte == fit.alpha_s_per_byte
+
+
+def test_the_fit_s_uncertainty_follows_the_runs_noise_and_reaches_the_extrapolation():
+    clean = [(W, _truth(W, 0.9 * B_bps, 2e-9)) for W in (1, 2)]
+    quiet = calibrate_pilot(_profile(), [(W, x * f) for W, x in clean for f in (0.99, 1.01)],
+                            _hw(), "ps", "sync")
+    noisy = calibrate_pilot(_profile(), [(W, x * f) for W, x in clean for f in (0.9, 1.1)],
+                            _hw(), "ps", "sync")
+    assert noisy.noise_rel > quiet.noise_rel >= 0.02
+    assert noisy.sd_log_bandwidth > quiet.sd_log_bandwidth > 0
+    out = extrapolate(noisy, _profile(), _hw(), "ps", "sync", [1, 2, 8])
+    assert [w for w, _, _ in out] == [1, 2, 8]
+    assert all(x > 0 and 0 < u < 1 and math.isfinite(u) for _, x, u in out)
+
+
+@pytest.mark.parametrize("runs, message", [
+    ([(1, 10.0)], "two or more worker counts"),
+    ([(1, 10.0), (1, 11.0)], "two or more worker counts"),
+    ([(1, 10.0), (2, -1.0)], "positive"),
+    ([(0, 10.0), (2, 11.0)], "positive"),
+])
+def test_a_bad_pilot_is_one_line(runs, message):
+    with pytest.raises(ConfigError, match=message):
+        calibrate_pilot(_profile(), runs, _hw(), "ps", "sync")
+
+
+def test_cli_pilot_writes_the_fitted_file_and_never_overwrites(tmp_path, capsys):
+    prof, hw_path, out = tmp_path / "p.json", tmp_path / "hw.json", tmp_path / "cal.json"
+    save_profile(_profile(), str(prof))
+    from sgdsim.hardware import save_hardware
+    save_hardware(_hw(), str(hw_path))
+    pilot = tmp_path / "pilot.csv"
+    rows = [(W, _truth(W, 0.9 * B_bps, 0.0)) for W in (1, 2)]
+    pilot.write_text("workers,throughput\n" + "".join(f"{w},{x}\n" for w, x in rows))
+    argv = ["calibrate", str(prof), "--pilot", str(pilot), "--hardware", str(hw_path), "--mode",
+            "sync", "-o", str(out)]
+    assert main(argv) == 0
+    assert "goodput 90 Mbit/s" in capsys.readouterr().out
+    cal = load_hardware(str(out))
+    assert cal.bandwidth_bps == pytest.approx(0.9 * B_bps, rel=2e-3)
+    assert sorted(cal.measured["calibration"]["pilot"]) == ["1", "2"]
+    before = out.read_bytes()
+    assert main(argv) == 2 and out.read_bytes() == before
+    assert "exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, ok", [
+    ('calibrate = true\npilot = "1,2"', True),
+    ('calibrate = true\npilot = "1"', False),
+    ('calibrate = true\npilot = "1,8"', False),
+    ('pilot = "1,2"', False),
+])
+def test_a_grid_s_pilot_is_two_of_its_worker_counts_with_calibration(tmp_path, extra, ok):
+    from sgdsim.validate.grid import load_grid
+
+    grid = tmp_path / "g.toml"
+    grid.write_text('[[case]]\nmodel = "lab:mlp-5mb"\nbatch_size = 16\nbandwidth = "100Mbps"\n'
+                    f'workers = "1,2,4"\n{extra}\n')
+    if ok:
+        assert load_grid(str(grid)).cases[0].pilot == (1, 2)
+    else:
+        with pytest.raises(ConfigError, match="'pilot' lists two or more"):
+            load_grid(str(grid))
