@@ -144,3 +144,54 @@ def test_throughput_never_rises_with_a_cost(model, case, workers, cost, low, mor
     before = sgdsim.predict(None, coarse=COARSE, workers=[workers], model=model, **FAST, **{**kw, cost: low})
     after = sgdsim.predict(None, coarse=COARSE, workers=[workers], model=model, **FAST, **{**kw, cost: low + more})
     assert after[0].throughput <= before[0].throughput * (1 + 1e-12)
+
+
+def test_the_hardware_file_carries_the_costs(tmp_path):
+    from sgdsim.hardware import Hardware, load_hardware, save_hardware
+    from sgdsim.parse.hardware import hardware_keywords
+
+    hw = replace(Hardware.nominal(1e9), tcp_cpu_s_per_byte=2e-9, reduce_cpu_s_per_byte=3e-10,
+                 server_cpu_s_per_byte=1e-9, transport="rdma", reduce_on="host")
+    save_hardware(hw, tmp_path / "hw.json")
+    back = load_hardware(str(tmp_path / "hw.json"))
+    assert back == hw
+    kw = hardware_keywords(back, {"arch": "allreduce", "tcp_cpu": 5e-9})
+    assert (kw["tcp_cpu"], kw["reduce_cpu"], kw["server_cpu"], kw["transport"], kw["reduce_on"]) == \
+        (5e-9, 3e-10, 1e-9, "rdma", "host")
+    data = {**hw.to_dict(), "transport": "udp"}
+    (tmp_path / "bad.json").write_text(__import__("json").dumps(data))
+    with pytest.raises(Exception, match="transport"):
+        load_hardware(str(tmp_path / "bad.json"))
+
+
+def test_cli_options_and_bad_values(tmp_path):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "sgdsim.cli", "predict", "--coarse", COARSE, "--model", "coarse", "--workers", "1",
+            "--bandwidth", "1Gbps", "--format", "json"]
+    ok = subprocess.run(base + ["--tcp-cpu", "1e-9", "--server-cpu", "2e-9"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    step = __import__("json").loads(ok.stdout)[0]["step_time_s"]
+    assert step == pytest.approx(FWD + BWD + 2 * M / 125e6 + 2 * M * 3e-9 + 2 * M * 1e-9, rel=1e-9)
+    for bad in (["--server-cpu", "-1"], ["--transport", "udp"], ["--reduce-cpu", "nan"]):
+        r = subprocess.run(base + bad, capture_output=True, text=True)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_netbench_host_cpu_measures_into_the_file(tmp_path):
+    from sgdsim.hardware import load_hardware
+    from sgdsim.lab.hostcpu import measure_host_cpu
+
+    m = measure_host_cpu(tcp_bytes=4 << 20, reduce_bytes=1 << 20, repeats=3)
+    for key in ("tcp_cpu_s_per_byte", "reduce_cpu_s_per_byte"):
+        assert 0 < m[key] < 1e-6
+    import subprocess
+    import sys
+
+    out = tmp_path / "hw.json"
+    r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "netbench", "--host-cpu", "--host-cpu-size", "4MB",
+                        "-o", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    hw = load_hardware(str(out))
+    assert 0 < hw.tcp_cpu_s_per_byte < 1e-6 and 0 < hw.reduce_cpu_s_per_byte < 1e-6

@@ -15,6 +15,7 @@ from typing import Any
 from .tagged_json import read_json
 from .errors import ConfigError, ProfileError
 from .spec import ARCHITECTURES, LateComer
+from .spec.host import REDUCE_ON, TRANSPORTS
 from .spec.strategy import measured_dynamics_apply as dynamics_apply
 from .spec.two_way import check_busy, check_table
 
@@ -88,6 +89,11 @@ class Hardware:
     stall_incumbent_mean_s: float | None = None
     stall_incumbent_prob_push: float | None = None  # of a push under way when a pull starts
     stall_incumbent_mean_push_s: float | None = None
+    tcp_cpu_s_per_byte: float | None = None  # CPU per byte sent or received over TCP (netbench --host-cpu)
+    reduce_cpu_s_per_byte: float | None = None  # host CPU per byte reduced (netbench --host-cpu)
+    server_cpu_s_per_byte: float | None = None  # a PS's framework CPU per byte in or out
+    transport: str | None = None  # one of spec.host.TRANSPORTS (None: tcp)
+    reduce_on: str | None = None  # one of spec.host.REDUCE_ON (None: device)
 
     @classmethod
     def nominal(cls, bandwidth_bps: float) -> "Hardware":
@@ -115,6 +121,7 @@ class Hardware:
                    if "host_contention" in ARCHITECTURES[arch].options
                    and self._directions("host_contention", None) != (None, None) else {}),
                 **(self._tcp_dynamics(bool(tcp_dynamics)) if dynamics else {}),
+                **{kw: getattr(self, key) for kw, key in _HOST_KEYWORDS if getattr(self, key) is not None},
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if "ring_latency" in ARCHITECTURES[arch].options else {})}
@@ -176,7 +183,7 @@ class Hardware:
 
     def to_dict(self) -> dict:
         optional = {key: getattr(self, key) for key, required, _ in _FIELDS if not required}
-        for key in ("two_way_table",) + _BUSY + _DRAWS:  # tuples: JSON writes them as lists
+        for key in ("two_way_table", "transport", "reduce_on") + _BUSY + _DRAWS:  # tuples, names
             optional[key] = getattr(self, key)
         return {"format": FORMAT, "version": VERSION, "bandwidth_bps": self.bandwidth_bps,
                 "latency_s": self.latency_s,
@@ -279,7 +286,10 @@ _FIELDS = (  # key, required, rule
     ("stall_mean_push_s", False, "non-negative"), ("stall_incumbent_prob", False, "in [0, 1]"),
     ("stall_incumbent_mean_s", False, "non-negative"),
     ("stall_incumbent_prob_push", False, "in [0, 1]"),
-    ("stall_incumbent_mean_push_s", False, "non-negative"))
+    ("stall_incumbent_mean_push_s", False, "non-negative"), ("tcp_cpu_s_per_byte", False, "non-negative"),
+    ("reduce_cpu_s_per_byte", False, "non-negative"), ("server_cpu_s_per_byte", False, "non-negative"))
+_HOST_KEYWORDS = (("tcp_cpu", "tcp_cpu_s_per_byte"), ("reduce_cpu", "reduce_cpu_s_per_byte"),
+                  ("server_cpu", "server_cpu_s_per_byte"), ("transport", "transport"), ("reduce_on", "reduce_on"))
 
 
 def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
@@ -321,6 +331,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     if corrections and "two_way_table" not in values:
         bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")
+    values |= _names(data, bad)
     measured = data.get("measured", {})
     if not isinstance(measured, dict):
         bad("field 'measured' must be an object")
@@ -328,6 +339,17 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
 
 
 _DRAWS = ("two_way_joined_draws", "two_way_joined_draws_push")
+
+
+def _names(data: dict, bad) -> dict:
+    """The file's transport and where it reduces, each one of its known names."""
+    out = {}
+    for key, known in (("transport", TRANSPORTS), ("reduce_on", REDUCE_ON)):
+        if data.get(key) is not None:
+            if data[key] not in known:
+                bad(f"field {key!r} must be one of {', '.join(known)}, got {data[key]!r}")
+            out[key] = data[key]
+    return out
 _BUSY = ("two_way_busy", "two_way_busy_push")
 
 

@@ -10,6 +10,7 @@ from ..analytic.models import MODELS
 from ..errors import ConfigError
 from ..outputs import check_distinct_outputs, check_output_path
 from ..spec import ARCHITECTURES, COLLECTIVES, DEFAULT_RHO_THRESHOLD, MODES, ORDERS, SHARINGS, STREAMS
+from ..spec.host import REDUCE_ON, TRANSPORTS
 from ..spec.strategy import where
 from .common import add_executor_arguments, executor_from
 from ..progress import say
@@ -51,7 +52,27 @@ def add_model_arguments(q) -> None:
     _link_arguments(q)
     _node_arguments(q)
     _strategy_arguments(q)
+    _host_arguments(q)
     _run_arguments(q)
+
+
+def _host_arguments(q) -> None:
+    """The hosts' CPU per byte (spec/host.py, docs/hosts.md); ``netbench --host-cpu`` measures it."""
+    q.add_argument("--transport", default=None, choices=TRANSPORTS,
+                   help="how bytes cross the NIC: tcp (the kernel's CPU per byte, --tcp-cpu) or rdma "
+                        "(none) (default: the --hardware file's, else tcp)")
+    q.add_argument("--tcp-cpu", type=float, default=None, metavar="S_PER_BYTE",
+                   help="--transport tcp: CPU per byte a host sends or receives, e.g. 2e-9 "
+                        "(default: the --hardware file's, else 0)")
+    q.add_argument("--reduce-on", default=None, choices=REDUCE_ON,
+                   help="where all-reduce sums: device (NCCL) or host (gloo, MPI; --reduce-cpu) "
+                        "(default: the --hardware file's, else device)")
+    q.add_argument("--reduce-cpu", type=float, default=None, metavar="S_PER_BYTE",
+                   help="--reduce-on host: CPU per byte reduced, e.g. 2e-10 (default: the "
+                        "--hardware file's, else 0)")
+    q.add_argument("--server-cpu", type=float, default=None, metavar="S_PER_BYTE",
+                   help="a parameter server's CPU per byte it receives (deserialise, apply) or "
+                        "sends (serialise), e.g. 2e-9 (default: the --hardware file's, else 0)")
 
 
 def _job_arguments(q) -> None:

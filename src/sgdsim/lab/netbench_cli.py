@@ -26,6 +26,7 @@ def add_netbench_parser(sub) -> None:
     where.add_argument("--local", action="store_true", help="server and client on loopback")
     where.add_argument("--host", help="a running 'python -m sgdsim.lab.netbench serve' server (one of --local, --host, --lab)")
     where.add_argument("--lab", action="store_true", help="between two hosts of the running lab")
+    _host_cpu_arguments(p, where)
     p.add_argument("--port", type=int, default=5201, help="server port with --host")
     p.add_argument("--lab-server", type=int, default=0, metavar="I", help="lab host of the server")
     p.add_argument("--lab-client", type=int, default=1, metavar="I", help="lab host of the client")
@@ -67,12 +68,24 @@ def add_netbench_parser(sub) -> None:
     p.set_defaults(lab_cmd=cmd_netbench)
 
 
+def _host_cpu_arguments(p, where) -> None:
+    where.add_argument("--host-cpu", action="store_true",
+                       help="instead: this machine's CPU per byte of TCP over loopback and of a float32 "
+                            "host reduction (the hardware file's tcp_cpu_s_per_byte, "
+                            "reduce_cpu_s_per_byte; lab/hostcpu.py); with --add-to, added to that file")
+    p.add_argument("--host-cpu-size", default="256MB", metavar="SIZE",
+                   help="--host-cpu: bytes streamed over loopback (at least 200MB for a stable value; "
+                        "the reduction's arrays are the smaller of this and 64MB) (default 256MB)")
+
+
 def cmd_netbench(args) -> int:
     from ..hardware import save_hardware
     from .netbench import measure_kwargs
 
     if args.output:
         check_output_path(args.output, args.force)  # before measuring, not after
+    if args.host_cpu:
+        return _host_cpu(args)
     kw = measure_kwargs(args)
     fanout_size, joiner_size, interference_bytes = _checked_sizes(args)
     m, hw = _base_hardware(args, kw)
@@ -81,6 +94,35 @@ def cmd_netbench(args) -> int:
         print(json.dumps(hw.to_dict(), indent=1))
     else:
         print_table(m, hw)
+    if args.output:
+        save_hardware(hw, args.output, force=args.force)
+        say(f"wrote {args.output}")
+    return 0
+
+
+def _host_cpu(args) -> int:
+    """``--host-cpu``: measure, add to the --add-to file (or a nominal 10 Gbit/s one, whose
+    network fields are not measured), print, write -o."""
+    from ..hardware import Hardware, load_hardware, save_hardware
+    from ..progress import status
+    from .hostcpu import REDUCE_BYTES, measure_host_cpu, with_host_cpu
+
+    size = int(parse_size_bytes(args.host_cpu_size))
+    if size < 1:
+        raise ConfigError(f"--host-cpu-size must be positive, got {args.host_cpu_size!r}")
+    hw = load_hardware(args.add_to) if args.add_to else Hardware.nominal(10e9)
+    with status("netbench: measuring the host's CPU per byte"):
+        measured = measure_host_cpu(size, min(size, REDUCE_BYTES))
+    hw = with_host_cpu(hw, measured)
+    if args.format == "json":
+        print(json.dumps(hw.to_dict(), indent=1))
+    else:
+        print(f"tcp_cpu_s_per_byte     {measured['tcp_cpu_s_per_byte']:.4g} s/B per end "
+              f"({size_text(size)} over loopback)\n"
+              f"reduce_cpu_s_per_byte  {measured['reduce_cpu_s_per_byte']:.4g} s/B (float32 a += b)")
+    if not args.add_to:
+        say("note: the file's network fields are nominal (10 Gbit/s), not measured: "
+            "netbench --local/--host/--lab measures them")
     if args.output:
         save_hardware(hw, args.output, force=args.force)
         say(f"wrote {args.output}")
