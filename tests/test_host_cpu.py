@@ -174,7 +174,8 @@ def test_cli_options_and_bad_values(tmp_path):
     assert ok.returncode == 0, ok.stderr
     step = __import__("json").loads(ok.stdout)[0]["step_time_s"]
     assert step == pytest.approx(FWD + BWD + 2 * M / 125e6 + 2 * M * 3e-9 + 2 * M * 1e-9, rel=1e-9)
-    for bad in (["--server-cpu", "-1"], ["--transport", "udp"], ["--reduce-cpu", "nan"]):
+    for bad in (["--server-cpu", "-1"], ["--transport", "udp"], ["--reduce-cpu", "nan"],
+                ["--reduce-cpu", "1e-9"], ["--arch", "allreduce", "--mode", "sync", "--server-cpu", "1e-9"]):
         r = subprocess.run(base + bad, capture_output=True, text=True)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
 

@@ -234,6 +234,10 @@ def check_relevance(args) -> None:
          or args.mode != MODES[0] or sharing.simulated and args.sharing is not None,
          "the coarse model of async PS with the Eq. 5 threshold (--model coarse or all)"),
         ("workers", bool(args.worker_profile), "a homogeneous sweep (not with --worker-profile)"),
+        *((dest, "collective" not in arch.options, "an all-reduce (" + where("collective") + ")")
+          for dest in ("reduce_on", "reduce_cpu")),
+        ("server_cpu", not arch.pulls, "parameter servers (" + " or ".join(
+            f"--arch {n}" for n, a in ARCHITECTURES.items() if a.pulls) + ")"),
         *((opt, not simulated, "the simulator (--model fine or all)") for opt in SIMULATOR_ONLY),
     ]
     for dest, ignored, applies in rules:
