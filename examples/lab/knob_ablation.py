@@ -37,15 +37,22 @@ KNOBS = {
     "no share spread": {"share_cv": None},
     "no FCFS weight (0.5)": {"fcfs_weight": None},
     "no host contention": {"host_cores": None, "host_contention": None, "host_contention_push": None},
-    "no ring latency / compute share": {"ring_latency_s": None, "allreduce_compute_share": None},
+    "no ring latency": {"ring_latency_s": None},
+    "no all-reduce compute share": {"allreduce_compute_share": None},
     "no β": {"overhead_beta_s": 0.0},
 }
 _ALL_OFF = {k: v for knob in KNOBS.values() for k, v in knob.items()}
 KNOBS["every knob off"] = _ALL_OFF
+NOMINAL = "no hardware file, no calibration (the nominal link rate)"
+KNOBS[NOMINAL] = None  # a user who gives only --bandwidth
 
 
 def without(grid, changes: dict):
     """The grid with every case's hardware file stripped of ``changes``' fields."""
+    if changes is None:
+        return dataclasses.replace(grid, cases=tuple(
+            dataclasses.replace(c, hardware_spec=None, hardware=None, calibrate=False, pilot=None)
+            for c in grid.cases))
     cases = []
     for case in grid.cases:
         hw = case.hardware_spec
