@@ -129,7 +129,11 @@ def test_a_resource_is_the_bottleneck_only_when_saturated(util, text):
 
 
 def test_analytic_rows_print_no_zero_width_interval(capsys):
+    """The coarse model's interval is its measured error; a baseline has none: 'exact (model)'."""
     rc, out = _run(["predict", P, "--workers", "2", "--model", "coarse"], capsys)
+    row = out.out.splitlines()[1]
+    assert rc == 0 and "[" in row and row.rstrip().endswith("-")
+    rc, out = _run(["predict", P, "--workers", "2", "--model", "coarse", "--model-error", "0"], capsys)
     row = out.out.splitlines()[1]
     assert rc == 0 and "exact (model)" in row and row.rstrip().endswith("-")
 

@@ -19,7 +19,7 @@ from sgdsim.hardware import Hardware, hardware_from_dict, save_hardware
 from sgdsim.parse.keywords import margin_rel
 from sgdsim.point import PredictionPoint
 from sgdsim.profile.io import save_profile
-from sgdsim.spec.control import GIVEN, MEASURED
+from sgdsim.spec.control import COARSE_ERROR_BY_LEVEL, GIVEN, LEVELS, MEASURED, MODEL_ERROR_BY_LEVEL
 
 KW = dict(workers=[1, 3], bandwidth="1Gbps", replications=1, steps=30, warmup=3)
 
@@ -117,7 +117,11 @@ def test_predict_adds_the_default_margin_to_fine_intervals_only():
         assert r.margin_source == ""  # no margin, no source
         assert d.ci_high - d.ci_low >= 2 * MODEL_ERROR_REL * d.throughput * (1 - 1e-9)
     coarse = sgdsim.predict(_profile(), model="coarse", workers=[1, 3], bandwidth="1Gbps")
-    assert all(c.ci_low == c.ci_high == c.throughput for c in coarse)
+    m = COARSE_ERROR_BY_LEVEL[0.95]  # the coarse model's own measured error is its interval
+    assert all(c.ci_low == pytest.approx(c.throughput * (1 - m)) for c in coarse)
+    assert all(c.ci_high == pytest.approx(c.throughput * (1 + m)) for c in coarse)
+    lin = sgdsim.predict(_profile(), model="lin", workers=[1, 3], bandwidth="1Gbps")
+    assert all(c.ci_low == c.ci_high == c.throughput for c in lin)  # a baseline's error is unmeasured
     with pytest.raises(ConfigError, match="model error"):
         sgdsim.predict(_profile(), model_error=2, **KW)
 
@@ -147,16 +151,18 @@ def test_a_hardware_files_margin_is_used_and_an_option_overrides_it(tmp_path, ca
     table = base[:8] + base[10:]  # no --format json
     assert main(table + ["--model-error", "5%"]) == 0
     note = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "(±5.0%, as set for this prediction)" in note and "lab runs" not in note
+    assert "(fine ±5.0%, as set for this prediction)" in note and "lab runs" not in note
     assert main(base[:8]) == 0  # no hardware file, no --model-error: the lab's default
-    assert "(±10.4%, measured on lab runs)" in capsys.readouterr().out
+    assert "(fine ±10.4%, measured on lab runs)" in capsys.readouterr().out
     assert main(table + ["--model-error", str(MODEL_ERROR_REL)]) == 0  # the default's value, given
-    assert "(±10.4%, as set for this prediction)" in capsys.readouterr().out
+    assert "(fine ±10.4%, as set for this prediction)" in capsys.readouterr().out
     assert main(base + ["--model-error", "1.2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "model error" in err
-    assert main(["predict", str(prof), "--workers", "3", "--model", "coarse", "--model-error", "5%"]) == 2
-    assert "--model-error applies to the simulator" in capsys.readouterr().err
+    assert main(["predict", str(prof), "--workers", "3", "--model", "coarse", "--model-error", "5%"]) == 0
+    assert "(coarse ±5.0%, as set for this prediction)" in capsys.readouterr().out
+    assert main(["predict", str(prof), "--workers", "3", "--model", "lin", "--model-error", "5%"]) == 2
+    assert "--model-error applies to the simulator and the coarse model" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", [1.0, -0.1, "x", float("inf")])
@@ -165,3 +171,40 @@ def test_a_hardware_files_bad_margin_is_named(bad):
     with pytest.raises(ProfileError, match="model_error_rel"):
         hardware_from_dict(data, "hw.json")
     assert hardware_from_dict(_hw(model_error_rel=0.1).to_dict()).model_error_rel == 0.1
+
+
+def test_a_lower_interval_level_narrows_the_runs_spread_by_normal_quantiles_and_takes_its_margin():
+    """At level L the simulated runs' 95 % half-widths shrink by z((1+L)/2)/z(0.975) and the
+    model's error is the one fitted at L: both hand-computed from the raw interval."""
+    from statistics import NormalDist
+
+    raw = sgdsim.predict(_profile(), model_error=0, **KW)
+    for level in LEVELS:
+        got = sgdsim.predict(_profile(), interval_level=level, **KW)
+        q = NormalDist().inv_cdf((1 + level) / 2) / NormalDist().inv_cdf(0.975)
+        m = MODEL_ERROR_BY_LEVEL[level]
+        for r, g in zip(raw, got):
+            p = r.throughput
+            hi, lo = q * (r.ci_high - p) / p, q * (p - r.ci_low) / p
+            assert g.ci_high == pytest.approx(p * (1 + math.hypot(hi, m)), rel=1e-9)
+            assert g.ci_low == pytest.approx(p * (1 - math.hypot(lo, m)), rel=1e-9)
+            assert g.interval_level == level
+    widths = [sum(p.ci_high - p.ci_low for p in sgdsim.predict(_profile(), interval_level=lv, **KW))
+              for lv in LEVELS]
+    assert widths == sorted(widths)  # a higher level is never narrower
+
+
+@pytest.mark.parametrize("bad", ["70", "99%", "x", "0"])
+def test_an_interval_level_outside_the_measured_ones_is_one_line(bad, capsys):
+    assert main(["predict", "examples/profiles/resnet50.json", "--interval-level", bad]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--interval-level must be one of 80%, 85%, 90%, 95%" in err[0]
+
+
+def test_the_level_margins_are_ordered_and_a_given_error_overrides_both_models():
+    fine = [MODEL_ERROR_BY_LEVEL[lv] for lv in LEVELS]
+    coarse = [COARSE_ERROR_BY_LEVEL[lv] for lv in LEVELS]
+    assert fine == sorted(fine) and coarse == sorted(coarse)
+    assert MODEL_ERROR_BY_LEVEL[0.95] == MODEL_ERROR_REL
+    c = sgdsim.predict(_profile(), model="coarse", workers=[3], bandwidth="1Gbps", model_error="7%")[0]
+    assert c.ci_high == pytest.approx(c.throughput * 1.07) and c.margin_source == GIVEN

@@ -11,9 +11,9 @@ from .sim.simulate import Timeline
 class PredictionPoint:
     """One worker count's prediction. Throughput in examples/s.
 
-    ``ci_low``/``ci_high``: for the simulator, a 95 % interval for the throughput of one run
-    (it covers the spread between independent runs, lock-step regimes included); for the
-    analytical models, equal to ``throughput``. ``regimes``: two entries when independent
+    ``ci_low``/``ci_high``: an ``interval_level`` (95 %) interval for the throughput of one
+    real run: for the simulator, the spread between independent runs (lock-step regimes
+    included) and the model's error; for the analytical models, their error alone. ``regimes``: two entries when independent
     runs clustered around two values (``sim/regimes.py``), else empty. ``model_error_rel``: the
     model's own error added to the simulator's interval (``evaluate/margin.py``), 0 if none.
     """
@@ -35,6 +35,7 @@ class PredictionPoint:
     regimes: tuple[Regime, ...] = ()
     model_error_rel: float = 0.0  # the model's error the interval holds (evaluate/margin.py)
     margin_source: str = ""  # where that error came from (spec.Margin.source); "" if none
+    interval_level: float = 0.95  # the share of real runs the interval is meant to hold
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):

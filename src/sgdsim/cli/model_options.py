@@ -41,7 +41,7 @@ TCP_PAIRS = (
      "runs 1 + A·(other workers pulling) + A_PUSH·(pushing) times slower while they transfer "
      "(measured from traced lab runs; topology/hosts.py) (default 0, or the --hardware file's)", False),
 )
-SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed", "model_error",
+SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed",
                   *(dest for dest, *_ in TCP_PAIRS))
 
 
@@ -105,9 +105,14 @@ def _sharing_arguments(q) -> None:
                    help="hybrid sharing = (1-W)·ps + W·fcfs (default: the --hardware file's "
                         "measured value, else 0.5 as in the papers)")
     q.add_argument("--model-error", default=None, metavar="FRACTION",
-                   help="the fine model's error for one real run, added to every fine interval in "
-                        "quadrature, e.g. 0.12 or 12%%; 0: the simulator's spread alone (default: "
-                        "the --hardware file's, else what the lab validation measured)")
+                   help="the model's error for one real run, added to every fine interval in "
+                        "quadrature and the coarse model's interval, e.g. 0.12 or 12%%; 0: the "
+                        "simulator's spread alone (default: the --hardware file's, else what the "
+                        "lab validation measured at the --interval-level)")
+    q.add_argument("--interval-level", default=None, metavar="LEVEL",
+                   help="the share of real runs the intervals are meant to hold: 80%%, 85%%, 90%% "
+                        "or 95%% (default), each with the margins the lab's runs call for "
+                        "(docs/validation/intervals.md)")
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
@@ -239,6 +244,8 @@ def check_relevance(args) -> None:
         ("server_cpu", not arch.pulls, "parameter servers (" + " or ".join(
             f"--arch {n}" for n, a in ARCHITECTURES.items() if a.pulls) + ")"),
         *((opt, not simulated, "the simulator (--model fine or all)") for opt in SIMULATOR_ONLY),
+        *((opt, args.model not in ("fine", "coarse", "all"), "the simulator and the coarse model "
+           "(the baselines' error is not measured)") for opt in ("model_error", "interval_level")),
     ]
     for dest, ignored, applies in rules:
         if ignored and getattr(args, dest, None) not in (None, [], False):

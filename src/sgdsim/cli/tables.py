@@ -42,12 +42,13 @@ def _csv(v) -> str:
 
 
 def _table(rows) -> str:
-    head = ["workers", "examples/s", "95% interval", "step time", "bottleneck (util)", "ops simulated"]
+    head = ["workers", "examples/s", f"{_level(rows):.0%} interval", "step time", "bottleneck (util)",
+            "ops simulated"]
     body = []
     for r in rows:
         simulated = r["model"] == "fine"
         body.append([str(r["workers"]), f"{r['throughput']:.1f}",
-                     f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}]" if simulated else "exact (model)",
+                     f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}]" if _has_interval(r) else "exact (model)",
                      f"{r['step_time_s'] * 1e3:.1f} ms", bottleneck_text(r),
                      f"{r['ops_simulated']:,}" if simulated else "-"])
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
@@ -56,14 +57,25 @@ def _table(rows) -> str:
                      + _margin_note(rows))
 
 
+def _level(rows) -> float:
+    return max((r.get("interval_level") or 0.95 for r in rows), default=0.95)
+
+
+def _has_interval(r) -> bool:
+    return r["model"] == "fine" or r["ci_high"] > r["ci_low"]
+
+
 def _margin_note(rows) -> list[str]:
-    """What the fine interval holds besides the simulator's runs: the model's own error."""
-    m, source = max(((r.get("model_error_rel") or 0.0, r.get("margin_source", "")) for r in rows
-                     if r["model"] == "fine"), default=(0.0, ""))
-    if m <= 0:
+    """What the interval holds besides the simulator's runs: the model's own error."""
+    errors = {r["model"]: (r.get("model_error_rel") or 0.0, r.get("margin_source", "")) for r in rows
+              if (r.get("model_error_rel") or 0.0) > 0}
+    if not errors:
         return []
-    return [f"95% interval: where one real run lands, the model's error (±{m:.1%}{', ' + source if source else ''}) "
-            "included; --model-error 0 gives the simulator's spread alone"]
+    source = next(s for _, s in errors.values())
+    what = ", ".join(f"{m} ±{e:.1%}" for m, (e, _) in errors.items())
+    return [f"{_level(rows):.0%} interval: where one real run lands, the model's error "
+            f"({what}{', ' + source if source else ''}) included; --model-error 0 gives the "
+            "simulator's spread alone, --interval-level 80%..95% another level"]
 
 
 def _regime_notes(rows) -> list[str]:
@@ -93,11 +105,12 @@ def _side_by_side(rows) -> str:
         for m in models:
             r = per.get(m)
             cells.append("-" if r is None else f"{r['throughput']:.1f}" + (
-                f" ±{(r['ci_high'] - r['ci_low']) / 2:.1f}" if m == "fine" else ""))
+                f" ±{(r['ci_high'] - r['ci_low']) / 2:.1f}" if _has_interval(r) else ""))
         ref = per.get("fine") or next(iter(per.values()))
         cells.append(bottleneck_text(ref))
         body.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-    lines = [fmt.format(*line) for line in [head, *body]] + ["(examples/s; fine: ± half the 95 % interval)"]
+    lines = [fmt.format(*line) for line in [head, *body]] + [
+        f"(examples/s; ± half the {_level(rows):.0%} interval)"]
     return "\n".join(lines + _regime_notes(rows) + _margin_note(rows))

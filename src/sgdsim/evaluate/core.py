@@ -21,13 +21,13 @@ from ..profile.transforms import with_overhead
 from ..progress import Progress
 from ..replicate import simulate_point
 from ..sim import SimConfig
-from ..spec import Cluster, Control, Job, Strategy
+from ..spec import NO_MARGIN, Cluster, Control, Job, Margin, Strategy
 from ..spec.limits import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from ..topology import Topology
 from ..topology.local import with_local_aggregation
 from .executors import Executor, Serial
 from .jobs import AnyProfile, coarse_profile, default_ps_count, fine_profile, worker_classes
-from .margin import for_one_run
+from .margin import coarse_for_one_run, for_one_run
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,9 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
         if name == "fine":
             points += evaluate_fine(job, strategy, cluster, control, counts, executor, progress_label)
         else:
-            points += evaluate_analytic(name, job, strategy, cluster, None if job.heterogeneous else counts)
+            # the coarse model's error is measured; the baselines' are not (they get none)
+            points += evaluate_analytic(name, job, strategy, cluster, None if job.heterogeneous else counts,
+                                        control.margin if name == "coarse" else NO_MARGIN)
     order = {m: i for i, m in enumerate(MODELS)}
     return sorted(points, key=lambda p: (p.workers, order[p.model]))
 
@@ -146,14 +148,14 @@ def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Contr
 
 
 def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
-                      counts: Sequence[int] | None) -> list[PredictionPoint]:
+                      counts: Sequence[int] | None, margin: Margin = NO_MARGIN) -> list[PredictionPoint]:
     """``counts`` None: the heterogeneous job's one point."""
     classes = [(_coarse_with_overhead(c.profile, strategy, cluster), c.count) for c in job.classes]
     for c, _ in classes:
         c.check_has_work()
     results = run_analytic(name, classes, None if counts is None else list(counts), strategy,
                            cluster, _fractions(job, strategy))
-    return [from_coarse(r) for r in results]
+    return [coarse_for_one_run(from_coarse(r), margin) for r in results]
 
 
 def _fractions(job: Job, strategy: Strategy) -> tuple[float, ...]:

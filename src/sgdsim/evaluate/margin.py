@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from statistics import NormalDist
 
 from ..point import PredictionPoint
 from ..spec import MODEL_ERROR_REL, Margin  # noqa: F401  (the default margin and its measurement)
@@ -27,8 +28,29 @@ def for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     """The simulator's interval widened to one real run's: at least the real runs' own spread
     (``run_spread_rel``, from calibration), then the model's error in quadrature; the point
     says where the margin came from."""
-    pt = with_model_error(with_run_spread(pt, margin.run_spread_rel), margin.model_error_rel)
+    pt = with_model_error(with_run_spread(at_level(pt, margin.level), margin.run_spread_rel),
+                          margin.model_error_rel)
+    pt = replace(pt, interval_level=margin.level)
     return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
+
+
+def coarse_for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
+    """A coarse point (one value) gets the coarse model's own error as its interval."""
+    pt = replace(with_model_error(pt, margin.coarse_error_rel), interval_level=margin.level)
+    return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
+
+
+def level_scale(level: float) -> float:
+    """How much narrower a ``level`` interval is than a 95 % one (normal quantiles)."""
+    return NormalDist().inv_cdf((1 + level) / 2) / NormalDist().inv_cdf(0.975)
+
+
+def at_level(pt: PredictionPoint, level: float) -> PredictionPoint:
+    """The simulated runs' 95 % interval rescaled to ``level`` around the prediction."""
+    if level == 0.95:
+        return pt
+    q, p = level_scale(level), pt.throughput
+    return replace(pt, ci_low=max(0.0, p - q * (p - pt.ci_low)), ci_high=p + q * (pt.ci_high - p))
 
 
 def with_run_spread(pt: PredictionPoint, spread: float) -> PredictionPoint:

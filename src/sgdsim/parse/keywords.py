@@ -45,7 +45,9 @@ worker on its host pulling, pushing (the lab's shared cores; ``topology/hosts.py
 several runs); every fine interval is at least mean·(1 ± run_spread). ``model_error``: the
 fine model's relative error for one run, added to each side of the interval in quadrature
 (``evaluate/margin.py``; None: ``MODEL_ERROR_REL``, as the lab's validation measured it;
-0: the simulator's spread alone). ``coarse`` gives a coarse
+0: the simulator's spread alone); given, it is the coarse model's interval too.
+``interval_level``: 0.8, 0.85, 0.9 or 0.95 (default) of real runs inside the intervals, each
+level with its measured margins (``spec.control.MODEL_ERROR_BY_LEVEL``). ``coarse`` gives a coarse
 profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
 ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
 ``replications``: "auto" (default) runs rounds of independent simulations until the mean
@@ -58,9 +60,9 @@ This is the parsing front of ``evaluate.evaluate(job, strategy, cluster, workers
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..spec import (DEFAULT_RHO_THRESHOLD, MODEL_ERROR_REL, Cluster, Contention, Control, Host, LateComer,
+from ..spec import (DEFAULT_RHO_THRESHOLD, Cluster, Contention, Control, Host, LateComer,
                     Link, Margin, Nodes, Stalls, Strategy, TwoWayRule)
-from ..spec.control import GIVEN, MEASURED
+from ..spec.control import LEVELS
 from ..spec.registries import DEFAULT_ARCH, DEFAULT_COLLECTIVE, DEFAULT_ORDER, DEFAULT_STREAMS, MODES
 from ..spec.two_way import check_busy
 from ..units import parse_bandwidth_Bps, parse_duration_s, parse_number, parse_size_bytes
@@ -80,7 +82,7 @@ CLUSTER_KEYWORDS = dict(
     allreduce_compute_share=0.0, transport="tcp", tcp_cpu=0.0, reduce_on="device", reduce_cpu=0.0,
     server_cpu=0.0)
 CONTROL_KEYWORDS = dict(seed=0, warmup=None, steps="auto", replications="auto", jitter=0.0,
-                        timeline=False, run_spread=0.0, model_error=None)
+                        timeline=False, run_spread=0.0, model_error=None, interval_level=0.95)
 KEYWORDS = {**STRATEGY_KEYWORDS, **CLUSTER_KEYWORDS, **CONTROL_KEYWORDS}
 
 
@@ -138,12 +140,27 @@ def host(kw: dict) -> Host:
 
 def control(kw: dict) -> Control:
     given = kw["model_error"] is not None
-    margin = Margin(model_error_rel=margin_rel(kw["model_error"]) if given else MODEL_ERROR_REL,
-                    run_spread_rel=_float(kw["run_spread"], "run spread"), source=GIVEN if given else MEASURED)
+    margin = Margin.at_level(interval_level(kw["interval_level"]), _float(kw["run_spread"], "run spread"),
+                             margin_rel(kw["model_error"]) if given else None)
     return Control(seed=_int(kw["seed"], "--seed"), warmup_steps=5 if kw["warmup"] is None else _int(kw["warmup"], "--warmup"),
                    steps_per_worker=_count_or_auto(kw["steps"], "--steps"),
                    replications=_count_or_auto(kw["replications"], "--replications"),
                    jitter_cv=_float(kw["jitter"], "--jitter"), timeline=bool(kw["timeline"]), margin=margin)
+
+
+def interval_level(value) -> float:
+    """0.8, 0.85, 0.9 or 0.95, also written as a percentage ("90%", "90")."""
+    text = str(value).strip().rstrip("%")
+    try:
+        x = float(text)
+    except (ValueError, OverflowError):
+        x = -1.0
+    x = x / 100 if x > 1 else x
+    level = next((lv for lv in LEVELS if abs(lv - x) < 1e-9), None)
+    if level is None:
+        raise ConfigError(f"--interval-level must be one of {', '.join(f'{lv:.0%}' for lv in LEVELS)}, "
+                          f"got {value!r}")
+    return level
 
 
 def margin_rel(value, what: str = "model error (--model-error)") -> float:
