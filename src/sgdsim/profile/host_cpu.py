@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .model import COMM, COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
-from .transforms import take_columns
+from .transforms import with_virtual_ops
 
 SERVER_SUFFIX = "~serve"  # id of the PS op that serialises a pull before it is sent
 
@@ -38,13 +38,7 @@ def with_server_ops(profile: Profile) -> Profile:
         if op.kind == COMM and op.resource == UPLINK and op.id not in consumed:
             ops.append(_server_op(op, (op.id,)))
             cols.append(-1)
-    if len(ops) == profile.n_ops:
-        return profile
-    take = np.array(cols)
-    record = {"transform": "server_ops", "virtual_ops": len(ops) - profile.n_ops}
-    return replace(profile, ops=tuple(ops), durations_s=take_columns(profile.durations_s, take, 0.0),
-                   comm_s=take_columns(profile.comm_s, take, np.nan),
-                   extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
+    return with_virtual_ops(profile, ops, cols, "server_ops")
 
 
 def _server_op(transfer, deps: tuple[str, ...]):

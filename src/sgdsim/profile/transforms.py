@@ -71,10 +71,16 @@ def with_allreduce_compute(profile: Profile) -> Profile:
             ops.append(replace(op, id=op.id + ALLREDUCE_COMPUTE_SUFFIX, name=f"{op.name} (compute share)",
                                kind=COMPUTE, resource=WORKER, size_bytes=0.0, ps=0))
             cols.append(-1)
+    return with_virtual_ops(profile, ops, cols, "allreduce_compute")
+
+
+def with_virtual_ops(profile: Profile, ops: list, cols: list[int], transform: str) -> Profile:
+    """The profile with ``ops``, where ``cols`` gives each one's column of the old durations
+    (−1: a virtual op, of duration 0 until someone sets it); recorded as ``transform``."""
     if len(ops) == profile.n_ops:
         return profile
     take = np.array(cols)
-    record = {"transform": "allreduce_compute", "virtual_ops": len(ops) - profile.n_ops}
+    record = {"transform": transform, "virtual_ops": len(ops) - profile.n_ops}
     return replace(profile, ops=tuple(ops), durations_s=take_columns(profile.durations_s, take, 0.0),
                    comm_s=take_columns(profile.comm_s, take, np.nan),
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
