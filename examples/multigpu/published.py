@@ -1,6 +1,6 @@
 """Predict published multi-GPU measurements from their one-GPU figures (issue 12, part 5).
 
-    python examples/multigpu/published.py [--out docs/validation/multigpu] [--fine]
+    python examples/multigpu/published.py [--out docs/validation/multigpu] [--fine] [--host-costs]
 
 For every row of ``docs/validation/multigpu/points.csv`` whose model has a PipeDream per-layer
 profile (``examples/pipedream/``): import the layers (parameter sizes, the split of compute
@@ -8,6 +8,8 @@ between layers), scale their compute so that the predicted one-GPU throughput eq
 source's own one-GPU figure, then predict the multi-GPU point on the published topology with
 the assumptions of ``SETUPS`` below (every one is also written into the report). Writes
 ``results.csv`` and ``README.md`` (errors per source table) into ``--out``.
+``--host-costs``: each setup's host CPU costs too (``host_costs.py``; outputs in
+``docs/validation/multigpu/host-costs/``, with the errors before and after).
 """
 from __future__ import annotations
 
@@ -20,8 +22,12 @@ import sys
 import time
 from dataclasses import replace
 
+import host_costs
 import sgdsim
 from sgdsim.profile.pipedream import import_pipedream
+from sgdsim.topology.local import with_local_aggregation
+from sgdsim.topology.model import Topology
+from sgdsim.units import parse_bandwidth_Bps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRAPHS = {"resnet50": "resnet50", "resnet101": "resnet101", "resnext50_32x4d": "resnext50",
@@ -103,11 +109,12 @@ def layers(model: str, batch: int):
     return import_pipedream(graph, batch, overlap=True, model_name=model)
 
 
-def calibrated(row: dict, kw: dict):
-    """The layers, compute scaled until one GPU predicts the source's one-GPU figure."""
+def calibrated(row: dict, kw: dict, single: dict | None = None):
+    """The layers, compute scaled until one GPU (``single``, else ``kw`` on one GPU) predicts
+    the source's one-GPU figure."""
     prof = layers(row["model"], int(row["batch_per_gpu"]))
     target = float(row["one_gpu_throughput_examples_per_s"])
-    single = one_gpu_kw(kw)
+    single = one_gpu_kw(kw) if single is None else single
     for _ in range(30):  # the PS link's time does not scale: a fixed point, not one division
         got = sgdsim.predict(prof, workers=1, model="coarse", **single)[0].throughput
         if abs(got / target - 1) < 1e-6:
@@ -116,23 +123,52 @@ def calibrated(row: dict, kw: dict):
     return prof
 
 
-def predict_row(row: dict, fine: bool) -> dict:
+def predict_row(row: dict, fine: bool, host: bool = False) -> dict:
+    if host:
+        return predict_host_row(row, fine)
     kw = options(row)
-    prof = calibrated(row, kw)
-    W = int(row["total_gpus"])
-    out = {"coarse": sgdsim.predict(prof, workers=W, model="coarse", **kw)[0].throughput}
+    return both_models(calibrated(row, kw), int(row["total_gpus"]), kw, fine)
+
+
+def both_models(prof, workers: int, kw: dict, fine: bool) -> dict:
+    out = {"coarse": sgdsim.predict(prof, workers=workers, model="coarse", **kw)[0].throughput}
     if fine:
-        out["fine"] = sgdsim.predict(prof, workers=W, model="fine", steps=5, warmup=2,
+        out["fine"] = sgdsim.predict(prof, workers=workers, model="fine", steps=5, warmup=2,
                                      replications=1, **kw)[0].throughput
     return out
+
+
+def predict_host_row(row: dict, fine: bool) -> dict:
+    """``--host-costs``: the row's setup (``host_costs.setup``) with its host CPU fields."""
+    s = host_costs.setup(row)
+    extra = host_costs.fields(s)
+    if s["kind"] != "distributed":
+        kw = {**options(row), **extra}
+        return both_models(calibrated(row, kw), int(row["total_gpus"]), kw, fine)
+    setup = SETUPS[row["source_id"]]
+    nodes, G, P = int(row["nodes"]), int(row["gpus_per_node"]), s["ps_count"]
+    # one GPU of one instance: its own PS task, nothing crosses the NIC
+    single = dict(arch="colocated", mode="sync", bandwidth=setup["nic"], **extra)
+    if P < nodes:  # shards on P of the nodes: sharded PS, each node one worker of them
+        kw = {**options(row), "ps_count": P, **extra}
+        return both_models(calibrated(row, kw, single), int(row["total_gpus"]), kw, fine)
+    prof = calibrated(row, single, single)
+    topo = Topology(parse_bandwidth_Bps(setup["nic"]), G, parse_bandwidth_Bps(setup["intra"]))
+    node = with_local_aggregation(prof, topo)  # the node's 8 GPUs sum locally, then push
+    return both_models(node, nodes, single, fine)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", default=os.path.join(ROOT, "docs", "validation", "multigpu", "points.csv"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "validation", "multigpu"))
+    ap.add_argument("--out", default=None, help="default: docs/validation/multigpu, or its "
+                    "host-costs/ with --host-costs")
     ap.add_argument("--fine", action="store_true", help="also run the simulator (minutes)")
+    ap.add_argument("--host-costs", action="store_true",
+                    help="state each setup's host CPU costs (host_costs.py)")
     args = ap.parse_args()
+    base = os.path.join(ROOT, "docs", "validation", "multigpu")
+    args.out = args.out or (os.path.join(base, "host-costs") if args.host_costs else base)
     rows = list(csv.DictReader(open(args.points, encoding="utf-8")))
     results, skipped = [], {}
     t0 = time.time()
@@ -140,7 +176,7 @@ def main() -> int:
         if row["model"] not in GRAPHS:
             skipped[row["model"]] = skipped.get(row["model"], 0) + 1
             continue
-        pred = predict_row(row, args.fine)
+        pred = predict_row(row, args.fine, args.host_costs)
         meas = float(row["throughput_examples_per_s"])
         res = {k: row[k] for k in ("source_id", "model", "gpu", "precision", "batch_per_gpu",
                                    "gpus_per_node", "nodes", "total_gpus", "arch")}
@@ -152,7 +188,9 @@ def main() -> int:
         print(f"[{i + 1}/{len(rows)}] {row['source_id']} {row['model']} {row['total_gpus']} GPUs: "
               f"measured {meas:g}, " + ", ".join(f"{m} {x:.0f}" for m, x in pred.items()),
               file=sys.stderr)
-    write(args.out, results, skipped, args.fine, time.time() - t0)
+    extra = host_report(base, rows, results, args.fine) if args.host_costs else ""
+    write(args.out, results, skipped, args.fine, time.time() - t0, extra,
+          ASSUMPTIONS[:-1] if args.host_costs else ASSUMPTIONS)  # the last: distributed, replaced
     plot(args.out, results, "fine" if args.fine else "coarse")
     return 0
 
@@ -185,7 +223,26 @@ def plot(out: str, results: list[dict], model: str) -> None:
     fig.savefig(os.path.join(out, "efficiency.png"), dpi=110)
 
 
-def write(out: str, results: list[dict], skipped: dict, fine: bool, wall_s: float) -> None:
+def host_report(base: str, rows: list[dict], results: list[dict], fine: bool) -> str:
+    """``--host-costs``: the setups, the rules, the errors before (``base``'s results.csv) and
+    after, and the rows still above 25 %."""
+    before = {(r["source_id"], r["model"], r["batch_per_gpu"], r["precision"], r["gpu"], r["total_gpus"]): r
+              for r in csv.DictReader(open(os.path.join(base, "results.csv"), encoding="utf-8"))}
+    keyed = [before[(r["source_id"], r["model"], r["batch_per_gpu"], r["precision"], r["gpu"], r["total_gpus"])]
+             for r in results]
+    models = ["coarse"] + (["fine"] if fine else [])
+    worse = host_costs.above(results, models)
+    used = [r for r in rows if r["model"] in GRAPHS]
+    return ("\n\nBefore (`published.py`) -> after (`--host-costs`): mean |err| / max |err| / signed "
+            "mean\n\n" + host_costs.compare(keyed, results, models)
+            + "\n\nRows above 25 % after: " + ("none" if not worse else "\n\n" + "\n".join(f"- {w}" for w in worse))
+            + "\n\nHost-cost rules:\n\n" + "\n".join(f"- {x}" for x in host_costs.RULES)
+            + "\n\nSetups (sources.md) and their fields:\n\n"
+            + "\n".join(f"- {x}" for x in host_costs.setup_lines(used)))
+
+
+def write(out: str, results: list[dict], skipped: dict, fine: bool, wall_s: float, extra: str = "",
+          assumptions: list[str] = ASSUMPTIONS) -> None:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "results.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(results[0]))
@@ -209,8 +266,9 @@ def write(out: str, results: list[dict], skipped: dict, fine: bool, wall_s: floa
     with open(os.path.join(out, "errors.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n\nSkipped (no per-layer timings shared): "
                 + ", ".join(f"{m} ({n} points)" for m, n in sorted(skipped.items()))
-                + ".\n\nAssumptions:\n\n" + "\n".join(f"- {a}" for a in ASSUMPTIONS)
-                + f"\n\n`python examples/multigpu/published.py{' --fine' if fine else ''}`, "
+                + "." + extra + "\n\nAssumptions:\n\n" + "\n".join(f"- {a}" for a in assumptions)
+                + f"\n\n`python examples/multigpu/published.py{' --fine' if fine else ''}"
+                  f"{' --host-costs' if extra else ''}`, "
                   f"{wall_s:.0f} s, {time.strftime('%Y-%m-%d')}.\n")
     print(table)
 
