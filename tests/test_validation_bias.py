@@ -1,4 +1,4 @@
-"""Bias, not only error: the signed error per model and per worker count (validate/bias.py), as
+"""Bias, not only error: the signed error per model and per worker count (evaluate/bias.py), as
 summary.md/.json, the bias plot and the lab scripts report it. Every figure here is computed
 by hand; nothing needs torch, root or the lab."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from sgdsim.analytic.coarse_profile import parse_coarse
 from sgdsim.validate import CaseResult, Point, ValidationResult, load_grid, run_validation
-from sgdsim.validate.bias import (Bias, bias_by_model, bias_by_workers, by_workers_json,
+from sgdsim.evaluate.bias import (Bias, bias_by_model, bias_by_workers, by_workers_json,
                                   by_workers_table, error_pct, errors_by_workers)
 from sgdsim.validate.report import summary_dict, summary_markdown, write_summary
 

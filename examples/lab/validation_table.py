@@ -3,7 +3,7 @@ often the fine interval holds the measurement (held-out points only; calibration
 then how many single lab runs fall inside it (the interval is meant for one run: ~95 %), without
 and with the model-error margin ``sgdsim predict`` adds (points.csv holds the simulator's interval);
 then the bias: per model its signed mean error and how many points it predicts too high, and the
-same by worker count W (``sgdsim.validate.bias``). ``--plot FILE`` draws the signed error
+same by worker count W (``sgdsim.evaluate.bias``). ``--plot FILE`` draws the signed error
 against W (needs matplotlib), as ``sgdsim validate`` does in plots/bias_by_workers.png.
 
     python examples/lab/validation_table.py docs/validation/{async,cnn,allreduce,2ps,widecnn}/points.csv \
@@ -16,7 +16,7 @@ import csv
 from collections import defaultdict
 
 from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage
-from sgdsim.validate.bias import bias_by_model, bias_by_workers, by_workers_table, signed
+from sgdsim.evaluate.bias import bias_by_model, bias_by_workers, by_workers_table, signed
 
 
 def rows(paths: list[str]) -> list[dict]:

@@ -20,11 +20,18 @@ def register(sub) -> dict:
     add_model_arguments(r)
     r.add_argument("-o", "--output", required=True, metavar="FILE.html", help="the report to write")
     r.add_argument("--force", action="store_true", help="overwrite an existing report")
+    r.add_argument("--validation", metavar="POINTS.csv",
+                   help="a sgdsim validate points.csv: adds how far predictions landed from those "
+                        "measured runs, by worker count (signed: a bias shows)")
     return {"report": cmd_report}
 
 
 def cmd_report(args) -> int:
     check_output_path(args.output, args.force)
+    if args.validation:
+        from ..report.validation import read_points
+
+        args.validation_points = read_points(args.validation)  # a bad file fails before any work
     if not args.profiles and not args.coarse:
         raise ConfigError("give at least one PROFILE (or --coarse)")
     if args.profiles and args.coarse:
@@ -50,7 +57,9 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
                                  points=tuple(p.to_dict() for p in points if p.model == model)))
     report = ReportInput(title="sgdsim prediction", series=tuple(series), profiles=tuple(profiles),
                          options=_options(args), hardware=_hardware(args.hardware),
-                         timeline=timeline, generated_by=f"sgdsim {__version__}")
+                         timeline=timeline, generated_by=f"sgdsim {__version__}",
+                         validation=getattr(args, "validation_points", ()),
+                         validation_source=getattr(args, "validation", None) or "")
     write_html(report, path, args.force)
     say(f"wrote {path}")
 
@@ -69,7 +78,7 @@ def _profile_summary(source, coarse: str | None) -> dict:
 
 def _options(args) -> dict[str, str]:
     skip = {"handlers", "command", "profiles", "profile", "output", "force", "quiet", "report",
-            "timeline", "format"}
+            "timeline", "format", "validation_points"}
     return {k.replace("_", "-"): str(v) for k, v in sorted(vars(args).items())
             if k not in skip and v not in (None, [], False)}
 

@@ -44,6 +44,8 @@ class ReportInput:
     hardware: dict | None = None
     timeline: str | None = None
     generated_by: str = ""
+    validation: tuple = ()  # (model, workers, measured, predicted) checks (report/validation.py)
+    validation_source: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "series", tuple(self.series))

@@ -4,7 +4,7 @@ line per model, and the fine model's 95 % interval as a band; and one over all c
 worker count, every point as a marker, and a zero line."""
 from __future__ import annotations
 
-from .bias import errors_by_workers
+from ..evaluate.bias import errors_by_workers
 
 STYLE = {"fine": ("tab:blue", "-"), "coarse": ("tab:orange", "--"), "lin": ("tab:green", "-."),
          "cynthia": ("tab:red", ":")}

@@ -13,7 +13,7 @@ import os
 
 from ..errors import ConfigError
 from ..evaluate.margin import MODEL_ERROR_REL, conformal_margin, coverage, run_score
-from .bias import bias_by_model, bias_by_workers, by_workers_json, by_workers_table, signed
+from ..evaluate.bias import bias_by_model, bias_by_workers, by_workers_json, by_workers_table, signed
 from .grid import Case
 
 CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
