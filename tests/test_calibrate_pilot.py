@@ -106,3 +106,26 @@ def test_a_grid_s_pilot_is_two_of_its_worker_counts_with_calibration(tmp_path, e
     else:
         with pytest.raises(ConfigError, match="'pilot' lists two or more"):
             load_grid(str(grid))
+
+
+def test_a_pilot_calibrated_file_widens_every_interval_by_its_fit(tmp_path):
+    """The file's fit uncertainty u = 1.96·sd(log B) joins the model's error in quadrature, for
+    the fine and the coarse model alike; a file without a pilot adds nothing."""
+    from sgdsim.spec.control import COARSE_ERROR_BY_LEVEL, MODEL_ERROR_REL
+
+    clean = [(W, _truth(W, 0.9 * B_bps, 2e-9)) for W in (1, 2)]
+    fit = calibrate_pilot(_profile(), [(W, x * f) for W, x in clean for f in (0.95, 1.05)],
+                          _hw(), "ps", "sync")
+    u = 1.96 * fit.sd_log_bandwidth
+    assert u > 0.02 and fit.hardware.fit_uncertainty_rel == pytest.approx(u)
+    assert _hw().fit_uncertainty_rel == 0.0
+    net = fit.hardware.predict_kwargs("ps", "sync")
+    for model, error in (("fine", MODEL_ERROR_REL), ("coarse", COARSE_ERROR_BY_LEVEL[0.95])):
+        kw = dict(workers=[2], mode="sync", model=model,
+                  **(dict(replications=1, steps=50) if model == "fine" else {}))
+        raw = sgdsim.predict(_profile(), **{**net, "model_error": 0, "fit_uncertainty": 0.0}, **kw)
+        got = sgdsim.predict(_profile(), **net, **kw)
+        r, g = raw[0], got[0]
+        p = r.throughput
+        h = (r.ci_high - p) / p
+        assert g.ci_high == pytest.approx(p * (1 + math.hypot(h, math.hypot(error, u))), rel=1e-9)

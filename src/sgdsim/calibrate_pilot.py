@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibrate_worker import STEPS, _bisect, run_spread_rel
+from .calibrate_worker import STEPS, _bisect
+from .sim.stats import t95
 from .errors import ConfigError
 from .hardware import Hardware
 from .predict import predict
@@ -103,6 +104,18 @@ def _noise(points: dict[int, list[float]], residuals: list[float]) -> float:
     return max(MIN_NOISE_REL, math.sqrt(sum(r * r for r in residuals) / dof))
 
 
+def _run_spread(points: dict[int, list[float]], default):
+    """One more run's 95 % relative half-width from the runs' spread pooled over the worker
+    counts run more than once (t quantile of the pooled degrees of freedom); else ``default``."""
+    repeated = [np.log(v) for v in points.values() if len(v) > 1]
+    dof = sum(len(v) - 1 for v in repeated)
+    if not dof:
+        return default
+    sd = math.sqrt(sum(float(np.sum((v - v.mean()) ** 2)) for v in repeated) / dof)
+    n = min(len(v) for v in repeated)
+    return min(0.99, t95(dof) * sd * math.sqrt(1 + 1 / n))
+
+
 def _golden(f, lo: float, hi: float, steps: int, progress) -> float:
     g = (math.sqrt(5) - 1) / 2
     a, b = lo, hi
@@ -172,7 +185,6 @@ def _hardware(hw: Hardware, arch: str, b: float, alpha: float, points, sd: float
               "residuals_pct": [[W, r] for W, r in residuals]}
     key = ("allreduce_bandwidth_bps" if "collective" in ARCHITECTURES[arch].options
            else "bandwidth_bps")
-    repeated = [v for v in points.values() if len(v) > 1]
-    spread = max((run_spread_rel(v) for v in repeated), default=hw.run_spread_rel)
+    spread = _run_spread(points, hw.run_spread_rel)
     return dataclasses.replace(hw, **{key: b}, parse_alpha_s_per_byte=alpha, run_spread_rel=spread,
                                measured={**hw.measured, "calibration": record})

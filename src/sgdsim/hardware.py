@@ -115,6 +115,7 @@ class Hardware:
                 "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
                 **self._two_way(),
                 "run_spread": self.run_spread_rel or 0.0,
+                **({"fit_uncertainty": self.fit_uncertainty_rel} if self.fit_uncertainty_rel else {}),
                 **({"model_error": self.model_error_rel} if self.model_error_rel is not None else {}),
                 **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
                 **({"host_contention": self._directions("host_contention")}
@@ -125,6 +126,12 @@ class Hardware:
                 **({"ring_latency": self.ring_latency_s or 0.0,
                     "allreduce_compute_share": self.allreduce_compute_share or 0.0}
                    if "ring_latency" in ARCHITECTURES[arch].options else {})}
+
+    @property
+    def fit_uncertainty_rel(self) -> float:
+        """A pilot calibration's 95 % relative uncertainty on the goodput (0 without one)."""
+        sd = self.measured.get("calibration", {}).get("sd_log_bandwidth")
+        return min(0.99, 1.96 * sd) if isinstance(sd, (int, float)) and sd == sd and sd > 0 else 0.0
 
     def late_comer(self) -> LateComer | None:
         """The default's late-comer dynamics, where the file has them (see ``_tcp_dynamics``);

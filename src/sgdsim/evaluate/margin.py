@@ -29,15 +29,21 @@ def for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     (``run_spread_rel``, from calibration), then the model's error in quadrature; the point
     says where the margin came from."""
     pt = with_model_error(with_run_spread(at_level(pt, margin.level), margin.run_spread_rel),
-                          margin.model_error_rel)
+                          _with_fit(margin.model_error_rel, margin))
     pt = replace(pt, interval_level=margin.level)
     return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
 
 
 def coarse_for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     """A coarse point (one value) gets the coarse model's own error as its interval."""
-    pt = replace(with_model_error(pt, margin.coarse_error_rel), interval_level=margin.level)
+    pt = replace(with_model_error(pt, _with_fit(margin.coarse_error_rel, margin)),
+                 interval_level=margin.level)
     return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
+
+
+def _with_fit(error_rel: float, margin: Margin) -> float:
+    """The model's error and a pilot fit's uncertainty (rescaled to the level), in quadrature."""
+    return math.hypot(error_rel, margin.fit_rel * level_scale(margin.level)) if margin.fit_rel else error_rel
 
 
 def level_scale(level: float) -> float:

@@ -47,7 +47,9 @@ fine model's relative error for one run, added to each side of the interval in q
 (``evaluate/margin.py``; None: ``MODEL_ERROR_REL``, as the lab's validation measured it;
 0: the simulator's spread alone); given, it is the coarse model's interval too.
 ``interval_level``: 0.8, 0.85, 0.9 or 0.95 (default) of real runs inside the intervals, each
-level with its measured margins (``spec.control.MODEL_ERROR_BY_LEVEL``). ``coarse`` gives a coarse
+level with its measured margins (``spec.control.MODEL_ERROR_BY_LEVEL``). ``fit_uncertainty``:
+a pilot calibration's 95 % relative uncertainty on the goodput (a hardware file's), added to
+both models' error in quadrature. ``coarse`` gives a coarse
 profile (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of a file.
 ``worker_profiles`` (heterogeneous workers) replaces ``profile``/``workers``: one point.
 ``replications``: "auto" (default) runs rounds of independent simulations until the mean
@@ -82,7 +84,8 @@ CLUSTER_KEYWORDS = dict(
     allreduce_compute_share=0.0, transport="tcp", tcp_cpu=0.0, reduce_on="device", reduce_cpu=0.0,
     server_cpu=0.0)
 CONTROL_KEYWORDS = dict(seed=0, warmup=None, steps="auto", replications="auto", jitter=0.0,
-                        timeline=False, run_spread=0.0, model_error=None, interval_level=0.95)
+                        timeline=False, run_spread=0.0, model_error=None, interval_level=0.95,
+                        fit_uncertainty=0.0)
 KEYWORDS = {**STRATEGY_KEYWORDS, **CLUSTER_KEYWORDS, **CONTROL_KEYWORDS}
 
 
@@ -141,7 +144,8 @@ def host(kw: dict) -> Host:
 def control(kw: dict) -> Control:
     given = kw["model_error"] is not None
     margin = Margin.at_level(interval_level(kw["interval_level"]), _float(kw["run_spread"], "run spread"),
-                             margin_rel(kw["model_error"]) if given else None)
+                             margin_rel(kw["model_error"]) if given else None,
+                             _float(kw["fit_uncertainty"], "calibration fit uncertainty"))
     return Control(seed=_int(kw["seed"], "--seed"), warmup_steps=5 if kw["warmup"] is None else _int(kw["warmup"], "--warmup"),
                    steps_per_worker=_count_or_auto(kw["steps"], "--steps"),
                    replications=_count_or_auto(kw["replications"], "--replications"),

@@ -32,22 +32,27 @@ class Margin:
     source: str = MEASURED
     level: float = 0.95
     coarse_error_rel: float = COARSE_ERROR_BY_LEVEL[0.95]
+    # a pilot calibration's uncertainty (95 %) on the goodput: a throughput moves at most as
+    # much as the bandwidth it rests on, so it bounds the prediction's (calibrate_pilot.py)
+    fit_rel: float = 0.0
 
     @classmethod
-    def at_level(cls, level: float, run_spread_rel: float = 0.0, model_error_rel=None) -> Margin:
+    def at_level(cls, level: float, run_spread_rel: float = 0.0, model_error_rel=None,
+                 fit_rel: float = 0.0) -> Margin:
         """The measured margins at ``level``, or ``model_error_rel`` for both models (given)."""
         if level not in LEVELS:
             raise ConfigError(f"the interval level must be one of {', '.join(f'{x:.0%}' for x in LEVELS)}, "
                               f"got {level!r}")
         if model_error_rel is not None:
-            return cls(model_error_rel, run_spread_rel, GIVEN, level, model_error_rel)
+            return cls(model_error_rel, run_spread_rel, GIVEN, level, model_error_rel, fit_rel)
         return cls(MODEL_ERROR_BY_LEVEL[level], run_spread_rel, MEASURED, level,
-                   COARSE_ERROR_BY_LEVEL[level])
+                   COARSE_ERROR_BY_LEVEL[level], fit_rel)
 
     def __post_init__(self):
         check_range(self.model_error_rel, "model error", 0.0, 1.0, hi_open=True, text="in [0, 1) (0 to 100 %)")
         check_range(self.run_spread_rel, "run spread", 0.0, 1.0, hi_open=True, text="a fraction in [0, 1)")
         check_range(self.coarse_error_rel, "coarse model error", 0.0, 1.0, hi_open=True, text="in [0, 1)")
+        check_range(self.fit_rel, "calibration fit uncertainty", 0.0, 1.0, hi_open=True, text="in [0, 1)")
         if self.level not in LEVELS:
             raise ConfigError(f"the interval level must be one of {LEVELS}, got {self.level!r}")
         if self.source not in (MEASURED, GIVEN):

@@ -147,7 +147,8 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
             skipped.append(reason)
             continue
         # the simulator's own interval: the margin is fitted to, and checked on, runs against it
-        preds = predict(profile, workers=list(case.workers), **{**net, "model_error": 0.0},
+        preds = predict(profile, workers=list(case.workers),
+                        **{**net, "model_error": 0.0, "fit_uncertainty": 0.0},
                         mode=case.mode, arch=case.arch, sharing=case.sharing, model=name,
                         replications=case.replications if name == "fine" else 1)
         points += [Point(case.name, name, p.workers, float(p.throughput),
