@@ -22,7 +22,8 @@ def register(sub) -> dict:
     r.add_argument("--force", action="store_true", help="overwrite an existing report")
     r.add_argument("--validation", metavar="POINTS.csv",
                    help="a sgdsim validate points.csv: adds how far predictions landed from those "
-                        "measured runs, by worker count (signed: a bias shows)")
+                        "measured runs, by worker count (signed: a bias shows) (default: none, no "
+                        "validation section)")
     return {"report": cmd_report}
 
 
