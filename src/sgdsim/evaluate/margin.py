@@ -31,14 +31,20 @@ def for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     pt = with_model_error(with_run_spread(at_level(pt, margin.level), margin.run_spread_rel),
                           _with_fit(margin.model_error_rel, margin))
     pt = replace(pt, interval_level=margin.level)
-    return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
+    return replace(pt, margin_source=_source(margin)) if pt.model_error_rel > 0 else pt
 
 
 def coarse_for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     """A coarse point (one value) gets the coarse model's own error as its interval."""
     pt = replace(with_model_error(pt, _with_fit(margin.coarse_error_rel, margin)),
                  interval_level=margin.level)
-    return replace(pt, margin_source=margin.source) if pt.model_error_rel > 0 else pt
+    return replace(pt, margin_source=_source(margin)) if pt.model_error_rel > 0 else pt
+
+
+def _source(margin: Margin) -> str:
+    if not margin.fit_rel:
+        return margin.source
+    return f"{margin.source}, with a pilot calibration's ±{margin.fit_rel * level_scale(margin.level):.1%}"
 
 
 def _with_fit(error_rel: float, margin: Margin) -> float:
