@@ -32,17 +32,16 @@ def main() -> None:
     ap.add_argument("tcp_cpu", type=float, help="seconds of CPU per byte sent or received")
     ap.add_argument("--fitted", action="store_true", help="also the lab trainer's grids")
     args = ap.parse_args()
-    knob_ablation.without = with_cost
     changes = {"tcp_cpu_s_per_byte": args.tcp_cpu, "transport": "tcp"}
     with tempfile.TemporaryDirectory() as tmp:
-        rows = knob_ablation.errors(knob_ablation.HELD_OUT, changes, os.path.join(tmp, "h"))
+        rows = knob_ablation.errors(knob_ablation.HELD_OUT, changes, os.path.join(tmp, "h"), with_cost)
         print("held-out trainer: mean |err| | signed | worst | interval holds:", knob_ablation.line(rows))
         for name in knob_ablation.HELD_OUT:
             for r in csv.DictReader(open(os.path.join(tmp, "h", name, "points.csv"), encoding="utf-8")):
                 if r["model"] == "fine" and r["measured"] and r["fitted"] != "1":
                     print(f"  {r['case']} W={r['workers']}: {float(r['error_pct']):+.1f} %")
         if args.fitted:
-            rows = knob_ablation.errors(knob_ablation.FITTED, changes, os.path.join(tmp, "f"))
+            rows = knob_ablation.errors(knob_ablation.FITTED, changes, os.path.join(tmp, "f"), with_cost)
             print("lab trainer (fitted):", knob_ablation.line(rows))
 
 

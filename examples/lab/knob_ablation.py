@@ -62,11 +62,12 @@ def without(grid, changes: dict):
     return dataclasses.replace(grid, cases=tuple(cases))
 
 
-def errors(names, changes: dict, out: str) -> list[tuple]:
-    """(measured, predicted, low, high, workers) of every held-out fine point of the grids."""
+def errors(names, changes: dict, out: str, vary=None) -> list[tuple]:
+    """(measured, predicted, low, high, workers) of every held-out fine point of the grids,
+    each grid changed by ``vary(grid, changes)`` (default: ``without``)."""
     rows = []
     for name in names:
-        grid = without(load_grid(f"examples/grids/lab-{name}.toml"), changes)
+        grid = (vary or without)(load_grid(f"examples/grids/lab-{name}.toml"), changes)
         result = replay(grid, f"docs/validation/{name}/points.csv", os.path.join(out, name))
         for cr in result.cases:
             rows += [(p.measured, p.predicted, p.low, p.high, p.workers) for p in cr.points

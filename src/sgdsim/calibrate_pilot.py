@@ -57,6 +57,7 @@ class _Model:
         self.profile, self.hw, self.arch, self.mode, self.ps_count = profile, hw, arch, mode, ps_count
         self.W0, self.x0 = W0, x0
         self.cache: dict[tuple, float] = {}
+        self.alphas: dict[float, float] = {}  # the bisection once per candidate B, not per run
 
     def throughput(self, W: int, bandwidth_bps: float, alpha: float) -> float:
         key = (W, round(bandwidth_bps, 3), alpha)
@@ -72,6 +73,11 @@ class _Model:
 
     def alpha(self, bandwidth_bps: float) -> float:
         """α ≥ 0 making W0's prediction equal its measurement (0 if even α = 0 is too slow)."""
+        if bandwidth_bps not in self.alphas:
+            self.alphas[bandwidth_bps] = self._fit_alpha(bandwidth_bps)
+        return self.alphas[bandwidth_bps]
+
+    def _fit_alpha(self, bandwidth_bps: float) -> float:
         def x(a: float) -> float:
             return self.throughput(self.W0, bandwidth_bps, a)
         if x(0.0) <= self.x0:

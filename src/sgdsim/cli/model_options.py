@@ -112,7 +112,7 @@ def _sharing_arguments(q) -> None:
     q.add_argument("--interval-level", default=None, metavar="LEVEL",
                    help="the share of real runs the intervals are meant to hold: 80%%, 85%%, 90%% "
                         "or 95%% (default), each with the margins the lab's runs call for "
-                        "(docs/validation/intervals.md)")
+                        "(docs/validation/torch/README.md)")
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")

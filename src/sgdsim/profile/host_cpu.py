@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .model import COMM, COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
-from .transforms import with_virtual_ops
+from .transforms import successor_lists, with_virtual_ops
 
 SERVER_SUFFIX = "~serve"  # id of the PS op that serialises a pull before it is sent
 
@@ -51,11 +51,7 @@ def host_targets(profile: Profile) -> list[tuple[int, int, int]]:
     where that end has none. The worker side of a push is the last compute op it depends on,
     of a pull the first that depends on it; the server side of a push is the first PS op
     that depends on it, of a pull the PS op it depends on."""
-    idx = profile.index()
-    succ: list[list[int]] = [[] for _ in profile.ops]
-    for i, op in enumerate(profile.ops):
-        for d in op.deps:
-            succ[idx[d]].append(i)
+    idx, succ = profile.index(), successor_lists(profile)
     out = []
     for i, op in enumerate(profile.ops):
         if op.kind != COMM:

@@ -14,13 +14,19 @@ from ..errors import ConfigError
 from .model import COMM, COMPUTE, DOWNLINK, UPLINK, WORKER, Profile
 
 
-def overhead_targets(profile: Profile) -> list[tuple[int, int]]:
-    """(comm op, first compute op that depends on it) pairs: where its parsing cost lands."""
+def successor_lists(profile: Profile) -> list[list[int]]:
+    """For every op, the indices of the ops that depend on it."""
     idx = profile.index()
     succ: list[list[int]] = [[] for _ in profile.ops]
     for i, op in enumerate(profile.ops):
         for d in op.deps:
             succ[idx[d]].append(i)
+    return succ
+
+
+def overhead_targets(profile: Profile) -> list[tuple[int, int]]:
+    """(comm op, first compute op that depends on it) pairs: where its parsing cost lands."""
+    succ = successor_lists(profile)
     pairs = []
     for i, op in enumerate(profile.ops):
         if op.kind == COMM:

@@ -11,7 +11,7 @@ from .limits import MAX_CV, MAX_REPLICATIONS, MAX_STEPS, MAX_WARMUP, check_range
 MODEL_ERROR_REL = 0.1042  # 10.412 % rounded up at the fourth decimal
 # The same at each interval level the user may ask for (--interval-level), and the coarse
 # model's, fitted the same way to the same runs with the simulator's 95 % interval rescaled to
-# the level (normal quantiles); held-out coverage in docs/validation/intervals.md.
+# the level (normal quantiles); held-out coverage in docs/validation/torch/README.md.
 LEVELS = (0.80, 0.85, 0.90, 0.95)
 MODEL_ERROR_BY_LEVEL = {0.80: 0.0468, 0.85: 0.0770, 0.90: 0.0936, 0.95: MODEL_ERROR_REL}
 COARSE_ERROR_BY_LEVEL = {0.80: 0.1087, 0.85: 0.1255, 0.90: 0.1597, 0.95: 0.1762}
