@@ -77,23 +77,3 @@ def test_retire_drops_a_timer_unless_its_handler_rescheduled_it():
     schedule(K, 2, np.inf)  # the handler cancels it: retire must cope with an absent timer
     retire(K, 2)
     assert pop_next(K) == -1
-
-
-def test_compiling_the_core_is_announced_once_and_only_when_not_cached(tmp_path, capsys, monkeypatch):
-    from sgdsim.sim import jit
-
-    if not jit.HAVE_NUMBA:
-        pytest.skip("numba not installed: nothing is compiled")
-    monkeypatch.setattr(jit, "_announced", False)
-    monkeypatch.setattr(jit.numba.config, "CACHE_DIR", "")
-    engine_file = str(tmp_path / "engine.py")
-    warmed = []
-    jit.announce_compile(engine_file, lambda: warmed.append(1))
-    jit.announce_compile(engine_file, lambda: warmed.append(1))
-    assert capsys.readouterr().err.count("compiling the simulator core") == 1
-    assert warmed == [1]  # the core is compiled once, under the notice
-    monkeypatch.setattr(jit, "_announced", False)
-    (tmp_path / "__pycache__").mkdir()
-    (tmp_path / "__pycache__" / "engine.run-27.py311.nbi").write_text("")
-    jit.announce_compile(engine_file, lambda: warmed.append(1))
-    assert "compiling" not in capsys.readouterr().err and warmed == [1]

@@ -11,12 +11,7 @@
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +20,6 @@ from hypothesis import strategies as st
 
 import sgdsim
 from conftest import layered_profile, run_sim
-from sgdsim.profile.io import save_profile
-from sgdsim.sim import WorkerClass
 
 # SGDSIM_PROPERTY_EXAMPLES=2000 explores more (randomly); the default run is small and fixed.
 _N = int(os.environ.get("SGDSIM_PROPERTY_EXAMPLES", "25"))
@@ -197,70 +190,3 @@ def test_predict_same_seed_same_points():
     assert strip(a) == strip(b)
 
 
-# ----------------------------------------------------------------------------- pure Python
-
-_PURE_SCRIPT = textwrap.dedent("""
-    import json, sys
-    from sgdsim.profile.io import load_profile
-    from sgdsim.sim import WorkerClass, simulate
-    from sgdsim.sim import jit
-    from simcfg import simcfg
-    cases = json.loads(sys.argv[1])
-    out = {"have_numba": jit.HAVE_NUMBA, "results": []}
-    for case in cases:
-        classes = [WorkerClass(n, load_profile(path), c) for n, path, c in case["classes"]]
-        r = simulate(classes, simcfg(**case["config"]))
-        out["results"].append({"throughput": r.throughput, "ci_low": r.ci_low,
-                               "ci_high": r.ci_high, "ops": r.ops_simulated,
-                               "utilization": {k: float(v) for k, v in r.utilization.items()},
-                               "end_s": [float(x) for x in r.timeline.end_s]})
-    print(json.dumps(out))
-""")
-
-
-def test_pure_python_matches_compiled(tmp_path):
-    from sgdsim.sim import jit, simulate
-    from sgdsim.profile.io import load_profile
-    from simcfg import simcfg
-
-    if not jit.HAVE_NUMBA:
-        pytest.skip("numba not installed: the in-process run is pure Python already")
-    fast = layered_profile([2e6, 0.0, 3e6, 1e6], [[0.01, 0.002, 0.02, 0.004], [0.012, 0.001, 0.03, 0.005]],
-                           [[0.02, 0.003, 0.04, 0.008], [0.02, 0.002, 0.05, 0.006]],
-                           upd=[0.001, 0.0, 0.002, 0.001], overlap=True, ps=[0, 0, 1, 1])
-    slow = layered_profile([2e6, 0.0, 3e6, 1e6], [0.03, 0.004, 0.05, 0.01], [0.06, 0.006, 0.1, 0.02],
-                           upd=[0.001, 0.0, 0.002, 0.001], overlap=True, ps=[0, 0, 1, 1])
-    paths = {}
-    for name, prof in (("fast", fast), ("slow", slow)):
-        paths[name] = str(tmp_path / f"{name}.json")
-        save_profile(prof, paths[name])
-    base = dict(bandwidth_bps=8e6, warmup_steps=2, steps_per_worker=4, timeline=True)
-    cases = [
-        {"classes": [["fast", paths["fast"], 3]],
-         "config": {**base, "mode": "async", "sharing": "ps", "streams": "http2",
-                    "window_bytes": 1.5e6, "seed": 3}},
-        {"classes": [["fast", paths["fast"], 2], ["slow", paths["slow"], 2]],
-         "config": {**base, "mode": "sync", "sharing": "fcfs", "flow_cap_bps": 5e6,
-                    "order": "random", "seed": 5}},
-        {"classes": [["fast", paths["fast"], 2]],
-         "config": {**base, "mode": "async", "sharing": "ps", "ps_count": 3, "seed": 11}},
-    ]
-    env = dict(os.environ, SGDSIM_PURE_PYTHON="1")
-    src = str(Path(sgdsim.__file__).resolve().parents[1])
-    tests = str(Path(__file__).resolve().parent)  # simcfg
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, tests, env.get("PYTHONPATH")) if p)
-    proc = subprocess.run([sys.executable, "-c", _PURE_SCRIPT, json.dumps(cases)], env=env,
-                          capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr
-    pure = json.loads(proc.stdout)
-    assert pure["have_numba"] is False
-    for case, got in zip(cases, pure["results"]):
-        classes = [WorkerClass(n, load_profile(p), c) for n, p, c in case["classes"]]
-        r = simulate(classes, simcfg(**case["config"]))
-        assert got["throughput"] == pytest.approx(r.throughput, rel=REL)
-        assert got["ci_low"] == pytest.approx(r.ci_low, rel=REL, abs=1e-12)
-        assert got["ci_high"] == pytest.approx(r.ci_high, rel=REL)
-        assert got["ops"] == r.ops_simulated
-        assert got["utilization"] == pytest.approx({k: float(v) for k, v in r.utilization.items()},
-                                                   rel=REL, abs=1e-12)
-        assert got["end_s"] == pytest.approx(r.timeline.end_s.tolist(), rel=REL, abs=1e-12)

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..sim.jit import HAVE_NUMBA, jit
+from ..compiled import CORE, F64, core
 
 #: The station disciplines, named once here (the registry of station kinds): a delay station
 #: (infinite server), processor sharing (Eq. 1) and FCFS (Eq. 2).
@@ -181,8 +181,8 @@ def mva_exact(S, kinds: Sequence[str], populations=None) -> MvaResult:
 
 # ----------------------------------------------------------------------------- symmetric
 
-@jit
-def _symmetric_kernel(s, a, c, d, K, t, w, curve):
+@core
+def _symmetric_kernel(s: F64, a: F64, c: F64, d: F64, K: int, t: F64, w: F64, curve: F64) -> None:
     """Single-class MVA recursion m = 1..K on the coefficients of one class; writes the
     total throughput X(m) to curve[m-1] and leaves T(K) in t."""
     L = len(s)
@@ -207,8 +207,11 @@ def _symmetric(S_row, kinds: Sequence[str], K: int):
         raise ValueError("the class has zero total service time")
     coef = _coefficients(s, kinds)
     t, curve = np.empty(len(s)), np.empty(int(K))
-    args = list(coef) if HAVE_NUMBA else coef.tolist()  # plain Python: lists index faster
-    _symmetric_kernel(*args, int(K), t, np.empty(len(s)), curve)
+    if CORE is not None:
+        rows = (np.ascontiguousarray(row) for row in coef)
+        CORE.symmetric_kernel(*rows, int(K), t, np.empty(len(s)), curve)
+    else:  # plain Python: lists index faster
+        _symmetric_kernel(*coef.tolist(), int(K), t, np.empty(len(s)), curve)
     return s, t, curve
 
 
@@ -229,44 +232,18 @@ def mva_symmetric(S_row, kinds: Sequence[str], K: int) -> MvaResult:
     return MvaResult(X=np.full(K, x), T=T, N=N, U=U, method="symmetric")
 
 
-@jit
-def _sweep_kernel(S, A, C, D, Ks, X_out, T_out, t, w):
-    """The symmetric recursion once per row i, up to Ks[i] customers: O(sum(Ks) L)."""
-    L = S.shape[1]
-    for i in range(S.shape[0]):
-        for l in range(L):
-            w[l] = 0.0
-        x = 0.0
-        for m in range(1, Ks[i] + 1):
-            r = 0.0
-            for l in range(L):
-                t[l] = S[i, l] + A[i, l] * w[l]
-                r += t[l]
-            x = m / r
-            for l in range(L):
-                w[l] = x * (C[i, l] * t[l] - D[i, l])
-        X_out[i] = x
-        for l in range(L):
-            T_out[i, l] = t[l]
-
-
 def symmetric_sweep(S_rows, kinds: Sequence[str], Ks) -> tuple[np.ndarray, np.ndarray]:
     """Exact MVA of Ks[i] identical workers with service row S_rows[i], for every i at once
     (same reduction as :func:`mva_symmetric`). Returns the job throughput (n,) and the
-    per-visit response times (n, L). One compiled call for a whole worker-count sweep."""
+    per-visit response times (n, L): one compiled recursion per row."""
     S = _matrix(np.atleast_2d(np.asarray(S_rows, dtype=float)), kinds)
     Ks = np.asarray(Ks, dtype=np.int64)
     if np.any(Ks < 1):
         raise ValueError("worker counts must be positive")
-    Sg, A, C, D = _coefficients(S, kinds)
     X, T = np.empty(len(S)), np.empty(S.shape)
-    scratch = np.empty(S.shape[1]), np.empty(S.shape[1])
-    if HAVE_NUMBA:
-        _sweep_kernel(Sg, A, C, D, Ks, X, T, *scratch)
-    else:
-        for i in range(len(S)):  # plain Python: the 1-D kernel on lists is faster
-            s, t, curve = _symmetric(S[i], kinds, int(Ks[i]))
-            X[i], T[i] = curve[-1], t
+    for i in range(len(S)):
+        s, t, curve = _symmetric(S[i], kinds, int(Ks[i]))
+        X[i], T[i] = curve[-1], t
     return X, T
 
 

@@ -45,14 +45,6 @@ def _one_thread() -> None:
     replicate.MAX_THREADS = 1  # the pool's processes already fill the cores
 
 
-def _load_compiled_core() -> None:
-    """Compile (first time) or load the simulator core here, before the pool forks: the
-    processes inherit it instead of each compiling it at once on the same cores."""
-    from ..sim.simulate import warm_core
-
-    warm_core()
-
-
 class LocalPool:
     def __init__(self, jobs: int):
         self.jobs = jobs
@@ -60,7 +52,6 @@ class LocalPool:
     def map(self, fn, items, progress=None):
         if len(items) <= 1 or self.jobs <= 1:
             return Serial().map(fn, items, progress)
-        _load_compiled_core()
         out: list[Any] = [None] * len(items)
         with ProcessPoolExecutor(min(self.jobs, len(items)), initializer=_one_thread) as pool:
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}

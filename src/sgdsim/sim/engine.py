@@ -14,16 +14,23 @@ Everything here works on flat arrays so the same code runs compiled (numba) or a
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .heap import heap_pop, heap_set
-from .jit import jit, jit_inline
-from .kernel import next_seq, pop_next, retire, schedule
+from ..compiled import F64, core, core_inline
+from .flows import Links
+from .heap import Heaps, heap_pop, heap_set
+from .kernel import Kernel, next_seq, pop_next, retire, schedule
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
 from .sharing.fair import apply_due_boost, coupled, joined_due, set_rate
 from .stalls import INCUMBENT, draw, moving, pause, resume, stall_s
 from .stalls import on as stalls_on
 from .streams import chunk_bytes, queue_key
+
+if TYPE_CHECKING:
+    from .plan import Plan
+    from .state import State
 
 # counters in S.ctr
 C_OPS, C_COMPLETIONS, C_SYNC, C_TIMELINE, C_REFILL = 0, 1, 2, 3, 4
@@ -31,8 +38,8 @@ C_OPS, C_COMPLETIONS, C_SYNC, C_TIMELINE, C_REFILL = 0, 1, 2, 3, 4
 DONE, STALLED, TIMELINE_FULL, BUDGET, REFILL = 0, 1, 2, 3, 4
 
 
-@jit
-def run(P, S, K, LK, Q, target_completions, max_ops):
+@core
+def run(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, target_completions: int, max_ops: int) -> int:
     """Process events until ``target_completions`` steps completed in total (or a limit)."""
     while S.ctr[C_COMPLETIONS] < target_completions:
         if S.ctr[C_OPS] >= max_ops:
@@ -49,8 +56,8 @@ def run(P, S, K, LK, Q, target_completions, max_ops):
     return DONE
 
 
-@jit
-def start(P, S, K, LK, Q, offsets):
+@core
+def start(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, offsets: F64) -> None:
     """Start every worker's first step, worker w at ``offsets[w]`` (seconds). Workers due at 0
     go first, in worker order, before any other event (their timers are the first scheduled)."""
     first = P.W * P.R + len(P.link_res)
@@ -58,8 +65,8 @@ def start(P, S, K, LK, Q, offsets):
         schedule(K, first + w, offsets[w])
 
 
-@jit
-def open_window(P, S, K, LK):
+@core
+def open_window(P: Plan, S: State, K: Kernel, LK: Links) -> None:
     """Start measuring: busy times and link bytes count from now on."""
     now = K.clock[0]
     S.win[0] = now
@@ -70,14 +77,14 @@ def open_window(P, S, K, LK):
         S.bytes0[l] = LK.bytes[l]
 
 
-@jit
-def sync_links(S, LK, now):
+@core
+def sync_links(S: State, LK: Links, now: float) -> None:
     for l in range(len(S.bytes0)):
         advance(LK, l, now)
 
 
-@jit_inline
-def _event(P, S, K, LK, Q, timer, now):
+@core_inline
+def _event(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, timer: int, now: float) -> None:
     """One timer: an exclusive resource's op ends, a stall ends, a link's first flow ends a
     chunk, or a worker's delayed first step starts. Each handler is called from one place:
     the handlers are inlined (``jit_inline``), so every call site is another copy to compile."""
@@ -119,8 +126,8 @@ def _event(P, S, K, LK, Q, timer, now):
         _reschedule(P, K, LK, l, now, True)
 
 
-@jit_inline
-def _link_chunk_end(P, S, K, LK, Q, l, now):
+@core_inline
+def _link_chunk_end(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, l: int, now: float) -> tuple[int, int, int]:
     """Link l's first flow ended its chunk: (worker, resource, the op if it is done, else -1)."""
     advance(LK, l, now)
     w = next_flow(LK, l) - l * P.W
@@ -141,8 +148,8 @@ def _link_chunk_end(P, S, K, LK, Q, l, now):
     return w, r, op
 
 
-@jit_inline
-def _chunk_end(S, slot, w, r, op, now):
+@core_inline
+def _chunk_end(S: State, slot: int, w: int, r: int, op: int, now: float) -> None:
     start_t = S.run_start[slot]
     S.busy[slot] += now - (start_t if start_t > S.win[0] else S.win[0])
     S.run_op[slot] = -1
@@ -157,8 +164,8 @@ def _chunk_end(S, slot, w, r, op, now):
         S.ctr[C_TIMELINE] = k + 1
 
 
-@jit_inline
-def _complete_op(P, S, K, LK, Q, w, op, now):
+@core_inline
+def _complete_op(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, op: int, now: float) -> None:
     """Release ``op``'s dependents; finish the step when it was the last op."""
     S.ctr[C_OPS] += 1
     S.w_left[w] -= 1
@@ -182,19 +189,19 @@ def _complete_op(P, S, K, LK, Q, w, op, now):
         _step_done(P, S, K, LK, Q, w, now)
 
 
-@jit_inline
-def _enqueue(P, S, K, Q, w, op):
+@core_inline
+def _enqueue(P: Plan, S: State, K: Kernel, Q: Heaps, w: int, op: int) -> None:
     key = queue_key(P, S, K, w, op)
     heap_set(Q, _slot(P, w, P.op_res[op]), w * P.n_ops + op, key, next_seq(K))
 
 
-@jit_inline
-def _slot(P, w, r):  # worker w's slot of resource r: its own, or worker 0's when shared
+@core_inline
+def _slot(P: Plan, w: int, r: int) -> int:  # worker w's slot of resource r: its own, or worker 0's when shared
     return r if P.res_shared[r] else w * P.R + r
 
 
-@jit_inline
-def _try_start(P, S, K, LK, Q, w, r, now):
+@core_inline
+def _try_start(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, r: int, now: float) -> None:
     """Start the next chunk on (w, r) if the resource is idle and something is queued."""
     slot = _slot(P, w, r)
     if S.run_op[slot] >= 0:
@@ -230,8 +237,8 @@ def _try_start(P, S, K, LK, Q, w, r, now):
     _reschedule(P, K, LK, l, now, False)
 
 
-@jit  # not inlined: two call sites, one of them inside the inlined _try_start
-def _join_link(P, S, K, LK, l, w, size, now):
+@core  # not inlined: two call sites, one of them inside the inlined _try_start
+def _join_link(P: Plan, S: State, K: Kernel, LK: Links, l: int, w: int, size: float, now: float) -> None:
     add_flow(LK, l, w, size, now, next_seq(K))
     if contended(S):
         _moved(S, l, w, 1)
@@ -248,13 +255,13 @@ def _join_link(P, S, K, LK, l, w, size, now):
             schedule(K, P.W * P.R + len(P.link_res) + P.W + m, due)
 
 
-@jit
-def contended(S):
+@core
+def contended(S: State) -> bool:
     return S.contention[0] > 0.0 or S.contention[1] > 0.0
 
 
-@jit
-def _moved(S, l, w, step):
+@core
+def _moved(S: State, l: int, w: int, step: int) -> None:
     """Worker w's flows on PS links of l's direction (0: downlinks, 1: uplinks) went up or down
     by one: the count of workers with any (``S.transferring``) follows, O(1) per flow."""
     d = l & 1
@@ -264,8 +271,8 @@ def _moved(S, l, w, step):
         S.transferring[d] += step
 
 
-@jit
-def compute_speed(S, w):
+@core
+def compute_speed(S: State, w: int) -> float:
     """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
     + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
     others_pulling = S.transferring[0] - (S.moving[w * 2] > 0)
@@ -273,8 +280,8 @@ def compute_speed(S, w):
     return 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
 
 
-@jit
-def _restretch(P, S, K, LK, now):
+@core
+def _restretch(P: Plan, S: State, K: Kernel, LK: Links, now: float) -> None:
     """A transfer started or ended: every running compute op goes on at its new speed, its end
     re-timed from the work it has left."""
     for v in range(P.W):
@@ -287,16 +294,16 @@ def _restretch(P, S, K, LK, now):
             schedule(K, slot, now + S.c_work[slot] / S.c_speed[slot])
 
 
-@jit
-def _rerate(P, K, LK, l, now):
+@core
+def _rerate(P: Plan, K: Kernel, LK: Links, l: int, now: float) -> None:
     """Link l's lone flow may drop to its joined share now (``fair.joined_due``)."""
     advance(LK, l, now)
     set_rate(LK, l)
     _reschedule(P, K, LK, l, now, False)
 
 
-@jit
-def _hit_incumbents(P, K, LK, m, now):
+@core
+def _hit_incumbents(P: Plan, K: Kernel, LK: Links, m: int, now: float) -> None:
     """A transfer joined the other direction of link m: each flow moving on m may stall, its
     wait ended by its slot's timer (stalls.py)."""
     advance(LK, m, now)
@@ -314,8 +321,8 @@ def _hit_incumbents(P, K, LK, m, now):
         _reschedule(P, K, LK, m, now, False)
 
 
-@jit
-def _slot_on_link(P, K, LK, l, w, now):
+@core
+def _slot_on_link(P: Plan, K: Kernel, LK: Links, l: int, w: int, now: float) -> None:
     """The slot timer of a flow on link l: its stall ends, or its delayed boost comes due, or
     both (a boost that came due while it was paused applies when it resumes)."""
     f = l * P.W + w
@@ -329,16 +336,16 @@ def _slot_on_link(P, K, LK, l, w, now):
         _reschedule(P, K, LK, l, now, False)
 
 
-@jit
-def _resume_flow(P, K, LK, l, w, now):
+@core
+def _resume_flow(P: Plan, K: Kernel, LK: Links, l: int, w: int, now: float) -> None:
     advance(LK, l, now)
     resume(LK, l, l * P.W + w, next_seq(K))
     set_rate(LK, l)
     _reschedule(P, K, LK, l, now, False)
 
 
-@jit_inline
-def _reschedule(P, K, LK, l, now, count_changed):
+@core_inline
+def _reschedule(P: Plan, K: Kernel, LK: Links, l: int, now: float, count_changed: bool) -> None:
     """Re-time link l after a change; when its flow count changed, with two-way coupling, also
     its NIC's other direction (whose rate depends on that count)."""
     if LK.n_ps > 1:
@@ -349,16 +356,16 @@ def _reschedule(P, K, LK, l, now, count_changed):
         schedule(K, P.W * P.R + (l ^ 1), next_time(LK, l ^ 1))
 
 
-@jit_inline
-def _reschedule_links(P, K, LK, now):
+@core_inline
+def _reschedule_links(P: Plan, K: Kernel, LK: Links, now: float) -> None:
     """With several PS, NIC sharing may have re-weighted flows on any link: re-time them all."""
     for m in range(len(P.link_res)):
         advance(LK, m, now)
         schedule(K, P.W * P.R + m, next_time(LK, m))
 
 
-@jit_inline
-def _step_done(P, S, K, LK, Q, w, now):
+@core_inline
+def _step_done(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, now: float) -> None:
     c = S.ctr[C_COMPLETIONS]
     S.comp_t[c] = now
     S.comp_w[c] = w
@@ -375,8 +382,8 @@ def _step_done(P, S, K, LK, Q, w, now):
         _start_step(P, S, K, LK, Q, v, now)
 
 
-@jit_inline
-def _start_step(P, S, K, LK, Q, w, now):
+@core_inline
+def _start_step(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, now: float) -> None:
     """Sample a profiled step (with replacement) for worker w and release its root ops."""
     cap = len(S.samp) // P.W
     k = S.samp_cur[w]

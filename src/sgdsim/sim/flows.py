@@ -8,19 +8,48 @@ O(1). Flows with weight 0 (waiting, as under FCFS) keep their remaining bytes in
 """
 from __future__ import annotations
 
-from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
 
-from .heap import heap_remove, heap_set, make_heaps
-from .jit import jit
+from ..compiled import F64, I64, core
+from .heap import Heaps, heap_remove, heap_set, make_heaps
 
-Links = namedtuple(
-    "Links",
-    "W n_ps policy bw_Bps cap_Bps V t rate n n_served partial wsum bytes "
-    "weight rem on arrival since served waiting nic_done noise two_way_table two_way_side "
-    "base join_boost join_after_s join_delay_s boost_due stalls busy_since joined joined_now joined_after_now",
-)
+class Links(NamedTuple):
+    W: int
+    n_ps: int
+    policy: int
+    bw_Bps: F64
+    cap_Bps: F64
+    V: F64
+    t: F64
+    rate: F64
+    n: I64
+    n_served: I64
+    partial: I64
+    wsum: F64
+    bytes: F64
+    weight: F64
+    rem: F64
+    on: I64
+    arrival: I64
+    since: F64
+    served: Heaps
+    waiting: Heaps
+    nic_done: I64
+    noise: F64
+    two_way_table: F64
+    two_way_side: int
+    base: F64
+    join_boost: F64
+    join_after_s: F64
+    join_delay_s: F64
+    boost_due: F64
+    stalls: F64
+    busy_since: F64
+    joined: F64
+    joined_now: F64
+    joined_after_now: F64
 
 
 def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise=None,
@@ -64,8 +93,8 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise
     )
 
 
-@jit
-def advance(LK, l, now):
+@core
+def advance(LK: Links, l: int, now: float) -> None:
     """Bring link l's virtual time and byte counter up to ``now``."""
     dt = now - LK.t[l]
     if dt > 0.0:
@@ -75,8 +104,8 @@ def advance(LK, l, now):
     LK.t[l] = now
 
 
-@jit
-def serve(LK, l, f, rem_bytes, weight, seq):
+@core
+def serve(LK: Links, l: int, f: int, rem_bytes: float, weight: float, seq: int) -> None:
     """Put flow f into service with ``rem_bytes`` left at ``weight``."""
     if LK.weight[f] == 0.0:
         LK.n_served[l] += 1
@@ -86,8 +115,8 @@ def serve(LK, l, f, rem_bytes, weight, seq):
     heap_set(LK.served, l, f, LK.V[l] + rem_bytes / weight, seq)
 
 
-@jit
-def remaining(LK, l, f):
+@core
+def remaining(LK: Links, l: int, f: int) -> float:
     """Bytes left of flow f's current chunk (exact at the link's last update)."""
     if LK.weight[f] == 0.0:
         return LK.rem[f]
@@ -95,13 +124,13 @@ def remaining(LK, l, f):
     return (LK.served.key[LK.served.base[l] + i] - LK.V[l]) * LK.weight[f]
 
 
-@jit
-def reweight(LK, l, f, weight, seq):
+@core
+def reweight(LK: Links, l: int, f: int, weight: float, seq: int) -> None:
     serve(LK, l, f, remaining(LK, l, f), weight, seq)
 
 
-@jit
-def unserve(LK, l, f):
+@core
+def unserve(LK: Links, l: int, f: int) -> None:
     """Take flow f out of service (it keeps no bytes)."""
     if LK.weight[f] > 0.0:
         LK.n_served[l] -= 1

@@ -10,13 +10,19 @@ Heap ``h`` occupies slots ``base[h] .. base[h] + capacity`` (``capacities[h]`` w
 """
 from __future__ import annotations
 
-from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
 
-from .jit import jit
+from ..compiled import F64, I64, core
 
-Heaps = namedtuple("Heaps", "key seq item pos base size")
+class Heaps(NamedTuple):
+    key: F64
+    seq: I64
+    item: I64
+    pos: I64
+    base: I64
+    size: I64
 
 
 def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> Heaps:
@@ -32,8 +38,8 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
     )
 
 
-@jit
-def _less(H, a, b):
+@core
+def _less(H: Heaps, a: int, b: int) -> bool:
     ka = H.key[a]
     kb = H.key[b]
     if ka != kb:  # (an `or` expression here is 20x slower under numba)
@@ -41,8 +47,8 @@ def _less(H, a, b):
     return H.seq[a] < H.seq[b]
 
 
-@jit
-def _swap(H, b, i, j):
+@core
+def _swap(H: Heaps, b: int, i: int, j: int) -> None:
     a, c = b + i, b + j
     k, s, it = H.key[a], H.seq[a], H.item[a]
     H.key[a], H.seq[a], H.item[a] = H.key[c], H.seq[c], H.item[c]
@@ -51,8 +57,8 @@ def _swap(H, b, i, j):
     H.pos[H.item[c]] = j
 
 
-@jit
-def _sift_up(H, b, i):
+@core
+def _sift_up(H: Heaps, b: int, i: int) -> None:
     while i > 0:
         parent = (i - 1) >> 1
         if _less(H, b + i, b + parent):
@@ -62,8 +68,8 @@ def _sift_up(H, b, i):
             break
 
 
-@jit
-def _sift_down(H, b, n, i):
+@core
+def _sift_down(H: Heaps, b: int, n: int, i: int) -> None:
     while True:
         left = 2 * i + 1
         if left >= n:
@@ -78,8 +84,8 @@ def _sift_down(H, b, n, i):
             break
 
 
-@jit
-def heap_set(H, h, item, key, seq):
+@core
+def heap_set(H: Heaps, h: int, item: int, key: float, seq: int) -> None:
     """Insert ``item`` with (key, seq), or move it there if already present."""
     b = H.base[h]
     i = H.pos[item]
@@ -98,8 +104,8 @@ def heap_set(H, h, item, key, seq):
     _sift_down(H, b, H.size[h], H.pos[item])
 
 
-@jit
-def heap_remove(H, h, item):
+@core
+def heap_remove(H: Heaps, h: int, item: int) -> None:
     """Remove ``item`` if present."""
     i = H.pos[item]
     if i < 0:
@@ -118,8 +124,8 @@ def heap_remove(H, h, item):
         _sift_down(H, b, last, H.pos[moved])
 
 
-@jit
-def heap_pop(H, h):
+@core
+def heap_pop(H: Heaps, h: int) -> int:
     """Remove and return the item with the smallest (key, seq); -1 when empty."""
     if H.size[h] == 0:
         return -1
@@ -128,14 +134,14 @@ def heap_pop(H, h):
     return item
 
 
-@jit
-def heap_top(H, h):
+@core
+def heap_top(H: Heaps, h: int) -> int:
     """The item with the smallest (key, seq) without removing it; -1 when empty."""
     if H.size[h] == 0:
         return -1
     return H.item[H.base[h]]
 
 
-@jit
-def heap_top_key(H, h):
+@core
+def heap_top_key(H: Heaps, h: int) -> float:
     return H.key[H.base[h]]

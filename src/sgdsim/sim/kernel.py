@@ -6,16 +6,19 @@ by the number of timers and avoids stale events.
 """
 from __future__ import annotations
 
-from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
 
-from .heap import heap_remove, heap_set, heap_top, heap_top_key, make_heaps
-from .jit import jit
+from ..compiled import F64, I64, core
+from .heap import Heaps, heap_remove, heap_set, heap_top, heap_top_key, make_heaps
 
 INF = np.inf
 
-Kernel = namedtuple("Kernel", "heap clock seq")
+class Kernel(NamedTuple):
+    heap: Heaps
+    clock: F64
+    seq: I64
 
 
 def make_kernel(n_timers: int) -> Kernel:
@@ -23,15 +26,15 @@ def make_kernel(n_timers: int) -> Kernel:
                   seq=np.zeros(2, np.int64))  # [next seq, seq of the timer being handled]
 
 
-@jit
-def next_seq(K):
+@core
+def next_seq(K: Kernel) -> int:
     s = K.seq[0]
     K.seq[0] = s + 1
     return s
 
 
-@jit
-def schedule(K, timer, time):
+@core
+def schedule(K: Kernel, timer: int, time: float) -> None:
     """(Re)schedule ``timer`` at absolute ``time``; an infinite time cancels it."""
     if time == INF:
         heap_remove(K.heap, 0, timer)
@@ -39,8 +42,8 @@ def schedule(K, timer, time):
         heap_set(K.heap, 0, timer, time, next_seq(K))
 
 
-@jit
-def pop_next(K):
+@core
+def pop_next(K: Kernel) -> int:
     """Advance the clock to the earliest timer and return its id; -1 when nothing is pending.
 
     The timer stays in the heap until ``retire``: most handlers reschedule the timer they
@@ -53,8 +56,8 @@ def pop_next(K):
     return timer
 
 
-@jit
-def retire(K, timer):
+@core
+def retire(K: Kernel, timer: int) -> None:
     """After ``timer``'s handler: drop it unless the handler rescheduled it (new seq)."""
     i = K.heap.pos[timer]
     if i >= 0 and K.heap.seq[K.heap.base[0] + i] == K.seq[1]:

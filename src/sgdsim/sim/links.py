@@ -13,14 +13,14 @@ import numpy as np
 
 from .flows import Links, advance, make_links, serve, unserve  # noqa: F401
 from .heap import heap_top, heap_top_key
-from .jit import jit
+from ..compiled import core
 from .sharing import FCFS, fair, fcfs, nic
 
 POLICY_FCFS = FCFS  # the engine's code of first come first served (sharing/__init__.py)
 
 
-@jit
-def add_flow(LK, l, w, size_bytes, now, seq):
+@core
+def add_flow(LK: Links, l: int, w: int, size_bytes: float, now: float, seq: int) -> None:
     """Worker w starts a flow of ``size_bytes`` on link l."""
     advance(LK, l, now)
     f = l * LK.W + w
@@ -42,8 +42,8 @@ def add_flow(LK, l, w, size_bytes, now, seq):
         _other_direction(LK, l, now, seq)
 
 
-@jit
-def continue_flow(LK, l, w, size_bytes, now, seq):
+@core
+def continue_flow(LK: Links, l: int, w: int, size_bytes: float, now: float, seq: int) -> None:
     """Worker w's flow, just done with a chunk, goes on with the next chunk without leaving."""
     advance(LK, l, now)
     f = l * LK.W + w
@@ -53,8 +53,8 @@ def continue_flow(LK, l, w, size_bytes, now, seq):
         LK.rem[f] = size_bytes
 
 
-@jit
-def remove_flow(LK, l, w, now, seq):
+@core
+def remove_flow(LK: Links, l: int, w: int, now: float, seq: int) -> None:
     """Worker w's flow leaves link l; the policy hands its share to others."""
     advance(LK, l, now)
     f = l * LK.W + w
@@ -71,8 +71,8 @@ def remove_flow(LK, l, w, now, seq):
         _other_direction(LK, l, now, seq)
 
 
-@jit
-def _other_direction(LK, l, now, seq):
+@core
+def _other_direction(LK: Links, l: int, now: float, seq: int) -> None:
     """Link l's flow count changed: with two-way coupling, so did its NIC's other direction."""
     if not fair.coupled(LK):
         return
@@ -83,14 +83,14 @@ def _other_direction(LK, l, now, seq):
         nic.rebalance_link(LK, m, -1, now, seq)
 
 
-@jit
-def next_flow(LK, l):
+@core
+def next_flow(LK: Links, l: int) -> int:
     """The flow that finishes first on link l (-1 if none is served)."""
     return heap_top(LK.served, l)
 
 
-@jit
-def next_time(LK, l):
+@core
+def next_time(LK: Links, l: int) -> float:
     """Absolute time at which the first served flow finishes (inf if none)."""
     if LK.served.size[l] == 0 or LK.rate[l] <= 0.0:
         return np.inf

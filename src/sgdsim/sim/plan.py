@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,16 +12,36 @@ from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import allreduce_compute_pairs, with_overhead
 from ..topology import compute_slowdown
+from ..compiled import F64, I64
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations
 from .stats import lognormal_factors
 from ..spec import ORDERS, STREAMS
 
-Plan = namedtuple(
-    "Plan",
-    "W R n_ops sync streams window_bytes op_res op_size op_npred succ_ptr succ_idx roots "
-    "rank comp_key res_link res_shared link_res dur worker_row0 worker_rows instant",
-)
+# What the compiled core reads: the layout of engine.py's resources and the step's DAG
+class Plan(NamedTuple):
+    W: int
+    R: int
+    n_ops: int
+    sync: int
+    streams: int
+    window_bytes: float
+    op_res: I64
+    op_size: F64
+    op_npred: I64
+    succ_ptr: I64
+    succ_idx: I64
+    roots: I64
+    rank: F64
+    comp_key: F64
+    res_link: I64
+    res_shared: I64
+    link_res: I64
+    dur: F64
+    worker_row0: I64
+    worker_rows: I64
+    instant: I64
+
 
 @dataclass(frozen=True)
 class PlanInfo:
@@ -206,7 +227,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
         op_res=t.op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
         op_npred=t.npred, succ_ptr=t.ptr, succ_idx=t.flat,
         roots=np.flatnonzero(t.npred == 0).astype(np.int64),
-        rank=t.ranks.ravel().copy(), comp_key=_comp_key(ref, keep),
+        rank=t.ranks.ravel().astype(np.float64), comp_key=_comp_key(ref, keep),
         res_link=t.res_link, res_shared=t.res_shared, link_res=t.link_res,
         dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),

@@ -6,15 +6,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..compiled import CORE, warn_if_pure
 from ..errors import ConfigError, SgdsimError
 from ..profile.model import Profile
 from . import engine
 from .config import SimConfig, WorkerClass
 from .flows import remaining
 from .heap import make_heaps
-from .jit import announce_compile
 from .kernel import make_kernel
-from ..spec import SHARINGS, Cluster, Control, Link, Strategy
+from ..spec import SHARINGS
 from .links import make_links
 from .plan import build_plan
 from .stalls import stall_pool
@@ -62,20 +62,15 @@ class SimResult:
     timeline: Timeline | None = None
 
 
-def warm_core() -> None:
-    """A one-step simulation: it compiles every function of the core."""
-    from ..analytic.coarse_profile import CoarseProfile, to_profile
-
-    tiny = to_profile(CoarseProfile(1e3, 1e-3, 1e-3, 0.0, 1))
-    simulate([WorkerClass("warm", tiny, 1)], SimConfig(Strategy(), Cluster(Link(1e9 / 8)),
-                                                       Control(warmup_steps=0, steps_per_worker=1)))
+# the engine's entry points: the compiled module's, or engine.py's as Python (same signatures)
+ENGINE = CORE if CORE is not None else engine
 
 
 class _Sim:
     """Holds one configuration's arrays and drives the compiled engine over them."""
 
     def __init__(self, classes: list[WorkerClass], config: SimConfig):
-        announce_compile(engine.__file__, warm_core)
+        warn_if_pure()
         self.config = config
         plan, self.info, bw, cap = build_plan(classes, config)
         self.bw_Bps = bw
@@ -97,7 +92,16 @@ class _Sim:
         self.plan, self.timeline_parts = plan, []
         self.classes_ref = classes[0].profile
         self._refill()
-        engine.start(self.P, self.S, self.K, self.LK, self.Q, for_backend(self._offsets(classes)))
+        self._bind()
+        ENGINE.start(*self.core, for_backend(self._offsets(classes)))
+
+    def _bind(self):
+        """The arguments of the engine's entry points: the compiled core's typed views over
+        this simulation's arrays (the tuples themselves on the pure-Python path)."""
+        args = (self.P, self.S, self.K, self.LK, self.Q)
+        if CORE is not None:
+            args = tuple(getattr(CORE, type(a).__name__)(a) for a in args)
+        self.core = args
 
     def _offsets(self, classes) -> np.ndarray:
         """Async workers start at offsets spread over one steady-state step, so that a
@@ -153,8 +157,9 @@ class _Sim:
             grow = max(total, 2 * len(self.S.comp_t)) - len(self.S.comp_t)
             self.S = self.S._replace(comp_t=_concat(self.S.comp_t, [0.0] * grow),
                                      comp_w=_concat(self.S.comp_w, [0] * grow))
+            self._bind()
         while True:
-            status = engine.run(self.P, self.S, self.K, self.LK, self.Q, total, max_ops)
+            status = ENGINE.run(*self.core, total, max_ops)
             if status == engine.REFILL:
                 self._refill()
             elif status == engine.TIMELINE_FULL:
@@ -261,12 +266,12 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     warm = config.control.warmup_steps * W
     if warm and not sim.run_until(warm, config.max_ops):
         raise ConfigError(_budget_message(config, W, "the warm-up"))
-    engine.open_window(sim.P, sim.S, sim.K, sim.LK)
+    ENGINE.open_window(*sim.core[:4])
     t0, c0 = sim.now(), sim.completions()
     est = _measure(sim, config, t0, c0)
     if est.duration_s <= 0:
         raise ConfigError("a step takes no time in this configuration (all durations and sizes are 0)")
-    engine.sync_links(sim.S, sim.LK, sim.now())
+    ENGINE.sync_links(sim.core[1], sim.core[3], sim.now())
     if config.timeline:
         sim._flush_timeline()
     return _result(sim, est, t0, wall0)

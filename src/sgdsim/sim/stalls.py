@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .flows import advance, remaining, serve, unserve
-from .jit import jit
+from .flows import Links, advance, remaining, serve, unserve
+from ..compiled import core
 
 MIN_BYTES = 1e-3  # left of a chunk that has ended, up to rounding
 STALL_POOL = 4093  # prime, so its index (the arrival sequence) decorrelates from the noise pool's
@@ -43,19 +43,19 @@ def stall_pool(rng: np.random.Generator, probs, means_s, hit_probs=(0.0, 0.0),
     return pool.ravel()
 
 
-@jit
-def on(LK):
+@core
+def on(LK: Links) -> bool:
     return len(LK.stalls) > 4
 
 
-@jit
-def draw(LK, kind, l, seq):
+@core
+def draw(LK: Links, kind: int, l: int, seq: int) -> float:
     n = len(LK.stalls) // 4
     return LK.stalls[(kind * 2 + (l & 1)) * n + seq % n]
 
 
-@jit
-def stall_s(LK, l, seq, now):
+@core
+def stall_s(LK: Links, l: int, seq: int, now: float) -> float:
     """How long a transfer starting on link l now waits (0 unless the other direction is
     busy); only when the stalls are ``on``."""
     if not _carries_bytes(LK, l ^ 1, now):
@@ -63,8 +63,8 @@ def stall_s(LK, l, seq, now):
     return draw(LK, NEWCOMER, l, seq)
 
 
-@jit
-def pause(LK, m, g):
+@core
+def pause(LK: Links, m: int, g: int) -> None:
     """Flow g of link m stops moving bytes (an incumbent hit by a newcomer the other way): it
     stays on the link with its bytes left, like a flow waiting under FCFS."""
     left = remaining(LK, m, g)
@@ -72,16 +72,16 @@ def pause(LK, m, g):
     LK.rem[g] = left
 
 
-@jit
-def resume(LK, m, g, seq):
+@core
+def resume(LK: Links, m: int, g: int, seq: int) -> None:
     """Flow g goes on at its own weight; it keeps its start (``since``) for the join boost."""
     since = LK.since[g]
     serve(LK, m, g, LK.rem[g], LK.base[g], seq)
     LK.since[g] = since
 
 
-@jit
-def _carries_bytes(LK, m, now):
+@core
+def _carries_bytes(LK: Links, m: int, now: float) -> bool:
     """Whether link m has bytes moving. A flow whose chunk ends at this instant is still
     on the link while the engine releases what that chunk was waited for (a lone worker's
     next pull starts as its push ends): it does not count, nor does a paused one."""
@@ -94,7 +94,7 @@ def _carries_bytes(LK, m, now):
     return False
 
 
-@jit
-def moving(LK, m, g):
+@core
+def moving(LK: Links, m: int, g: int) -> bool:
     """Flow g of link m (brought up to date) is served and has bytes left."""
     return LK.on[g] and LK.weight[g] > 0.0 and remaining(LK, m, g) > MIN_BYTES

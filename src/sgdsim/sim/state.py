@@ -1,21 +1,49 @@
 """Mutable simulator state: flat arrays allocated once per simulated configuration."""
 from __future__ import annotations
 
-from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
 
+from ..compiled import F64, HAVE_COMPILED, I64
 from .flows import Links
 from .heap import Heaps
-from .jit import HAVE_NUMBA
 from .kernel import Kernel
 
-State = namedtuple(
-    "State",
-    "samp samp_cur waiting op_rem op_served w_left w_row w_perm w_steps run_op run_start "
-    "run_bytes busy ctr win bytes0 sent comp_t comp_w tl_on tl_w tl_r tl_op tl_t0 tl_t1 tl_step "
-    "contention c_work c_since c_speed moving transferring",
-)
+class State(NamedTuple):
+    samp: I64
+    samp_cur: I64
+    waiting: I64
+    op_rem: F64
+    op_served: I64
+    w_left: I64
+    w_row: I64
+    w_perm: I64
+    w_steps: I64
+    run_op: I64
+    run_start: F64
+    run_bytes: F64
+    busy: F64
+    ctr: I64
+    win: F64
+    bytes0: F64
+    sent: F64
+    comp_t: F64
+    comp_w: I64
+    tl_on: I64
+    tl_w: I64
+    tl_r: I64
+    tl_op: I64
+    tl_t0: F64
+    tl_t1: F64
+    tl_step: I64
+    contention: F64
+    c_work: F64
+    c_since: F64
+    c_speed: F64
+    moving: I64
+    transferring: I64
+
 
 SAMPLES_PER_WORKER = 256
 
@@ -51,7 +79,7 @@ def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int,
 
 def for_backend(x):
     """Plain Python runs the same code much faster on lists than on numpy scalars."""
-    if HAVE_NUMBA:
+    if HAVE_COMPILED:
         return x
     if isinstance(x, np.ndarray):
         return x.tolist()

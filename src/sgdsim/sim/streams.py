@@ -13,9 +13,15 @@ Compute resources always serve ready ops in profile order (one at a time).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..spec.registries import STREAMS
-from .jit import jit
-from .kernel import next_seq
+from ..compiled import core
+from .kernel import Kernel, next_seq
+
+if TYPE_CHECKING:
+    from .plan import Plan
+    from .state import State
 
 FIFO = 0
 HTTP2 = 1
@@ -23,8 +29,8 @@ for _name, _code in (("fifo", FIFO), ("http2", HTTP2)):
     STREAMS.register(_name, _code)
 
 
-@jit
-def queue_key(P, S, K, w, op):
+@core
+def queue_key(P: Plan, S: State, K: Kernel, w: int, op: int) -> float:
     """Priority of ``op`` in its (worker, resource) queue: smaller is served first."""
     if P.res_shared[P.op_res[op]]:
         return 0.0  # a shared resource serves its workers first come, first served
@@ -35,8 +41,8 @@ def queue_key(P, S, K, w, op):
     return P.rank[S.w_perm[w] * P.n_ops + op]
 
 
-@jit
-def chunk_bytes(P, S, i):
+@core
+def chunk_bytes(P: Plan, S: State, i: int) -> float:
     """Bytes of the next chunk of stream ``i`` (= worker * n_ops + op); marks it as served."""
     rem = S.op_rem[i]
     first = S.op_served[i] == 0

@@ -15,21 +15,26 @@ effects of two-way traffic", SIGCOMM 1991; docs/validation/async/two-way.md).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..flows import reweight, serve
-from ..jit import jit
+from ...compiled import core
 from ..stalls import on as stalls_on
 
+if TYPE_CHECKING:
+    from ..flows import Links
 
-@jit
-def coupled(LK):
+
+@core
+def coupled(LK: Links) -> bool:
     """Whether a link's rate depends on the flows in its NIC's other direction."""
     return LK.two_way_side > 0
 
 
-@jit
-def two_way_factor(LK, l):
+@core
+def two_way_factor(LK: Links, l: int) -> float:
     """The share of link l's bandwidth its direction keeps against the other direction's flows."""
     side = LK.two_way_side
     if side == 0:
@@ -41,8 +46,8 @@ def two_way_factor(LK, l):
     return LK.two_way_table[((l & 1) * side + (n if n < last else last)) * side + (m if m < last else last)]
 
 
-@jit
-def joined_due(LK, l):
+@core
+def joined_due(LK: Links, l: int) -> float:
     """When link l's lone flow, joined by one flow the other way, drops to its ``joined``
     share; inf when that does not apply.
 
@@ -57,8 +62,8 @@ def joined_due(LK, l):
     return LK.busy_since[l ^ 1] + LK.joined_after_now[l]
 
 
-@jit
-def draw_joined(LK, l, seq):
+@core
+def draw_joined(LK: Links, l: int, seq: int) -> None:
     """A busy period starts the other way: link l's (after_s, share) if it is joined now.
 
     The lab's joined pulls do not all slow alike (0.25-1.0 s, then 0.48-0.84 of the link at
@@ -70,8 +75,8 @@ def draw_joined(LK, l, seq):
     LK.joined_now[l] = LK.joined[k + 1]
 
 
-@jit
-def set_rate(LK, l):
+@core
+def set_rate(LK: Links, l: int) -> None:
     if LK.n_served[l] == 0:
         LK.wsum[l] = 0.0  # no drift from adding and removing random weights
     bw = LK.bw_Bps[l] * two_way_factor(LK, l)
@@ -83,22 +88,22 @@ def set_rate(LK, l):
     LK.rate[l] = share if share < LK.cap_Bps[l] else LK.cap_Bps[l]
 
 
-@jit
-def weighted(LK):
+@core
+def weighted(LK: Links) -> bool:
     # with stalls a paused flow stays counted in n but moves nothing: rate by weights
     return len(LK.noise) > 1 or LK.join_boost[0] != 1.0 or LK.join_boost[1] != 1.0 or stalls_on(LK)
 
 
-@jit
-def admit(LK, l, f, seq):
+@core
+def admit(LK: Links, l: int, f: int, seq: int) -> None:
     LK.base[f] = LK.noise[seq % len(LK.noise)]
     boost = _join_boost(LK, l, f, seq) if LK.join_boost[l & 1] != 1.0 else 1.0
     serve(LK, l, f, LK.rem[f], LK.base[f] * boost, seq)
     set_rate(LK, l)
 
 
-@jit
-def _join_boost(LK, l, f, seq):
+@core
+def _join_boost(LK: Links, l: int, f: int, seq: int) -> float:
     """The joiner's factor, after every incumbent goes back to its own weight.
 
     A TCP flow that joins a link whose flows have run past their start-up gets more than its
@@ -128,8 +133,8 @@ def _join_boost(LK, l, f, seq):
     return 1.0
 
 
-@jit
-def apply_due_boost(LK, l, f, seq):
+@core
+def apply_due_boost(LK: Links, l: int, f: int, seq: int) -> bool:
     """Flow f's delayed boost comes due: it takes it unless a later arrival cancelled it."""
     if LK.boost_due[f] < 0.0 or LK.weight[f] <= 0.0:
         return False
@@ -139,6 +144,6 @@ def apply_due_boost(LK, l, f, seq):
     return True
 
 
-@jit
-def release(LK, l, f, was_weight, seq):
+@core
+def release(LK: Links, l: int, f: int, was_weight: float, seq: int) -> None:
     set_rate(LK, l)

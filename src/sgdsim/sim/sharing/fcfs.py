@@ -7,13 +7,18 @@ the weight of at most two flows: O(log n).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..flows import reweight, serve
 from ..heap import heap_pop, heap_set
-from ..jit import jit
+from ...compiled import core
+
+if TYPE_CHECKING:
+    from ..flows import Links
 
 
-@jit
-def _slots(LK, l):
+@core
+def _slots(LK: Links, l: int) -> tuple[int, float]:
     """(number of full-rate slots, weight of the partial slot or 0)."""
     ratio = LK.bw_Bps[l] / LK.cap_Bps[l]
     full = int(ratio + 1e-9)
@@ -23,8 +28,8 @@ def _slots(LK, l):
     return full, part
 
 
-@jit
-def admit(LK, l, f, seq):
+@core
+def admit(LK: Links, l: int, f: int, seq: int) -> None:
     LK.rate[l] = LK.cap_Bps[l]
     full, part = _slots(LK, l)
     has_partial = LK.partial[l] >= 0
@@ -38,8 +43,8 @@ def admit(LK, l, f, seq):
         heap_set(LK.waiting, l, f, float(LK.arrival[f]), seq)
 
 
-@jit
-def release(LK, l, f, was_weight, seq):
+@core
+def release(LK: Links, l: int, f: int, was_weight: float, seq: int) -> None:
     if was_weight == 0.0:
         return  # it was waiting: nobody's share changes
     full, part = _slots(LK, l)
@@ -56,8 +61,8 @@ def release(LK, l, f, was_weight, seq):
         _promote(LK, l, 1.0, seq)
 
 
-@jit
-def _promote(LK, l, weight, seq):
+@core
+def _promote(LK: Links, l: int, weight: float, seq: int) -> None:
     """Serve the earliest waiting flow at ``weight`` (if any)."""
     if weight <= 0.0:
         return

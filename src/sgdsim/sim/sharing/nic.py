@@ -10,12 +10,17 @@ M > 1; with one PS every flow keeps weight 1 and changes stay O(log n).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..flows import advance, reweight
-from ..jit import jit
+from ...compiled import core
+
+if TYPE_CHECKING:
+    from ..flows import Links
 
 
-@jit
-def rebalance_link(LK, l, w_changed, now, seq):
+@core
+def rebalance_link(LK: Links, l: int, w_changed: int, now: float, seq: int) -> None:
     """Link l's occupancy changed: re-balance every worker with a flow on l, and w_changed."""
     for p in range(LK.n_ps):  # weights are about to change: settle virtual times first
         advance(LK, 2 * p + l % 2, now)
@@ -24,8 +29,8 @@ def rebalance_link(LK, l, w_changed, now, seq):
             rebalance_worker(LK, v, l % 2, seq)
 
 
-@jit
-def rebalance_worker(LK, w, direction, seq):
+@core
+def rebalance_worker(LK: Links, w: int, direction: int, seq: int) -> None:
     """Water-fill worker w's NIC over its active flows in one direction."""
     W = LK.W
     left = 0

@@ -1,0 +1,17 @@
+"""The compiled simulator core: build_core.py writes it from the package's @core functions,
+Cython and the C compiler build it. Everything else is in pyproject.toml."""
+import os
+import sys
+
+from setuptools import Extension, setup
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import build_core  # noqa: E402
+from Cython.Build import cythonize  # noqa: E402
+
+pyx = os.path.join("src", "sgdsim", "_core.pyx")
+build_core.write(pyx)
+# -ffp-contract=off: no fused multiply-adds, so the compiled core rounds as Python does and
+# gives the pure-Python path's answers to the bit
+core = Extension("sgdsim._core", [pyx], extra_compile_args=["-O3", "-ffp-contract=off"])
+setup(ext_modules=cythonize([core], quiet=True, compiler_directives={"language_level": 3}))
