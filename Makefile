@@ -12,12 +12,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# builds the compiled simulator core too (Cython and the C compiler, ~35 s on 2 cores)
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[fast]"
+	$(BIN)/python -m pip install --quiet -e .
 
 install-dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(WHEELS) torch==2.13.0
-	$(BIN)/python -m pip install --quiet $(WHEELS) -e ".[fast,dev,torch,plot,dask,ops,postgres]"
+	$(BIN)/python -m pip install --quiet $(WHEELS) -e ".[dev,torch,plot,dask,ops,postgres]"
 
 demo: install
 	$(BIN)/sgdsim info examples/profiles/resnet50.json
@@ -52,5 +53,5 @@ fuzz: install
 	$(BIN)/python tools/fuzz_cli.py --seed 1 --n 775 --out fuzz-report.json
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info src/sgdsim/_core.pyx src/sgdsim/_core.c src/sgdsim/_core*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

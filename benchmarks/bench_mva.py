@@ -1,7 +1,7 @@
 """MVA solver speed and Bard-Schweitzer accuracy (sgdsim.analytic.mva, docs/mva.md).
 
 (a) mva_symmetric called separately for every K = 1..1024 (sum of the times), and the single
-    symmetric_curve call that yields all of them; compiled (numba) and plain Python.
+    symmetric_curve call that yields all of them; compiled and plain Python.
 (b) mva_exact on heterogeneous async-SGD networks for K = 4..20 (L = 4 stations).
 (c) mva_schweitzer against mva_exact on 200 random async-SGD-like networks, K in 2..12, each
     solved with FCFS (Eq. 2) and with PS (Eq. 1) links: relative error of job throughput.
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from sgdsim.analytic.mva import EXACT_LIMIT, mva_exact, mva_schweitzer, mva_symmetric
-from sgdsim.sim.jit import HAVE_NUMBA
+from sgdsim.compiled import HAVE_COMPILED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "mva.md")
@@ -106,7 +106,7 @@ def bench_schweitzer() -> dict:
 
 
 def table(sym: dict, sym_pure: dict, exact: list, sw: dict) -> str:
-    core = "numba" if HAVE_NUMBA else "pure Python"
+    core = "compiled" if HAVE_COMPILED else "pure Python"
     lines = [f"**(a) Symmetric, K = 1..{K_SYM}** (L = 4)", "",
              "| core | {K_SYM} separate calls, total (ms) | one call K = 1024 (ms) "
              "| symmetric_curve K = 1..1024 (ms) |".replace("{K_SYM}", str(K_SYM)),

@@ -27,7 +27,7 @@ CHILD = r"""
 import json, resource, sys, time
 from sgdsim.profile.io import load_profile
 from sgdsim.sim import SimConfig, WorkerClass, simulate
-from sgdsim.sim.jit import HAVE_NUMBA
+from sgdsim.compiled import HAVE_COMPILED
 from sgdsim.spec import Cluster, Control, Link, Strategy
 W, steps, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 prof = load_profile(path)
@@ -39,7 +39,7 @@ r = simulate([WorkerClass("w", prof, W)], cfg)
 wall = time.perf_counter() - t
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"W": W, "ops": r.ops_simulated, "wall_s": wall, "rss_mb": rss,
-                  "throughput": r.throughput, "numba": HAVE_NUMBA}))
+                  "throughput": r.throughput, "compiled": HAVE_COMPILED}))
 """
 
 
@@ -51,13 +51,39 @@ def run_one(W: int) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def table(rows: list[dict]) -> str:
-    lines = ["| workers | ops simulated | wall (s) | ops/s | peak RSS (MB) |",
-             "|---:|---:|---:|---:|---:|"]
+HEAPQ = r"""
+import heapq, json, random, sys, time
+n, W = int(sys.argv[1]), 64
+rng = random.Random(1)
+delay = [rng.random() for w in range(W)]
+heap = [(delay[w], w) for w in range(W)]
+heapq.heapify(heap)
+t = time.perf_counter()
+for _ in range(n):  # the least an event loop does: pop the earliest timer, schedule its next
+    now, w = heapq.heappop(heap)
+    heapq.heappush(heap, (now + delay[w], w))
+print(json.dumps({"events_per_s": n / (time.perf_counter() - t)}))
+"""
+
+
+def heapq_baseline(n: int = 2_000_000) -> float:
+    """Events/s of a minimal plain-Python heapq event loop, timed in the same run: the yardstick
+    the compiled core is held against (issue 36 asks for 10x)."""
+    out = subprocess.run([sys.executable, "-c", HEAPQ, str(n)], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["events_per_s"]
+
+
+def table(rows: list[dict], baseline: float) -> str:
+    lines = ["| workers | ops simulated | wall (s) | ops/s | × heapq loop | peak RSS (MB) |",
+             "|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['W']} | {r['ops']:,} | {r['wall_s']:.2f} | {r['ops'] / r['wall_s']:,.0f} "
+        rate = r['ops'] / r['wall_s']
+        lines.append(f"| {r['W']} | {r['ops']:,} | {r['wall_s']:.2f} | {rate:,.0f} | {rate / baseline:.1f} "
                      f"| {r['rss_mb']:.0f} |")
-    core = "numba" if rows and rows[0]["numba"] else "pure Python"
+    core = "compiled" if rows and rows[0]["compiled"] else "pure Python"
+    lines.append("")
+    lines.append(f"The plain-Python `heapq` event loop (pop a timer, push its next) ran {baseline:,.0f} "
+                 "events/s in the same run.")
     lines.append("")
     lines.append(f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()} "
                  f"({os.cpu_count()} cores, Python {platform.python_version()}, {core} core), one core "
@@ -67,7 +93,7 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     rows = [run_one(W) for W in WORKERS]
-    text = table(rows)
+    text = table(rows, heapq_baseline())
     publish(DOC, "BENCH", text)
 
 
