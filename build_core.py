@@ -51,6 +51,10 @@ HEADER = """\
 from libc.stdint cimport int64_t
 from libc.math cimport INFINITY
 import numpy as np
+
+
+cdef inline int64_t _int(double x) noexcept nogil:
+    return <int64_t>x  # Python's int() of a float: truncation toward zero
 """
 
 
@@ -188,6 +192,11 @@ class Qualify(ast.NodeTransformer):
                 return ast.copy_location(self._target(mod, node.attr, f"{base.id}.{node.attr}"), node)
         return self.generic_visit(node)
 
+    def visit_Call(self, node: ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "int" and node.func.id not in self.local:
+            node.func = ast.Name("_int", ast.Load())  # a C truncation, not a Python int
+        return self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant):
         if node.value == float("inf"):
             return ast.copy_location(ast.Name("INFINITY", ast.Load()), node)
@@ -202,6 +211,31 @@ def local_names(fn: ast.FunctionDef) -> set[str]:
     return names
 
 
+def _is_truth(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    if isinstance(node, ast.BoolOp):
+        return all(_is_truth(v) for v in node.values)
+    return isinstance(node, ast.Compare)
+
+
+def truth_locals(fn: ast.FunctionDef) -> list[str]:
+    """Locals only ever assigned truth values: C ``bint``s (Cython would infer Python bools,
+    which need the GIL)."""
+    params = {a.arg for a in fn.args.args}
+    seen: dict[str, bool] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id not in params:
+                    seen[t.id] = seen.get(t.id, True) and _is_truth(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) and isinstance(node.target, ast.Name):
+            seen[node.target.id] = False
+    return sorted(name for name, truth in seen.items() if truth)
+
+
 def emit_function(m: Module, fn: ast.FunctionDef, modules) -> str:
     where = f"{m.key}.{fn.name}"
     inline = "".join(DECORATORS[ast.unparse(d)] for d in fn.decorator_list if ast.unparse(d) in DECORATORS)
@@ -210,8 +244,9 @@ def emit_function(m: Module, fn: ast.FunctionDef, modules) -> str:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
     q = Qualify(m, modules, local_names(fn))
-    text = "\n".join(ast.unparse(q.visit(stmt)) for stmt in body) or "pass"
-    sig = f"cdef {inline}{c_type(fn.returns, where)} {m.key}__{fn.name}({args}) noexcept:"
+    decls = [f"cdef bint {name}" for name in truth_locals(fn)]
+    text = "\n".join(decls + [ast.unparse(q.visit(stmt)) for stmt in body]) or "pass"
+    sig = f"cdef {inline}{c_type(fn.returns, where)} {m.key}__{fn.name}({args}) noexcept nogil:"
     return sig + "\n" + textwrap.indent(text, "    ") + "\n"
 
 
@@ -250,8 +285,11 @@ def emit_entry(m: Module, fn: ast.FunctionDef, name: str) -> str:
     args = ", ".join(f"{c_type(a.annotation, where)} {a.arg}" for a in fn.args.args)
     call = ", ".join(a.arg for a in fn.args.args)
     ret = c_type(fn.returns, where)
-    body = f"{m.key}__{fn.name}({call})" if ret == "void" else f"return {m.key}__{fn.name}({call})"
-    return f"def {name}({args}):\n    {body}\n"
+    if ret == "void":
+        return f"def {name}({args}):\n    with nogil:\n        {m.key}__{fn.name}({call})\n"
+    # the GIL is released while the core runs: replications run on threads (replicate.py)
+    return (f"def {name}({args}):\n    cdef {ret} out\n    with nogil:\n"
+            f"        out = {m.key}__{fn.name}({call})\n    return out\n")
 
 
 def sources_sha256(package_dir: str, paths) -> str:

@@ -38,12 +38,16 @@ def test_the_install_built_the_core():
     assert compiled.HAVE_COMPILED, f"the compiled core {compiled._WHY_PURE}: pip install -e . builds it"
     assert compiled.CORE.SOURCES_SHA256 == compiled.sources_sha256(
         os.path.dirname(compiled.__file__), compiled.CORE.SOURCES)
+    assert compiled._regenerated_sha256() == compiled.CORE.CORE_SHA256  # generating is deterministic
 
 
 def test_a_core_edited_since_its_build_is_not_run(monkeypatch, capsys):
     if not compiled.HAVE_COMPILED:
         pytest.skip("no compiled core here")
     monkeypatch.setattr(compiled, "sources_sha256", lambda *a: "edited")
+    core, why = compiled._load()  # a file changed, but not what would be compiled (a comment)
+    assert core is compiled.CORE and why == ""
+    monkeypatch.setattr(compiled, "_regenerated_sha256", lambda: "another core")
     core, why = compiled._load()
     assert core is None and why == "is older than its sources"
     monkeypatch.setattr(compiled, "_WHY_PURE", why)
@@ -161,9 +165,9 @@ def test_the_generator_qualifies_calls_and_inlines_constants():
     bc.read({"m": m})
     assert m.constants == {"LIMIT": 3, "SCALE": 0.5}
     text = bc.emit_function(m, m.functions["main"], {"m": m})
-    assert text.startswith("cdef inline (int64_t, double) m__main(int64_t n, double t) noexcept:")
+    assert text.startswith("cdef inline (int64_t, double) m__main(int64_t n, double t) noexcept nogil:")
     assert "m__helper(n)" in text and "n > 3" in text and "INFINITY" in text
-    assert "cdef double m__helper(int64_t x) noexcept:\n    return x * 0.5" in bc.emit_function(
+    assert "cdef double m__helper(int64_t x) noexcept nogil:\n    return x * 0.5" in bc.emit_function(
         m, m.functions["helper"], {"m": m})
 
 
@@ -191,8 +195,10 @@ def test_the_generated_module_covers_every_core_function():
                     ast.unparse(d) in bc.DECORATORS for d in node.decorator_list):
                 marked += 1
                 assert f"__{node.name}(" in text, node.name
-    assert text.count(" noexcept:") == marked > 60
+    assert text.count(" noexcept nogil:") == marked + 1 > 60  # + the C truncation
     assert "cdef class State:" in text and "cdef public double[::1] op_rem" in text
+    # replications run on threads (replicate.py): the core must not hold the GIL while it runs
+    assert "    with nogil:\n        out = engine__run(P, S, K, LK, Q, target_completions, max_ops)" in text
 
 
 def test_a_typed_view_never_copies_an_array_the_core_writes():

@@ -275,8 +275,8 @@ def _moved(S: State, l: int, w: int, step: int) -> None:
 def compute_speed(S: State, w: int) -> float:
     """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
     + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
-    others_pulling = S.transferring[0] - (S.moving[w * 2] > 0)
-    others_pushing = S.transferring[1] - (S.moving[w * 2 + 1] > 0)
+    others_pulling = S.transferring[0] - (1 if S.moving[w * 2] > 0 else 0)
+    others_pushing = S.transferring[1] - (1 if S.moving[w * 2 + 1] > 0 else 0)
     return 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
 
 
