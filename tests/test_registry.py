@@ -73,3 +73,27 @@ def test_another_architectures_option_is_refused_not_ignored():
         Strategy(arch="ps", collective=COLLECTIVES.names[-1])
     with pytest.raises(ConfigError, match="--ps-count"):
         Strategy(arch="allreduce", mode="sync", ps_count=2)
+
+
+def test_threads_looking_up_at_once_in_a_fresh_process_all_find_the_plug_ins():
+    """A fresh Dask worker runs a point's replications on threads: the first lookups race
+    the import of the plug-ins' home (once seen as "unknown --order 'profiled' (choose from )")."""
+    script = (
+        "import threading\n"
+        "from sgdsim.spec import ORDERS, SHARINGS\n"
+        "errors = []\n"
+        "start = threading.Barrier(8)\n"
+        "def look():\n"
+        "    start.wait()\n"
+        "    try:\n"
+        "        ORDERS['profiled']; SHARINGS['ps']\n"
+        "    except Exception as e:\n"
+        "        errors.append(repr(e))\n"
+        "threads = [threading.Thread(target=look) for _ in range(8)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print(len(errors), errors[:1])\n"
+    )
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("0 "), out.stdout

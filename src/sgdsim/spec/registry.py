@@ -10,12 +10,14 @@ the docs all read ``names``.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
 from ..errors import ConfigError
 
 T = TypeVar("T")
+_LOADING = threading.RLock()  # one for all registries: homes import each other
 
 
 class Registry(Generic[T]):
@@ -35,8 +37,12 @@ class Registry(Generic[T]):
 
     def _loaded(self) -> dict[str, T]:
         if self._home is not None:
-            home, self._home = self._home, None
-            importlib.import_module(home)
+            # threads (a fresh Dask worker's replications) may look up at once: the others wait
+            # until the import has filled the registry, instead of seeing it empty
+            with _LOADING:
+                if self._home is not None:
+                    importlib.import_module(self._home)
+                    self._home = None
         return self._items
 
     @property
