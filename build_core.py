@@ -33,6 +33,7 @@ MODULES = [
     ("streams", "sgdsim.sim.streams", "sim/streams.py"),
     ("plan", "sgdsim.sim.plan", "sim/plan.py"),
     ("state", "sgdsim.sim.state", "sim/state.py"),
+    ("contention", "sgdsim.sim.contention", "sim/contention.py"),
     ("engine", "sgdsim.sim.engine", "sim/engine.py"),
     ("mva", "sgdsim.analytic.mva", "analytic/mva.py"),
 ]

@@ -13,6 +13,7 @@ C truth value, ``I64``/``F64`` a contiguous int64/float64 array, a typed tuple i
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -40,8 +41,8 @@ def _load():
     """The compiled module, or None (with the reason) when the pure-Python path must run."""
     if _FORCE_PURE:
         return None, ""
-    try:
-        from . import _core
+    try:  # (by name: `from . import _core` would read as an import of the whole package)
+        _core = importlib.import_module(__package__ + "._core")
     except ImportError:  # a source checkout that was never built
         return None, "is missing"
     try:
@@ -56,7 +57,7 @@ def _load():
 def _regenerated_sha256() -> str | None:
     """The core as the edited sources would build it (a source checkout has build_core.py)."""
     import hashlib
-    import importlib.util
+    import importlib.util  # noqa: F401 - importlib.util is a submodule, loaded on demand
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build_core.py")
     if not os.path.exists(path):

@@ -9,7 +9,7 @@ link resource, the end of a stalled transfer's wait, ``stalls.py``), then ``W*R 
 ``W*R + L + w`` for worker w's first step and ``W*R + L + W + l`` for the moment link l's lone
 flow drops to its ``joined`` share (``sharing/fair.py``).
 
-Everything here works on flat arrays so the same code runs compiled (numba) or as Python.
+Everything here works on flat arrays so the same code runs compiled (``compiled.py``) or as Python.
 ``P`` is the read-only plan (``plan.py``), ``S`` the mutable state (``state.py``).
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..compiled import F64, core, core_inline
 from .flows import Links
 from .heap import Heaps, heap_pop, heap_set
 from .kernel import Kernel, next_seq, pop_next, retire, schedule
+from .contention import contended, compute_speed, moved, restretch
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
 from .sharing.fair import apply_due_boost, coupled, joined_due, set_rate
 from .stalls import INCUMBENT, draw, moving, pause, resume, stall_s
@@ -86,8 +87,8 @@ def sync_links(S: State, LK: Links, now: float) -> None:
 @core_inline
 def _event(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, timer: int, now: float) -> None:
     """One timer: an exclusive resource's op ends, a stall ends, a link's first flow ends a
-    chunk, or a worker's delayed first step starts. Each handler is called from one place:
-    the handlers are inlined (``jit_inline``), so every call site is another copy to compile."""
+    chunk, or a worker's delayed first step starts. Each handler is called from one place and
+    inlined (``core_inline``): a call site is a copy of its code."""
     WR = P.W * P.R
     if timer >= WR + len(P.link_res):  # rare: a first step, or a joined share comes due
         if timer >= WR + len(P.link_res) + P.W:
@@ -121,8 +122,8 @@ def _event(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, timer: int, now: f
             schedule(K, w * P.R + r, np.inf)
         remove_flow(LK, l, w, now, next_seq(K))
         if contended(S):
-            _moved(S, l, w, -1)
-            _restretch(P, S, K, LK, now)
+            moved(S, l, w, -1)
+            restretch(P, S, K, now)
         _reschedule(P, K, LK, l, now, True)
 
 
@@ -241,8 +242,8 @@ def _try_start(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, r: int
 def _join_link(P: Plan, S: State, K: Kernel, LK: Links, l: int, w: int, size: float, now: float) -> None:
     add_flow(LK, l, w, size, now, next_seq(K))
     if contended(S):
-        _moved(S, l, w, 1)
-        _restretch(P, S, K, LK, now)
+        moved(S, l, w, 1)
+        restretch(P, S, K, now)
     _reschedule(P, K, LK, l, now, True)
     if LK.boost_due[l * P.W + w] >= 0.0:
         schedule(K, w * P.R + P.link_res[l], LK.boost_due[l * P.W + w])
@@ -253,45 +254,6 @@ def _join_link(P: Plan, S: State, K: Kernel, LK: Links, l: int, w: int, size: fl
         due = joined_due(LK, m)
         if now < due < np.inf:  # (due now: set_rate has applied it already)
             schedule(K, P.W * P.R + len(P.link_res) + P.W + m, due)
-
-
-@core
-def contended(S: State) -> bool:
-    return S.contention[0] > 0.0 or S.contention[1] > 0.0
-
-
-@core
-def _moved(S: State, l: int, w: int, step: int) -> None:
-    """Worker w's flows on PS links of l's direction (0: downlinks, 1: uplinks) went up or down
-    by one: the count of workers with any (``S.transferring``) follows, O(1) per flow."""
-    d = l & 1
-    before = S.moving[w * 2 + d]
-    S.moving[w * 2 + d] = before + step
-    if before == 0 or before + step == 0:
-        S.transferring[d] += step
-
-
-@core
-def compute_speed(S: State, w: int) -> float:
-    """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
-    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
-    others_pulling = S.transferring[0] - (1 if S.moving[w * 2] > 0 else 0)
-    others_pushing = S.transferring[1] - (1 if S.moving[w * 2 + 1] > 0 else 0)
-    return 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
-
-
-@core
-def _restretch(P: Plan, S: State, K: Kernel, LK: Links, now: float) -> None:
-    """A transfer started or ended: every running compute op goes on at its new speed, its end
-    re-timed from the work it has left."""
-    for v in range(P.W):
-        slot = v * P.R
-        if S.run_op[slot] >= 0:
-            left = S.c_work[slot] - (now - S.c_since[slot]) * S.c_speed[slot]
-            S.c_work[slot] = left if left > 0.0 else 0.0
-            S.c_since[slot] = now
-            S.c_speed[slot] = compute_speed(S, v)
-            schedule(K, slot, now + S.c_work[slot] / S.c_speed[slot])
 
 
 @core

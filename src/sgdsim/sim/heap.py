@@ -42,7 +42,7 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
 def _less(H: Heaps, a: int, b: int) -> bool:
     ka = H.key[a]
     kb = H.key[b]
-    if ka != kb:  # (an `or` expression here is 20x slower under numba)
+    if ka != kb:
         return ka < kb
     return H.seq[a] < H.seq[b]
 

@@ -52,9 +52,9 @@ def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int,
                contention=(0.0, 0.0)) -> State:
     """``contention``: compute slower per other worker pulling, pushing (``topology/hosts.py``);
     ``c_work``/``c_since``/``c_speed``: each running compute op's work left (s alone), when that
-    was counted, and its speed since (``engine._restretch``); ``moving``: each worker's flows
+    was counted, and its speed since (``contention.restretch``); ``moving``: each worker's flows
     on downlinks and on uplinks, ``transferring``: how many workers have any (pulling,
-    pushing), kept only while contention is on (``engine._moved``)."""
+    pushing), kept only while contention is on (``contention.moved``)."""
     W, n, R = plan.W, plan.n_ops, plan.R
     i64, f64 = np.int64, np.float64
     tl = max(2, timeline_capacity)

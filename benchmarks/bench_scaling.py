@@ -1,0 +1,85 @@
+"""How the fine simulator's cost grows: wall time against workers (1 to 1,024) and against
+steps simulated, for async PS, ring all-reduce and hierarchical all-reduce (issue 36, item 5).
+
+One replication per point, a fixed number of steps per worker, no warm-up, in this process
+after one untimed call; ResNet-50. Prints a Markdown table and writes a plot
+(docs/benchmarks-scaling.png, needs matplotlib); ``--write`` puts the table into
+docs/benchmarks.md between the SCALING markers.
+
+    python benchmarks/bench_scaling.py [--write]
+"""
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+from docblock import publish
+
+import sgdsim
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROFILE = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+PLOT = os.path.join(ROOT, "docs", "benchmarks-scaling.png")
+WORKERS = (1, 4, 16, 64, 256, 1024)
+JOBS = {
+    "async PS, 10 Gbps": dict(arch="ps", mode="async", bandwidth="10Gbps"),
+    "ring all-reduce, 10 Gbps": dict(arch="allreduce", mode="sync", bandwidth="10Gbps"),
+    "hierarchical, 8 GPUs/node, 25 MB buckets": dict(
+        arch="allreduce", mode="sync", collective="hierarchical", gpus_per_node=8,
+        intra_bandwidth="150GB/s", bandwidth="100Gbps", bucket_size="25MB"),
+}
+
+
+def timed(prof, workers: int, steps: int, kw: dict) -> tuple[float, int]:
+    t = time.perf_counter()
+    [pt] = sgdsim.predict(prof, workers=[workers], replications=1, steps=steps, warmup=0, **kw)
+    return time.perf_counter() - t, pt.ops_simulated
+
+
+def main() -> None:
+    prof = sgdsim.load_profile(PROFILE)
+    for kw in JOBS.values():
+        timed(prof, 8, 2, kw)
+    lines = ["| job | W | steps per worker | ops simulated | wall (s) | ns per op |",
+             "|---|---:|---:|---:|---:|---:|"]
+    curves = {}
+    for name, kw in JOBS.items():
+        for W in WORKERS:
+            if kw.get("gpus_per_node", 1) > W:
+                continue
+            wall, ops = timed(prof, W, 10, kw)
+            curves.setdefault(name, []).append((W, wall))
+            lines.append(f"| {name} | {W} | 10 | {ops:,} | {wall:.3f} | {wall / max(ops, 1) * 1e9:.0f} |")
+    for steps in (10, 40, 160):  # against steps, at one W
+        wall, ops = timed(prof, 64, steps, JOBS["async PS, 10 Gbps"])
+        lines.append(f"| async PS, 10 Gbps | 64 | {steps} | {ops:,} | {wall:.3f} | {wall / ops * 1e9:.0f} |")
+    lines += ["", f"One replication per point, in one process. Measured {time.strftime('%Y-%m-%d')} on "
+              f"{platform.machine()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
+              "`python benchmarks/bench_scaling.py --write`."]
+    publish(DOC, "SCALING", "\n".join(lines))
+    _plot(curves)
+
+
+def _plot(curves) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, pts in curves.items():
+        ax.loglog(*zip(*pts), marker="o", label=name)
+    ax.set_xlabel("workers (devices)")
+    ax.set_ylabel("wall time, 10 steps per worker (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(PLOT, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
