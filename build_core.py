@@ -258,7 +258,7 @@ def emit_class(cls: ast.ClassDef) -> str:
             fields.append((node.target.id, ast.unparse(node.annotation)))
     lines = [f"cdef class {cls.name}:"]
     for name, ann in fields:
-        lines.append(f"    cdef public {c_type(ast.parse(ann, mode='eval').body, cls.name)} {name}")
+        lines.append(f"    cdef {c_type(ast.parse(ann, mode='eval').body, cls.name)} {name}")
     lines.append("    def __init__(self, t):")
     for name, ann in fields:
         if ann in ARRAYS:
