@@ -20,7 +20,7 @@ def _end(start, work, other_spans, same):
     """The end e at which the leg from ``start`` has done ``work``: its own time (under equal
     sharing with ``same``) less the slowdowns of its overlaps with ``other_spans``."""
     lo, hi = start, start + 10.0
-    for _ in range(80):
+    for _ in range(48):  # to 10 s / 2^48 = 4e-14 s: far below what the fit resolves (2e-4)
         e = (lo + hi) / 2
         own = equal_share_s((start, e), same) if same is not None else e - start
         done = own - sum(k * _overlap(start, e, spans) for k, spans in other_spans)
