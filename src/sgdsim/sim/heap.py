@@ -39,49 +39,49 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
 
 
 @core
-def _before(ka: float, sa: int, kb: float, sb: int) -> bool:
-    """(ka, sa) comes before (kb, sb): by key, ties by sequence number."""
+def _less(H: Heaps, a: int, b: int) -> bool:
+    ka = H.key[a]
+    kb = H.key[b]
     if ka != kb:
         return ka < kb
-    return sa < sb
+    return H.seq[a] < H.seq[b]
 
 
 @core
-def _place(H: Heaps, b: int, i: int, key: float, seq: int, item: int) -> None:
-    H.key[b + i] = key
-    H.seq[b + i] = seq
-    H.item[b + i] = item
-    H.pos[item] = i
+def _swap(H: Heaps, b: int, i: int, j: int) -> None:
+    a, c = b + i, b + j
+    k, s, it = H.key[a], H.seq[a], H.item[a]
+    H.key[a], H.seq[a], H.item[a] = H.key[c], H.seq[c], H.item[c]
+    H.key[c], H.seq[c], H.item[c] = k, s, it
+    H.pos[H.item[a]] = i
+    H.pos[H.item[c]] = j
 
 
-# Both sifts move a hole instead of swapping: each level writes one entry, not two. The entry
-# travels the same path as with swaps, so the heap's layout (and every run) is unchanged.
 @core
 def _sift_up(H: Heaps, b: int, i: int) -> None:
-    key, seq, item = H.key[b + i], H.seq[b + i], H.item[b + i]
     while i > 0:
         parent = (i - 1) >> 1
-        if not _before(key, seq, H.key[b + parent], H.seq[b + parent]):
+        if _less(H, b + i, b + parent):
+            _swap(H, b, i, parent)
+            i = parent
+        else:
             break
-        _place(H, b, i, H.key[b + parent], H.seq[b + parent], H.item[b + parent])
-        i = parent
-    _place(H, b, i, key, seq, item)
 
 
 @core
 def _sift_down(H: Heaps, b: int, n: int, i: int) -> None:
-    key, seq, item = H.key[b + i], H.seq[b + i], H.item[b + i]
     while True:
-        child = 2 * i + 1
-        if child >= n:
+        left = 2 * i + 1
+        if left >= n:
             break
-        if child + 1 < n and _before(H.key[b + child + 1], H.seq[b + child + 1], H.key[b + child], H.seq[b + child]):
-            child += 1
-        if not _before(H.key[b + child], H.seq[b + child], key, seq):
+        child = left
+        if left + 1 < n and _less(H, b + left + 1, b + left):
+            child = left + 1
+        if _less(H, b + child, b + i):
+            _swap(H, b, i, child)
+            i = child
+        else:
             break
-        _place(H, b, i, H.key[b + child], H.seq[b + child], H.item[b + child])
-        i = child
-    _place(H, b, i, key, seq, item)
 
 
 @core
