@@ -20,6 +20,10 @@ def _end(start, work, other_spans, same):
     """The end e at which the leg from ``start`` has done ``work``: its own time (under equal
     sharing with ``same``) less the slowdowns of its overlaps with ``other_spans``."""
     lo, hi = start, start + 10.0
+    # spans outside [lo, hi] overlap no e in it: leaving them out changes no sum, only the time
+    near = lambda spans: [(c, d) for c, d in spans if d > lo and c < hi]  # noqa: E731
+    other_spans = [(k, near(spans)) for k, spans in other_spans]
+    same = None if same is None else near(same)
     for _ in range(48):  # to 10 s / 2^48 = 4e-14 s: far below what the fit resolves (2e-4)
         e = (lo + hi) / 2
         own = equal_share_s((start, e), same) if same is not None else e - start
