@@ -39,7 +39,8 @@ MODULES = [
 ]
 # the Python-visible entry points: core function -> name in the module
 ENTRY = {"engine.run": "run", "engine.start": "start", "engine.open_window": "open_window",
-         "engine.sync_links": "sync_links", "mva._symmetric_kernel": "symmetric_kernel"}
+         "engine.sync_links": "sync_links", "mva._symmetric_kernel": "symmetric_kernel",
+         "mva._sweep_kernel": "sweep_kernel"}
 CLASSES = ("Heaps", "Kernel", "Links", "State", "Plan")  # in dependency order
 READ_ONLY = {"Plan"}  # built once per simulation: its arrays may be converted (copied)
 SCALARS = {"int": "int64_t", "float": "double", "bool": "bint", "None": "void"}

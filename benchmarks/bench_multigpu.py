@@ -44,7 +44,7 @@ def coarse_ms(workers: int, repeat: int = 20) -> float:
 
 
 def main() -> None:
-    cli_s("8", "fine")  # the compiled simulator core is cached on disk from here on
+    cli_s("8", "fine")  # untimed: the first process after an install reads every file cold
     rows = ["| case | time | target |", "|---|---:|---:|"]
     for workers, target in (("64", "5 s"), ("8,16,64", "-"), ("1024", "60 s")):
         rows.append(f"| simulator, `sgdsim predict --workers {workers}` (whole command) | "

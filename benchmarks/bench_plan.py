@@ -64,7 +64,7 @@ def main() -> None:
         wall = time.perf_counter() - t
         rec = result.recommended
         what = "no objective" if rec is None and obj.kind == "frontier" else (
-            f"{rec.strategy.label} W={rec.workers} @ {rec.cluster.bandwidth_bps / 1e9:g} Gbps" if rec else "none")
+            f"{rec.strategy.label} W={rec.workers} @ {rec.cluster.link.bandwidth_Bps * 8 / 1e9:g} Gbps" if rec else "none")
         rows.append(f"| whole plan, {name}, {len(result.checked)} finalists simulated "
                     f"(answer: {what}) | {len(result.points)} | {wall:.1f} |")
     rows += ["", f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()} ({os.cpu_count()} "

@@ -63,11 +63,13 @@ _PURE_SCRIPT = textwrap.dedent("""
     from sgdsim.profile.io import load_profile
     from sgdsim.sim import WorkerClass, simulate
     from sgdsim import compiled
-    from sgdsim.analytic.mva import symmetric_curve
+    from sgdsim.analytic.mva import symmetric_curve, symmetric_sweep
     from simcfg import simcfg
     cases = json.loads(sys.argv[1])
     out = {"compiled": compiled.HAVE_COMPILED, "results": [],
-           "mva": symmetric_curve([0.01, 0.02, 0.005], ["delay", "ps", "fcfs"], 40).tolist()}
+           "mva": symmetric_curve([0.01, 0.02, 0.005], ["delay", "ps", "fcfs"], 40).tolist(),
+           "sweep": [a.tolist() for a in symmetric_sweep([[0.01, 0.02, 0.005], [0.02, 0.0, 0.03]],
+                                                         ["delay", "ps", "fcfs"], [7, 30])]}
     for case in cases:
         classes = [WorkerClass(n, load_profile(path), c) for n, path, c in case["classes"]]
         r = simulate(classes, simcfg(**case["config"]))
@@ -98,7 +100,7 @@ def test_pure_python_gives_the_compiled_answers_to_the_bit(tmp_path):
     """Every policy and mechanism of the core, run compiled here and as Python in a child."""
     if not compiled.HAVE_COMPILED:
         pytest.skip("no compiled core here: the in-process run is pure Python already")
-    from sgdsim.analytic.mva import symmetric_curve
+    from sgdsim.analytic.mva import symmetric_curve, symmetric_sweep
 
     paths = _profiles(tmp_path)
     base = dict(bandwidth_bps=8e6, warmup_steps=2, steps_per_worker=4, timeline=True)
@@ -129,6 +131,8 @@ def test_pure_python_gives_the_compiled_answers_to_the_bit(tmp_path):
     pure = json.loads(proc.stdout)
     assert pure["compiled"] is False
     assert pure["mva"] == symmetric_curve([0.01, 0.02, 0.005], ["delay", "ps", "fcfs"], 40).tolist()
+    sweep = symmetric_sweep([[0.01, 0.02, 0.005], [0.02, 0.0, 0.03]], ["delay", "ps", "fcfs"], [7, 30])
+    assert pure["sweep"] == [a.tolist() for a in sweep]
     for case, got in zip(cases, pure["results"]):
         classes = [WorkerClass(n, load_profile(p), c) for n, p, c in case["classes"]]
         r = simulate(classes, simcfg(**case["config"]))

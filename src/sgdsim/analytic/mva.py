@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..compiled import CORE, F64, core
+from ..compiled import CORE, F64, I64, core
 
 #: The station disciplines, named once here (the registry of station kinds): a delay station
 #: (infinite server), processor sharing (Eq. 1) and FCFS (Eq. 2).
@@ -232,16 +232,43 @@ def mva_symmetric(S_row, kinds: Sequence[str], K: int) -> MvaResult:
     return MvaResult(X=np.full(K, x), T=T, N=N, U=U, method="symmetric")
 
 
+@core
+def _sweep_kernel(S: F64, A: F64, C: F64, D: F64, L: int, Ks: I64, X_out: F64, T_out: F64, t: F64,
+                  w: F64) -> None:
+    """The symmetric recursion once per row i, up to Ks[i] customers: O(sum(Ks) L). The
+    (rows, L) arrays come flat, row after row (the compiled core takes 1-D arrays)."""
+    for i in range(len(Ks)):
+        for l in range(L):
+            w[l] = 0.0
+        x = 0.0
+        for m in range(1, Ks[i] + 1):
+            r = 0.0
+            for l in range(L):
+                t[l] = S[i * L + l] + A[i * L + l] * w[l]
+                r += t[l]
+            x = m / r
+            for l in range(L):
+                w[l] = x * (C[i * L + l] * t[l] - D[i * L + l])
+        X_out[i] = x
+        for l in range(L):
+            T_out[i * L + l] = t[l]
+
+
 def symmetric_sweep(S_rows, kinds: Sequence[str], Ks) -> tuple[np.ndarray, np.ndarray]:
     """Exact MVA of Ks[i] identical workers with service row S_rows[i], for every i at once
     (same reduction as :func:`mva_symmetric`). Returns the job throughput (n,) and the
-    per-visit response times (n, L): one compiled recursion per row."""
+    per-visit response times (n, L). One compiled call for a whole worker-count sweep."""
     S = _matrix(np.atleast_2d(np.asarray(S_rows, dtype=float)), kinds)
     Ks = np.asarray(Ks, dtype=np.int64)
     if np.any(Ks < 1):
         raise ValueError("worker counts must be positive")
     X, T = np.empty(len(S)), np.empty(S.shape)
-    for i in range(len(S)):
+    if CORE is not None:  # one compiled call for the whole sweep
+        flat = (np.ascontiguousarray(c).ravel() for c in _coefficients(S, kinds))
+        scratch = np.empty(S.shape[1]), np.empty(S.shape[1])
+        CORE.sweep_kernel(*flat, S.shape[1], Ks, X, T.reshape(-1), *scratch)
+        return X, T
+    for i in range(len(S)):  # plain Python: the 1-D kernel on lists is faster
         s, t, curve = _symmetric(S[i], kinds, int(Ks[i]))
         X[i], T[i] = curve[-1], t
     return X, T
