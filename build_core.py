@@ -81,10 +81,12 @@ def c_type(node: ast.expr | None, where: str) -> str:
 
 
 class Module:
-    def __init__(self, key: str, name: str, path: str):
+    def __init__(self, key: str, name: str, path: str, source: str | None = None):
         self.key, self.name = key, name
-        with open(os.path.join(PKG, path), encoding="utf-8") as f:
-            self.tree = ast.parse(f.read(), path)
+        if source is None:
+            with open(os.path.join(PKG, path), encoding="utf-8") as f:
+                source = f.read()
+        self.tree = ast.parse(source, path)
         self.is_package = path.endswith("__init__.py")
         self.functions: dict[str, ast.FunctionDef] = {}
         self.constants: dict[str, object] = {}
@@ -134,12 +136,12 @@ def read(modules: dict[str, Module]) -> None:
                          and isinstance(value, ast.Tuple) else [(target, value)])
                 for t, v in pairs:
                     if isinstance(t, ast.Name):
-                        c = constant_value(v, lambda n, m=m: lookup_constant(modules, by_name, m, n))
+                        c = constant_value(v, lambda n, m=m: lookup_constant(by_name, m, n))
                         if c is not None:
                             m.constants[t.id] = c
 
 
-def lookup_constant(modules, by_name, m: Module, name: str):
+def lookup_constant(by_name, m: Module, name: str):
     if name in m.constants:
         return m.constants[name]
     if name in m.imports:

@@ -145,12 +145,8 @@ def test_pure_python_gives_the_compiled_answers_to_the_bit(tmp_path):
 
 # ----------------------------------------------------------------------------- the generator
 
-def _module(bc, source: str, key="m", name="sgdsim.sim.m"):
-    m = bc.Module.__new__(bc.Module)
-    m.key, m.name, m.is_package = key, name, False
-    m.tree = ast.parse(textwrap.dedent(source))
-    m.functions, m.constants, m.classes, m.imports = {}, {}, {}, {}
-    return m
+def _module(bc, source: str):
+    return bc.Module("m", "sgdsim.sim.m", "sim/m.py", textwrap.dedent(source))
 
 
 def test_the_generator_qualifies_calls_and_inlines_constants():

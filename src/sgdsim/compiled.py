@@ -57,7 +57,7 @@ def _load():
 def _regenerated_sha256() -> str | None:
     """The core as the edited sources would build it (a source checkout has build_core.py)."""
     import hashlib
-    import importlib.util  # noqa: F401 - importlib.util is a submodule, loaded on demand
+    import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build_core.py")
     if not os.path.exists(path):
