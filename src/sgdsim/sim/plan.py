@@ -204,8 +204,11 @@ def _build_topology(ref: Profile, config: SimConfig) -> Topology:
                     ranks, groups, keep)
 
 
-def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, PlanInfo, np.ndarray, np.ndarray]:
-    """Return the plan, its info, and per-link bandwidth/cap in bytes/s."""
+def build_plan(classes: list[WorkerClass], config: SimConfig,
+               workers: int | None = None) -> tuple[Plan, PlanInfo, np.ndarray, np.ndarray]:
+    """Return the plan of the ranks in ``classes``, its info, and per-link bandwidth/cap in
+    bytes/s. ``workers``: the job's size when fewer ranks are simulated (``sim/symmetry.py``);
+    collectives and host slowdowns are timed for it."""
     check_same_dag(classes)
     ref = classes[0].profile
     W = sum(c.count for c in classes)
@@ -213,7 +216,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig) -> tuple[Plan, Pla
     link = config.cluster.link
     bw = link.bandwidth_Bps
     cap = min(bw, link.flow_cap_Bps or bw)
-    dur = _durations(classes, config, W, cap)
+    dur = _durations(classes, config, workers or W, cap)
     if t.groups is not None:
         dur = contract_durations(t.groups, dur)
     keep = t.keep

@@ -18,6 +18,7 @@ from ..spec import SHARINGS
 from .links import make_links
 from .plan import build_plan
 from .stalls import stall_pool
+from .symmetry import mirrored, simulated
 from .state import SAMPLES_PER_WORKER, for_backend, make_state
 from .stats import Estimate, estimate, lognormal_factors
 
@@ -69,10 +70,10 @@ ENGINE = CORE if CORE is not None else engine
 class _Sim:
     """Holds one configuration's arrays and drives the compiled engine over them."""
 
-    def __init__(self, classes: list[WorkerClass], config: SimConfig):
+    def __init__(self, classes: list[WorkerClass], config: SimConfig, workers: int | None = None):
         warn_if_pure()
         self.config = config
-        plan, self.info, bw, cap = build_plan(classes, config)
+        plan, self.info, bw, cap = build_plan(classes, config, workers)
         self.bw_Bps = bw
         W, R, n, L = plan.W, plan.R, plan.n_ops, len(plan.link_res)
         self.rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7]))
@@ -259,9 +260,11 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     if SHARINGS[config.sharing].code is None:
         raise ConfigError(f"sharing {config.sharing!r} is the mean of several runs: use sgdsim.predict")
     classes = [replace(c, profile=_prepared(c.profile, config)) for c in classes]
+    mirror = mirrored(classes, config)
+    classes, W_job = simulated(classes, mirror), sum(c.count for c in classes)
     _check_budget(classes, config)
     wall0 = time.perf_counter()
-    sim = _Sim(classes, config)
+    sim = _Sim(classes, config, W_job)
     W = sim.plan.W
     warm = config.control.warmup_steps * W
     if warm and not sim.run_until(warm, config.max_ops):
@@ -274,7 +277,7 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     ENGINE.sync_links(sim.core[1], sim.core[3], sim.now())
     if config.timeline:
         sim._flush_timeline()
-    return _result(sim, est, t0, wall0)
+    return _result(sim, est, t0, wall0, mirror)
 
 
 def _measure(sim: _Sim, config: SimConfig, t0: float, c0: int) -> Estimate:
@@ -323,15 +326,16 @@ def _estimate(sim: _Sim, t0: float, c0: int) -> Estimate:
     return estimate(t0, times, workers, sim.info.worker_batch)
 
 
-def _result(sim: _Sim, est: Estimate, t0: float, wall0: float) -> SimResult:
+def _result(sim: _Sim, est: Estimate, t0: float, wall0: float, mirror: int) -> SimResult:
+    """``mirror``: the ranks each simulated rank stands for (``sim/symmetry.py``); rates and
+    step counts are the job's, ops those simulated."""
     util, link_bytes = _utilization(sim, est.duration_s)
     bottleneck = max(util, key=lambda k: util[k]) if util else ""
-    W = sim.plan.W
+    thr, hw = est.throughput * mirror, est.half_width * mirror
     return SimResult(
-        workers=W, throughput=est.throughput,
-        ci_low=max(0.0, est.throughput - est.half_width), ci_high=est.throughput + est.half_width,
+        workers=sim.plan.W * mirror, throughput=thr, ci_low=max(0.0, thr - hw), ci_high=thr + hw,
         step_time_s=float(sim.info.worker_batch.sum()) / est.throughput if est.throughput > 0 else float("inf"),
-        ops_simulated=sim.ops(), steps_measured=est.steps, measured_s=est.duration_s,
+        ops_simulated=sim.ops(), steps_measured=est.steps * mirror, measured_s=est.duration_s,
         utilization=util, bottleneck=bottleneck, wall_s=time.perf_counter() - wall0,
         link_bytes=link_bytes, timeline=_timeline(sim) if sim.config.timeline else None,
     )
