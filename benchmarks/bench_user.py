@@ -1,7 +1,9 @@
 """What a user waits for: whole `sgdsim` processes (import, simulation, output), timed as run.
 
-Each command runs ``--runs`` times (default 3) in a fresh process; the table gives the
-minimum, median and maximum wall time and the largest peak RSS. Prints a Markdown table;
+Each command runs once untimed, then ``--runs`` times (default 3) in a fresh process; the
+table gives the minimum, median and maximum wall time and the largest peak RSS. Python writes
+and reuses its bytecode caches as it does by default (``PYTHONDONTWRITEBYTECODE`` is dropped
+from the children's environment): a user's second command does not compile sgdsim's modules. Prints a Markdown table;
 ``--write`` puts it into docs/benchmarks.md between the USER markers. Targets: issue 36.
 
     python benchmarks/bench_user.py [--runs N] [--write]
@@ -38,10 +40,13 @@ CASES = [
 ]
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(argv: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one whole process."""
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "sgdsim.cli", *argv], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "sgdsim.cli", *argv], cwd=ROOT, env=ENV,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
@@ -54,10 +59,12 @@ def main() -> None:
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 3
     lines = ["| what | target | wall min / median / max (s) | peak RSS (MB) |", "|---|---:|---:|---:|"]
     for what, target, argv in CASES:
+        run(argv)  # untimed: bytecode caches written, files in the page cache
         walls, rss = zip(*(run(argv) for _ in range(runs)))
         lines.append(f"| {what} | {target} | {min(walls):.2f} / {statistics.median(walls):.2f} / "
                      f"{max(walls):.2f} | {max(rss):.0f} |")
-    lines += ["", f"Whole processes (`python -m sgdsim.cli ...`, import included), {runs} runs each. "
+    lines += ["", f"Whole processes (`python -m sgdsim.cli ...`, import included), {runs} runs each "
+              "after an untimed one, with Python's bytecode caches. "
               f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()} ({os.cpu_count()} cores, "
               f"Python {platform.python_version()}), with `python benchmarks/bench_user.py --write`."]
     publish(DOC, "USER", "\n".join(lines))

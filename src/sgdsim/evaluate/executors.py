@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Protocol
 
 from ..errors import ConfigError
@@ -52,6 +51,8 @@ class LocalPool:
     def map(self, fn, items, progress=None):
         if len(items) <= 1 or self.jobs <= 1:
             return Serial().map(fn, items, progress)
+        from concurrent.futures import ProcessPoolExecutor, as_completed  # 20 ms: only for a pool
+
         out: list[Any] = [None] * len(items)
         with ProcessPoolExecutor(min(self.jobs, len(items)), initializer=_one_thread) as pool:
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}

@@ -36,7 +36,7 @@ class Links(NamedTuple):
     since: F64
     served: Heaps
     waiting: Heaps
-    nic_done: I64
+    nic_order: I64
     noise: F64
     two_way_table: F64
     two_way_side: int
@@ -78,7 +78,7 @@ def make_links(n_links: int, n_workers: int, policy: int, bw_Bps, cap_Bps, noise
         arrival=np.zeros(n_flows, np.int64), since=np.zeros(n_flows),
         served=make_heaps(n_links, n_workers, n_flows),
         waiting=make_heaps(n_links, n_workers, n_flows),
-        nic_done=np.zeros(n_links, np.int64),
+        nic_order=np.zeros(n_links, np.int64),
         noise=np.ones(1) if noise is None else np.asarray(noise, np.float64),
         two_way_table=np.ones(1) if two_way is None else np.array(two_way, np.float64).ravel(),
         two_way_side=0 if two_way is None else np.shape(two_way)[1],

@@ -31,30 +31,27 @@ def rebalance_link(LK: Links, l: int, w_changed: int, now: float, seq: int) -> N
 
 @core
 def rebalance_worker(LK: Links, w: int, direction: int, seq: int) -> None:
-    """Water-fill worker w's NIC over its active flows in one direction."""
+    """Water-fill worker w's NIC over its active flows in one direction, smallest fair share
+    first (ties in PS order): its flows' links are insertion-sorted into ``nic_order``, O(M²)
+    compares at worst but in one pass over M links, against one pass per flow."""
     W = LK.W
-    left = 0
+    k = 0
     for p in range(LK.n_ps):
         l = 2 * p + direction
-        LK.nic_done[l] = 0
         if LK.on[l * W + w]:
-            left += 1
-    if left == 0:
-        return
+            j = k
+            while j > 0 and LK.rate[LK.nic_order[j - 1]] > LK.rate[l]:
+                LK.nic_order[j] = LK.nic_order[j - 1]
+                j -= 1
+            LK.nic_order[j] = l
+            k += 1
     budget = LK.bw_Bps[direction]
-    while left > 0:
-        best = -1
-        for p in range(LK.n_ps):  # the unassigned flow with the smallest fair share
-            l = 2 * p + direction
-            if LK.on[l * W + w] and LK.nic_done[l] == 0:
-                if best < 0 or LK.rate[l] < LK.rate[best]:
-                    best = l
-        share = budget / left
+    for i in range(k):
+        best = LK.nic_order[i]
+        share = budget / (k - i)
         fair = LK.rate[best]
         got = fair if fair < share else share
-        LK.nic_done[best] = 1
         budget -= got
-        left -= 1
         weight = got / fair if fair > 0.0 else 1.0
         f = best * W + w
         if abs(weight - LK.weight[f]) > 1e-12 * weight:
