@@ -199,7 +199,7 @@ def sandbox(tmp_path_factory):
 
     parser, d = cli.build_parser(), tmp_path_factory.mktemp("fuzz")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli, "build_parser", lambda: parser)
+        mp.setattr(cli, "build_parser", lambda command=None: parser)
         mp.chdir(d)
         mp.setenv("SGDSIM_OPS_DB", str(d / "default.sqlite"))
         (d / "ops.csv").write_bytes(ops_csv_text([OPS_ROW]))

@@ -97,3 +97,21 @@ def test_threads_looking_up_at_once_in_a_fresh_process_all_find_the_plug_ins():
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert out.stdout.startswith("0 "), out.stdout
+
+
+def test_each_command_module_registers_the_names_the_cli_lists():
+    """``cli.COMMANDS`` names each module's commands so that a command builds only its own
+    module's parser; a module that registers another name must be listed with it."""
+    import importlib
+
+    from sgdsim.cli import COMMANDS, build_parser
+    from sgdsim.cli.common import Parser
+
+    for module, names in COMMANDS.items():
+        sub = Parser(prog="x").add_subparsers(dest="command", parser_class=Parser)
+        assert sorted(importlib.import_module(module).register(sub)) == sorted(names), module
+        for name in names:  # the one-module parser knows the command, and only its module's
+            one = next(a for a in build_parser(name)._actions if a.dest == "command")
+            assert name in one.choices and set(one.choices) == set(names)
+    every = next(a for a in build_parser("no-such-command")._actions if a.dest == "command")
+    assert set(every.choices) == {n for names in COMMANDS.values() for n in names}
