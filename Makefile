@@ -42,6 +42,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_plan.py --write
 	$(BIN)/python benchmarks/bench_optimize.py --write
 	$(BIN)/python benchmarks/bench_multigpu.py --write
+	$(BIN)/python benchmarks/bench_scaling.py --write
+	$(BIN)/python benchmarks/bench_user.py --write
 
 bench-ops: install-dev
 	$(BIN)/python benchmarks/bench_opsdb.py --write

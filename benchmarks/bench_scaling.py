@@ -1,5 +1,7 @@
 """How the fine simulator's cost grows: wall time against workers (1 to 1,024) and against
-steps simulated, for async PS, ring all-reduce and hierarchical all-reduce (issue 36, item 5).
+steps simulated, for async PS, ring all-reduce and hierarchical all-reduce, the all-reduce
+jobs' identical ranks simulated once (``sim/symmetry.py``) and, with per-rank noise, rank by
+rank (issue 36, item 5).
 
 One replication per point, a fixed number of steps per worker, no warm-up, in this process
 after one untimed call; ResNet-50. Prints a Markdown table and writes a plot
@@ -29,6 +31,9 @@ JOBS = {
     "hierarchical, 8 GPUs/node, 25 MB buckets": dict(
         arch="allreduce", mode="sync", collective="hierarchical", gpus_per_node=8,
         intra_bandwidth="150GB/s", bandwidth="100Gbps", bucket_size="25MB"),
+    # ranks that differ (a noisy compute time each) are simulated rank by rank
+    "ring all-reduce, 10 Gbps, --jitter 0.05": dict(arch="allreduce", mode="sync", bandwidth="10Gbps",
+                                                    jitter=0.05),
 }
 
 
