@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from .llm_cmd import add_llm_arguments, check_llm_only, run_llm
 from .model_options import add_model_arguments, run_prediction
 from .tables import format_points
 from ..progress import say
@@ -12,8 +13,11 @@ def register(sub) -> dict:
     q = sub.add_parser("predict", help="predict throughput per worker count (simulator and models)",
                        description="Predict training throughput for each worker count from a "
                                    "one-worker profile.")
-    q.add_argument("profile", nargs="?", help="profile JSON (.json or .json.gz), or give --coarse")
+    q.add_argument("profile", nargs="?", help="profile JSON (.json or .json.gz), or give --coarse; or a "
+                                              "large model: gpt:layers=..,hidden=..,heads=..,seq=..,vocab=.., "
+                                              "llama:..., or a Hugging Face config.json (with --layout)")
     add_model_arguments(q)
+    add_llm_arguments(q)
     q.add_argument("--format", default="table", choices=["table", "csv", "json"], help="output format")
     q.add_argument("--timeline", default=None, metavar="FILE.json",
                    help="write a Chrome/Perfetto trace of each simulated point (default: none)")
@@ -21,10 +25,22 @@ def register(sub) -> dict:
                    help="also write a self-contained HTML report (default: none)")
     q.add_argument("--force", action="store_true",
                    help="overwrite existing --timeline and --report files")
-    return {"predict": cmd_predict}
+    defaults = {a.dest: a.default for a in q._actions}
+    return {"predict": lambda args: cmd_predict(args, defaults)}
 
 
-def cmd_predict(args) -> int:
+def cmd_predict(args, defaults: dict | None = None) -> int:
+    from ..llm import is_description
+
+    llm = is_description(args.profile)
+    check_llm_only(args, defaults or {}, llm)
+    if llm:
+        print(run_llm(args))
+        return 0
+    return _cmd_profile(args)
+
+
+def _cmd_profile(args) -> int:
     from ..outputs import check_distinct_outputs
     from ..timeline import write_chrome_trace
 

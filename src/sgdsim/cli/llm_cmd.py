@@ -1,0 +1,85 @@
+"""``sgdsim predict gpt:...`` (or a Hugging Face config.json): a large model's step on a
+layout (``sgdsim.llm``). The profile-based options do not apply and are refused if given."""
+from __future__ import annotations
+
+import json
+
+from ..errors import ConfigError
+
+LLM_DESTS = ("layout", "device", "devices", "seq", "workers", "format", "quiet", "profile", "func",
+             "command", "handlers")
+
+
+def add_llm_arguments(q) -> None:
+    g = q.add_argument_group("large models (a gpt:/llama: description or a config.json as PROFILE)")
+    g.add_argument("--layout", default=None, metavar="SPEC",
+                   help="tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=1f1b|gpipe|interleaved,v=2,"
+                        "recompute=full|selective|none,zero=0-3,sp=1,precision=bf16]; dp from --workers")
+    g.add_argument("--device", default=None, metavar="NAME",
+                   help="an accelerator of the catalogue (default a100-80gb): v100-sxm2-32gb, a100-40gb, "
+                        "a100-80gb, h100-sxm, h200, b200")
+    g.add_argument("--devices", default=None, metavar="FILE.toml", help="your own device catalogue")
+    g.add_argument("--seq", type=int, default=None, metavar="TOKENS",
+                   help="training sequence length (default: the description's seq, or a config.json's "
+                        "max_position_embeddings)")
+
+
+def check_llm_only(args, defaults: dict, llm: bool) -> None:
+    """A profile's options with a transformer description, or the reverse: one line."""
+    for dest, value in vars(args).items():
+        if dest in LLM_DESTS or value == defaults.get(dest, value):
+            continue
+        if llm:
+            raise ConfigError(f"--{dest.replace('_', '-')} applies to a profile, not to a transformer "
+                              "description (use --layout, --device, --workers)")
+    if not llm:
+        for dest in ("layout", "device", "devices", "seq"):
+            if getattr(args, dest) is not None:
+                raise ConfigError(f"--{dest} applies to a transformer description (gpt:..., llama:... "
+                                  "or a config.json), not to a profile")
+
+
+def run_llm(args) -> str:
+    from ..llm import device, load_transformer, parse_layout, predict_step
+    from ..predict import parse_workers
+
+    if args.layout is None:
+        raise ConfigError("a transformer description needs --layout (e.g. tp=8,pp=8,mb=1,batch=1536)")
+    model = load_transformer(args.profile, args.seq)
+    workers = parse_workers(args.workers) if args.workers else [None]
+    if len(workers) != 1:
+        raise ConfigError("give one GPU count with --workers for a transformer description")
+    layout = parse_layout(args.layout, workers[0])
+    dev = device(args.device or "a100-80gb", args.devices)
+    r = predict_step(model, layout, dev)
+    row = _row(model, layout, dev, r)
+    if args.format == "json":
+        return json.dumps(row, indent=2)
+    if args.format == "csv":
+        keys = [k for k in row if not isinstance(row[k], dict)]
+        return ",".join(keys) + "\n" + ",".join(str(row[k]) for k in keys)
+    return _table(row, r, dev)
+
+
+def _row(model, layout, dev, r) -> dict:
+    return {"model": model.name, "params": model.params(), "gpus": layout.gpus, "tp": layout.tp,
+            "pp": layout.pp, "dp": layout.dp, "micro_batch": layout.mb, "batch": layout.batch,
+            "schedule": layout.schedule, "v": layout.v, "recompute": layout.recompute,
+            "zero": layout.zero, "device": dev.key, "step_time_s": r.step_s, "tokens_per_s": r.tokens_per_s,
+            "achieved_flops_per_gpu": r.achieved_flops_per_gpu, "mfu": r.mfu, "bubble": r.bubble,
+            "memory_bytes": r.memory.total, "capacity_bytes": dev.hbm_bytes, "fits": r.fits,
+            "parts_s": r.parts_s}
+
+
+def _table(row: dict, r, dev) -> str:
+    lay = f"tp={row['tp']} pp={row['pp']} dp={row['dp']} mb={row['micro_batch']} batch={row['batch']} " \
+          f"{row['schedule']}{' v=' + str(row['v']) if row['v'] > 1 else ''} recompute={row['recompute']}" \
+          f"{' zero=' + str(row['zero']) if row['zero'] else ''}"
+    lines = [f"{row['model']} ({row['params'] / 1e9:.1f} B parameters) on {row['gpus']} x {dev.name}: {lay}",
+             f"step {row['step_time_s']:.2f} s, {row['tokens_per_s']:,.0f} tokens/s, "
+             f"{row['achieved_flops_per_gpu'] / 1e12:.0f} TFLOP/s per GPU, MFU {row['mfu']:.1%}, "
+             f"pipeline bubble {row['bubble']:.1%}",
+             "memory " + (f"{r.memory.total / (1 << 30):.1f} GiB of {dev.hbm_bytes / (1 << 30):.1f} GiB per device"
+                          if r.fits else r.memory.shortfall(dev.hbm_bytes) + ": DOES NOT FIT"),
+             "step: " + ", ".join(f"{k} {v:.2f} s" for k, v in row["parts_s"].items())]
+    return "\n".join(lines)

@@ -1,0 +1,139 @@
+"""One training step of a large model on a layout (issue 37): op times by roofline, the
+collectives on the links they use, the pipeline simulated (``pipeline.py``).
+
+- **Compute**: each GEMM takes max(FLOPs / (peak · efficiency · wave use), bytes / HBM), wave
+  use = tiles / (waves · SMs) for 128×128 output tiles (a GEMM too small to fill the SMs
+  wastes the rest of its last wave); element-wise ops (norms, softmax, activations, dropout,
+  residuals) move their bytes at the HBM bandwidth. The backward pass is twice the forward;
+  full recomputation adds a forward, selective recomputation the attention core.
+- **Tensor parallelism** (Megatron): two all-reduces of the block's activations per forward
+  and two per backward (two more with full recomputation), each 2(t − 1)/t · bytes over the
+  intra-node link; with sequence parallelism, a reduce-scatter and an all-gather of the same
+  total volume.
+- **Pipeline**: a send of one micro-batch's activations between stages, split over the tp
+  NICs (SC'21's scatter/gather); the schedule is simulated, the bubble comes out of it.
+- **Data parallelism**: the gradients all-reduced after the pipeline flush (2(d − 1)/d ·
+  bytes per GPU's NIC), 1.5× that with ZeRO-3 (reduce-scatter, and an all-gather of the
+  weights in the forward and in the backward pass); then Adam's update at the HBM bandwidth.
+Nothing overlaps communication with compute (as SC'21's runs did not).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .devices import Device
+from .layout import Layout
+from .memory import Memory, memory
+from .model import Transformer
+from .pipeline import PipelineRun, simulate
+
+TILE = 128
+ACT_B = 2  # bytes per activation element (bf16/fp16)
+ADAM_BYTES_PER_PARAM = 28  # reads and writes of fp32 master, momentum, variance, the gradient, bf16 weights
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    step_s: float
+    tokens_per_s: float
+    achieved_flops_per_gpu: float  # model FLOPs (with recomputation, as SC'21 counts) / time / GPU
+    mfu: float  # model FLOPs without recomputation / time / GPU / peak
+    bubble: float
+    parts_s: dict  # seconds per part of the step on the busiest device
+    memory: Memory
+    fits: bool
+
+
+def gemm_s(m: float, n: float, k: float, dev: Device, peak: float, count: int = 1) -> float:
+    tiles = math.ceil(m / TILE) * math.ceil(n / TILE) * count
+    waves = math.ceil(tiles / dev.sms)
+    use = tiles / (waves * dev.sms)
+    flops = 2.0 * m * n * k * count
+    bytes_ = ACT_B * (m * k + k * n + m * n) * count
+    return max(flops / (peak * dev.gemm_efficiency * use), bytes_ / dev.hbm_Bps)
+
+
+def block_forward_s(model: Transformer, lay: Layout, dev: Device, peak: float) -> tuple[float, float]:
+    """(whole block, its attention core): one micro-batch's forward on one device."""
+    t, h, s = lay.tp, model.hidden, model.seq
+    tokens = lay.mb * s
+    kv = model.kv_heads * model.head_dim
+    heads = lay.mb * model.heads // t
+    up = model.ffn * (2 if model.glu else 1) / t
+    gemms = (gemm_s(tokens, (h + 2 * kv) / t, h, dev, peak) + gemm_s(tokens, h, h / t, dev, peak)
+             + gemm_s(tokens, up, h, dev, peak) + gemm_s(tokens, h, model.ffn / t, dev, peak))
+    scores = s * s * heads  # one (s × s) score matrix per head
+    core = (gemm_s(s, s, model.head_dim, dev, peak, heads) + gemm_s(s, model.head_dim, s, dev, peak, heads)
+            + ACT_B * 2 * 2 * scores / dev.hbm_Bps)  # softmax and dropout: read and write each
+    elementwise = ACT_B * tokens * (4 * 2 * h + 3 * model.ffn / t + 2 * 3 * h) / dev.hbm_Bps
+    return gemms + core + elementwise, core
+
+
+def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
+    """One all-reduce (or reduce-scatter + all-gather) of a micro-batch's activations."""
+    t = lay.tp
+    if t == 1:
+        return 0.0
+    link = dev.intra_Bps if t <= dev.gpus_per_node else dev.nic_Bps
+    return 2 * (t - 1) / t * ACT_B * lay.mb * model.seq * model.hidden / link
+
+
+def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, list, dict]:
+    """Per global stage (p·v of them), one micro-batch's forward and backward seconds."""
+    peak = dev.peak(lay.precision)
+    fwd_block, core = block_forward_s(model, lay, dev, peak)
+    comm = tp_collective_s(model, lay, dev)
+    re_compute = {"none": 0.0, "selective": core, "full": fwd_block}[lay.recompute]
+    re_comm = 2 * comm if lay.recompute == "full" else 0.0
+    per_chunk = model.layers // (lay.pp * lay.v)
+    f_block, b_block = fwd_block + 2 * comm, 2 * fwd_block + 2 * comm + re_compute + re_comm
+    G = lay.pp * lay.v
+    fwd, bwd = [per_chunk * f_block] * G, [per_chunk * b_block] * G
+    tokens = lay.mb * model.seq
+    logits = gemm_s(tokens, model.vocab / lay.tp, model.hidden, dev, peak) \
+        + 3 * 4 * tokens * model.vocab / lay.tp / dev.hbm_Bps  # fp32 softmax cross-entropy
+    fwd[-1] += logits
+    bwd[-1] += 2 * logits
+    # the last device's work per micro-batch (it holds the logits): its compute and its collectives
+    parts = {"compute": per_chunk * lay.v * (3 * fwd_block + re_compute) + 3 * logits,
+             "tensor-parallel": per_chunk * lay.v * (4 * comm + re_comm)}
+    return fwd, bwd, parts
+
+
+def send_s(model: Transformer, lay: Layout, dev: Device) -> float:
+    if lay.pp == 1:
+        return 0.0
+    across = lay.tp * lay.dp >= dev.gpus_per_node
+    link = dev.nic_Bps if across else dev.intra_Bps
+    return ACT_B * lay.mb * model.seq * model.hidden / (lay.tp if across else 1) / link
+
+
+def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
+    d = lay.dp
+    if d == 1:
+        return 0.0
+    link = dev.nic_Bps if lay.tp * d > dev.gpus_per_node else dev.intra_Bps
+    volume = (3 if lay.zero == 3 else 2) * (d - 1) / d * 2 * params
+    return volume / link
+
+
+def predict_step(model: Transformer, lay: Layout, dev: Device) -> StepPrediction:
+    lay.check(model)
+    fwd, bwd, parts = stage_times(model, lay, dev)
+    run: PipelineRun = simulate(lay.pp, lay.micro_batches, lay.schedule, fwd, bwd, send_s(model, lay, dev), lay.v)
+    mem = memory(model, lay)
+    params = mem.weights / 2 * (lay.dp if lay.zero >= 3 else 1)
+    grads = dp_s(model, lay, dev, params)
+    adam = params / (lay.dp if lay.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / dev.hbm_Bps
+    step = run.makespan_s + grads + adam
+    m = lay.micro_batches
+    parts = {"compute": parts["compute"] * m, "tensor-parallel": parts["tensor-parallel"] * m,
+             "pipeline bubble and sends": run.makespan_s - max(run.busy_s),
+             "data-parallel gradients": grads, "optimizer": adam}
+    n, peak = lay.gpus, dev.peak(lay.precision)
+    return StepPrediction(
+        step_s=step, tokens_per_s=lay.batch * model.seq / step,
+        achieved_flops_per_gpu=model.step_flops(lay.batch, lay.recompute == "full") / step / n,
+        mfu=model.step_flops(lay.batch, False) / step / n / peak, bubble=run.bubble(),
+        parts_s=parts, memory=mem, fits=mem.fits(dev.hbm_bytes))

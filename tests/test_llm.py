@@ -1,0 +1,156 @@
+"""Large models (issue 37). Oracles: SC'21's parameter and FLOP formulas, published parameter
+counts of Llama-2 7B and Llama-3 8B, the pipeline bubble's closed forms, the collectives'
+volumes, and memory counted by hand (Korthikanti et al. 2022, ZeRO)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sgdsim.errors import ConfigError
+from sgdsim.llm import device, load_catalogue, load_transformer, memory, parse_gpt, parse_layout, predict_step
+from sgdsim.llm.pipeline import simulate
+from sgdsim.llm.step import dp_s, tp_collective_s
+
+SC21 = [  # (layers, hidden, heads), SC'21 Table 1's model shapes, and their parameters in billions
+    (24, 2304, 24, 1.7), (30, 3072, 32, 3.6), (36, 4096, 32, 7.5), (40, 6144, 48, 18.4),
+    (48, 8192, 64, 39.1), (60, 10240, 80, 76.1), (80, 12288, 96, 145.6), (96, 16384, 128, 310.1),
+    (105, 20480, 128, 529.6), (128, 25600, 160, 1008.0)]
+
+
+def gpt(layers, hidden, heads, seq=2048, vocab=51200):
+    return parse_gpt(f"gpt:layers={layers},hidden={hidden},heads={heads},seq={seq},vocab={vocab}")
+
+
+@pytest.mark.parametrize("layers,hidden,heads,billions", SC21)
+def test_gpt_parameters_and_flops_are_sc21_formulas(layers, hidden, heads, billions):
+    m, l, h, V, s = gpt(layers, hidden, heads), layers, hidden, 51200, 2048
+    closed = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h)) + 2 * h  # + the final LayerNorm
+    assert m.params() == pytest.approx(closed, rel=1e-12)
+    assert round(m.params() / 1e9, 1) == billions
+    B = 512
+    assert m.step_flops(B, recompute=True) == pytest.approx(
+        96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)), rel=1e-12)
+    assert m.step_flops(B, recompute=False) == pytest.approx(
+        72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)), rel=1e-12)
+
+
+@pytest.mark.parametrize("cfg,params", [
+    (dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+          intermediate_size=11008, vocab_size=32000, max_position_embeddings=4096,
+          model_type="llama"), 6_738_415_616),  # Llama-2 7B
+    (dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+          intermediate_size=14336, vocab_size=128256, max_position_embeddings=8192,
+          model_type="llama"), 8_030_261_248),  # Llama-3 8B (grouped-query attention)
+])
+def test_hugging_face_configs_give_the_published_parameter_counts(tmp_path, cfg, params):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    m = load_transformer(str(path))
+    assert m.glu and m.params() == params and m.seq == cfg["max_position_embeddings"]
+    assert load_transformer(str(path), seq=2048).seq == 2048
+
+
+@given(p=st.integers(1, 8), k=st.integers(1, 6), v=st.sampled_from([1, 2, 3, 4]),
+       schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]),
+       f=st.floats(0.1, 3.0), b=st.floats(0.1, 3.0))
+@settings(max_examples=150, deadline=None)
+def test_the_simulated_bubble_is_the_closed_form(p, k, v, schedule, f, b):
+    """Uniform stages, free sends: makespan = (m + (p − 1)/v)·(t_f + t_b) per device's work,
+    i.e. a bubble of (p − 1)/m (GPipe, 1F1B) or (p − 1)/(m·v) (interleaved)."""
+    v = v if schedule == "interleaved" else 1
+    m = k * p if schedule == "interleaved" else k
+    run = simulate(p, m, schedule, [f / v] * (p * v), [b / v] * (p * v), 0.0, v)
+    assert run.makespan_s == pytest.approx((m + (p - 1) / v) * (f + b), rel=1e-9)
+    assert run.bubble() == pytest.approx((p - 1) / (m * v), rel=1e-9, abs=1e-12)
+
+
+def test_sends_add_to_the_critical_path_of_a_one_f_one_b_pipeline():
+    """p = 2, m = 1: F0, send, F1, B1, send, B0."""
+    run = simulate(2, 1, "1f1b", [1.0, 1.0], [2.0, 2.0], 0.25)
+    assert run.makespan_s == pytest.approx(1 + 0.25 + 1 + 2 + 0.25 + 2)
+
+
+def test_tensor_parallel_volume_and_zero3_traffic():
+    dev, m = device("a100-80gb"), gpt(48, 8192, 64)
+    for t in (2, 4, 8):
+        lay = parse_layout(f"tp={t},pp=1,dp=1,mb=2,batch=2")
+        volume = tp_collective_s(m, lay, dev) * dev.intra_Bps
+        assert volume == pytest.approx(2 * (t - 1) / t * 2 * 2 * 2048 * 8192, rel=1e-12)
+    plain = parse_layout("tp=8,pp=2,dp=16,batch=64")
+    zero3 = parse_layout("tp=8,pp=2,dp=16,batch=64,zero=3")
+    assert dp_s(m, zero3, dev, 1e9) / dp_s(m, plain, dev, 1e9) == pytest.approx(1.5, rel=1e-12)
+    assert dp_s(m, plain, dev, 1e9) * dev.nic_Bps == pytest.approx(2 * 15 / 16 * 2e9, rel=1e-12)
+
+
+def test_memory_counted_by_hand_gpt_1_7b_data_parallel():
+    m, lay = gpt(24, 2304, 24), parse_layout("tp=1,pp=1,dp=32,mb=1,batch=512")
+    mem = memory(m, lay)
+    P = 24 * (12 * 2304 ** 2 + 13 * 2304) + 51200 * 2304 + 2048 * 2304  # blocks, words, positions
+    assert mem.weights == 2 * P and mem.gradients == 2 * P and mem.optimizer == 12 * P
+    # full recomputation keeps each block's input: 2·s·b·h bytes; 1F1B with pp = 1 holds one micro-batch
+    assert mem.activations == pytest.approx(24 * 2 * 2048 * 2304 + 2048 * 2304)
+
+
+def test_memory_counted_by_hand_145b_selective_sequence_parallel_zero1():
+    m = gpt(80, 12288, 96)
+    lay = parse_layout("tp=8,pp=8,dp=4,mb=1,batch=256,recompute=selective,sp=1,zero=1")
+    mem = memory(m, lay)
+    P = 80 / 8 * (12 * 12288 ** 2 + 13 * 12288) / 8 + 51200 * 12288 / 8 + 2048 * 12288
+    assert mem.weights == pytest.approx(2 * P) and mem.optimizer == pytest.approx(12 * P / 4)
+    sbh = 2048 * 12288
+    # Korthikanti Table 2, TP + SP + selective: 34·sbh/t per layer; 1F1B's first stage holds p
+    # micro-batches of its L/p layers
+    assert mem.activations == pytest.approx(34 * sbh / 8 * 10 * 8 + sbh / 8)
+
+
+@pytest.mark.parametrize("layout,model,message", [
+    ("tp=5,pp=1,batch=8", (24, 2304, 24), "tp=5 does not divide"),
+    ("tp=1,pp=5,batch=8", (24, 2304, 24), "not divisible by pp·v"),
+    ("tp=1,pp=2,dp=3,batch=8", (24, 2304, 24), "not divisible by dp·mb"),
+    ("tp=1,pp=4,batch=6,schedule=interleaved,v=2", (24, 2304, 24), "multiple of pp=4"),
+    ("tp=1,pp=2,batch=8,v=2,schedule=1f1b", (24, 2304, 24), "applies to schedule=interleaved"),
+])
+def test_impossible_layouts_are_refused(layout, model, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_layout(layout).check(gpt(*model))
+
+
+def test_step_parts_add_up_and_a_layout_that_does_not_fit_says_so():
+    dev = device("a100-80gb")
+    r = predict_step(gpt(96, 16384, 128), parse_layout("tp=8,pp=16,dp=15,mb=1,batch=2160"), dev)
+    assert sum(r.parts_s.values()) == pytest.approx(r.step_s, rel=1e-9)
+    assert r.fits and 0 < r.mfu < r.achieved_flops_per_gpu / dev.peak("bf16") < 1
+    big = predict_step(gpt(128, 25600, 160), parse_layout("tp=8,pp=8,dp=1,batch=8,recompute=none"), dev)
+    assert not big.fits and "GiB of 80.0 GiB on each device" in big.memory.shortfall(dev.hbm_bytes)
+
+
+def test_the_catalogue_has_sources_and_a_bad_user_file_is_one_line(tmp_path):
+    cat = load_catalogue()
+    assert {"v100-sxm2-32gb", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"} <= set(cat)
+    assert all(d.source.startswith("https://") and d.peak_flops for d in cat.values())
+    bad = tmp_path / "d.toml"
+    bad.write_text('[x]\nname = "x"\n')
+    with pytest.raises(ConfigError, match="lacks"):
+        load_catalogue(str(bad))
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "sgdsim.cli", "predict", *args], capture_output=True, text=True)
+
+
+def test_cli_predicts_a_trillion_parameters_and_refuses_what_does_not_apply():
+    one_t = "gpt:layers=128,hidden=25600,heads=160,seq=2048,vocab=51200"
+    r = _cli(one_t, "--workers", "3072", "--layout", "tp=8,pp=64,mb=1,batch=3072", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)
+    assert row["dp"] == 6 and row["gpus"] == 3072 and row["fits"] and row["tokens_per_s"] > 0
+    for args, message in (([one_t, "--layout", "tp=8,pp=64,batch=3072", "--mode", "sync"], "--mode applies"),
+                          (["examples/profiles/resnet50.json", "--layout", "tp=2"], "--layout applies"),
+                          ([one_t, "--workers", "100", "--layout", "tp=8,pp=64,batch=3072"], "multiple of tp·pp"),
+                          ([one_t], "needs --layout"), (["gpt:layers=2", "--layout", "batch=1"], "give hidden=")):
+        r = _cli(*args)
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
