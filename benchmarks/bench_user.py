@@ -4,7 +4,7 @@ Each command runs once untimed, then ``--runs`` times (default 3) in a fresh pro
 table gives the minimum, median and maximum wall time and the largest peak RSS. Python writes
 and reuses its bytecode caches as it does by default (``PYTHONDONTWRITEBYTECODE`` is dropped
 from the children's environment): a user's second command does not compile sgdsim's modules. Prints a Markdown table;
-``--write`` puts it into docs/benchmarks.md between the USER markers. Targets: issue 36.
+``--write`` puts it into docs/benchmarks.md between the USER markers. Targets: issue 36 (and 37's large-model prediction).
 
     python benchmarks/bench_user.py [--runs N] [--write]
 """
@@ -37,6 +37,9 @@ CASES = [
     ("DDP on 1,024 GPUs, hierarchical, 25 MB buckets", "1 s",
      ["predict", R50, "--workers", "1024", "--arch", "allreduce", "--mode", "sync", "--collective", "hierarchical",
       "--gpus-per-node", "8", "--intra-bandwidth", "150GB/s", "--bandwidth", "100Gbps", "--bucket-size", "25MB"]),
+    ("GPT 1 T on 3,072 A100s (tp 8, pp 64, dp 6), issue 37", "10 s",
+     ["predict", "gpt:layers=128,hidden=25600,heads=160,seq=2048,vocab=51200", "--workers", "3072",
+      "--layout", "tp=8,pp=64,mb=1,batch=3072"]),
 ]
 
 
