@@ -40,6 +40,9 @@ CASES = [
     ("GPT 1 T on 3,072 A100s (tp 8, pp 64, dp 6), issue 37", "10 s",
      ["predict", "gpt:layers=128,hidden=25600,heads=160,seq=2048,vocab=51200", "--workers", "3072",
       "--layout", "tp=8,pp=64,mb=1,batch=3072"]),
+    ("plan a 175 B model over 64-1,024 A100s, issue 37", "60 s",
+     ["plan", "gpt:layers=96,hidden=12288,heads=96,seq=2048,vocab=51200", "--workers", "64-1024",
+      "--layout", "batch=1536"]),
 ]
 
 

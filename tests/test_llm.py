@@ -154,3 +154,62 @@ def test_cli_predicts_a_trillion_parameters_and_refuses_what_does_not_apply():
                           ([one_t], "needs --layout"), (["gpt:layers=2", "--layout", "batch=1"], "give hidden=")):
         r = _cli(*args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _small_problem():
+    from sgdsim.llm.layout import Layout
+
+    model = gpt(8, 1024, 16, seq=1024, vocab=32000)
+    return model, device("a100-40gb"), Layout(batch=32)
+
+
+def test_the_planner_finds_the_exhaustive_optimum_of_a_small_instance():
+    """Closed-form pruning keeps the layout that simulating every layout would pick."""
+    from sgdsim.llm.plan import layouts, search
+
+    model, dev, base = _small_problem()
+    counts = [8, 16, 32]
+    every = [lay for n in counts for lay in layouts(model, n, dev, base, set())]
+    simulated = [(predict_step(model, lay, dev), lay) for lay in every]
+    fitting = [(r.step_s, lay) for r, lay in simulated if r.fits]
+    assert len(every) > 100 and fitting
+    for objective, score in (("step-time", lambda s, lay: s), ("cost-per-token", lambda s, lay: s * lay.gpus)):
+        result = search(model, dev, counts, base, set(), objective, finalists=5)
+        best_lay, best = result.finalists[0]
+        assert result.considered == len(every)
+        assert score(best.step_s, best_lay) == pytest.approx(min(score(s, lay) for s, lay in fitting), rel=1e-12)
+
+
+def test_the_planner_keeps_fixed_fields_and_excludes_what_does_not_fit():
+    from sgdsim.llm.plan import search
+
+    model, dev, base = _small_problem()
+    big = gpt(96, 12288, 96)
+    result = search(big, dev, [64, 128], replace_(base, tp=8, batch=256), {"tp"}, finalists=4)
+    assert result.too_big > 0 and all(lay.tp == 8 and r.fits for lay, r in result.finalists)
+
+
+def replace_(lay, **kw):
+    from dataclasses import replace
+
+    return replace(lay, **kw)
+
+
+def test_cli_plan_of_a_large_model_and_its_refusals():
+    r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "plan", "gpt:layers=24,hidden=2304,heads=24,seq=2048,"
+                        "vocab=51200", "--workers", "16,32", "--layout", "batch=256", "--format", "json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["finalists"] and out["considered"] >= len(out["finalists"])
+    steps = [f["step_time_s"] for f in out["finalists"]]
+    assert steps == sorted(steps)
+    for args, message in ((["examples/profiles/resnet50.json", "--workers", "1-4"], "--dataset-size"),
+                          (["examples/profiles/resnet50.json", "--dataset-size", "1M", "--objective", "step-time"],
+                           "--objective applies"),
+                          (["gpt:layers=96,hidden=12288,heads=96,seq=2048,vocab=51200", "--workers", "8",
+                            "--layout", "batch=64"], "fits in memory"),
+                          (["gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200", "--workers", "16"],
+                           "--layout batch=N")):
+        r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "plan", *args], capture_output=True, text=True)
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

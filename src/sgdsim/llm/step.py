@@ -118,6 +118,20 @@ def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
     return volume / link
 
 
+def closed_step_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, Memory]:
+    """The step without simulating the pipeline, for pruning a search: the busiest device's
+    work m times, plus (p − 1)/v of it for the fill and drain (exact for uniform stages and
+    free sends: ``tests/test_llm.py``), plus the sends on the fill and drain path."""
+    fwd, bwd, _ = stage_times(model, lay, dev)
+    p, v = lay.pp, lay.v
+    work = max(sum(fwd[g] + bwd[g] for g in range(d, p * v, p)) for d in range(p))
+    pipe = (lay.micro_batches + (p - 1) / v) * work + 2 * (p - 1) * send_s(model, lay, dev)
+    mem = memory(model, lay)
+    params = mem.weights / 2 * (lay.dp if lay.zero >= 3 else 1)
+    adam = params / (lay.dp if lay.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / dev.hbm_Bps
+    return pipe + dp_s(model, lay, dev, params) + adam, mem
+
+
 def predict_step(model: Transformer, lay: Layout, dev: Device) -> StepPrediction:
     lay.check(model)
     fwd, bwd, parts = stage_times(model, lay, dev)

@@ -8,6 +8,7 @@ from ..errors import ConfigError
 from ..units import parse_bandwidth_bps, parse_duration_s, parse_number, parse_size_bytes
 from ..spec import COLLECTIVES
 from ..topology.model import fills_nodes
+from .llm_plan import add_llm_plan_arguments, check_plan_options, run_llm_plan
 from .search import strategy_names
 
 
@@ -29,15 +30,18 @@ def register(sub) -> dict:
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="also write a plot: throughput and cost against workers per strategy (default: none)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
-    return {"plan": cmd_plan}
+    add_llm_plan_arguments(p)
+    defaults = {a.dest: a.default for a in p._actions}
+    return {"plan": lambda args: cmd_plan(args, defaults)}
 
 
 def _add_search_arguments(p) -> None:
-    p.add_argument("profile", nargs="?", help="profile JSON (or give --coarse)")
+    p.add_argument("profile", nargs="?", help="profile JSON (or give --coarse), or a large model: "
+                                              "gpt:..., llama:..., a config.json (with --layout batch=N)")
     p.add_argument("--coarse", default=None, metavar="SPEC",
                    help="coarse profile instead: size=102MB,fwd=182ms,bwd=261ms,batch=128 (default: none)")
-    p.add_argument("--dataset-size", required=True, metavar="N",
-                   help="examples per epoch, e.g. 1281167 or 1.28M")
+    p.add_argument("--dataset-size", default=None, metavar="N",
+                   help="examples per epoch, e.g. 1281167 or 1.28M (default: none; required with a profile)")
     p.add_argument("--workers", default="1-64", help="worker counts to consider (default 1-64)")
     p.add_argument("--bandwidth", action="append", default=None, metavar="BW",
                    help="NIC bandwidth, e.g. 10Gbps; repeat to compare several (default 10Gbps)")
@@ -81,7 +85,18 @@ def _add_goal_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated finalists")
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args, defaults: dict | None = None) -> int:
+    from ..llm import is_description
+
+    llm = is_description(args.profile)
+    check_plan_options(args, defaults or {}, llm)
+    if llm:
+        print(run_llm_plan(args))
+        return 0
+    return _cmd_profile_plan(args)
+
+
+def _cmd_profile_plan(args) -> int:
     from ..cli.common import executor_from
     from ..outputs import check_output_path
     from ..progress import say
@@ -113,6 +128,8 @@ def build_request(args):
     from .objective import Prices
     from .search import PlanRequest, candidates
 
+    if args.dataset_size is None:
+        raise ConfigError("the following arguments are required: --dataset-size")
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None

@@ -1,0 +1,74 @@
+"""``sgdsim plan gpt:...``: the layout of a large model (``sgdsim.llm.plan``), for a GPU range
+and an objective. The profile planner's options do not apply and are refused if given."""
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from ..errors import ConfigError
+
+LLM_PLAN_DESTS = ("profile", "workers", "layout", "device", "devices", "seq", "objective",
+                  "price_per_gpu_hour", "finalists", "format", "quiet", "command", "handlers")
+
+
+def add_llm_plan_arguments(p) -> None:
+    g = p.add_argument_group("large models (a gpt:/llama: description or a config.json as PROFILE)")
+    g.add_argument("--layout", default=None, metavar="SPEC",
+                   help="batch=1536 (sequences per step, required) and any field to hold fixed, e.g. "
+                        "tp=8,recompute=selective; the rest is searched (default: none; required with a "
+                        "transformer description)")
+    g.add_argument("--device", default=None, metavar="NAME", help="catalogue device (default a100-80gb)")
+    g.add_argument("--devices", default=None, metavar="FILE.toml", help="your own device catalogue (default: the bundled one)")
+    g.add_argument("--seq", type=int, default=None, metavar="TOKENS", help="training sequence length (default: the description's seq)")
+    g.add_argument("--objective", default=None, choices=("step-time", "cost-per-token"),
+                   help="rank layouts by step time (= tokens/s at a fixed batch) or by GPU-hours per token "
+                        "(default step-time)")
+    g.add_argument("--price-per-gpu-hour", type=float, default=None, metavar="P",
+                   help="price of a GPU per hour, for the cost column (default 1: GPU-hours)")
+
+
+def check_plan_options(args, defaults: dict, llm: bool) -> None:
+    for dest, value in vars(args).items():
+        given = value != defaults.get(dest, value)
+        if llm and given and dest not in LLM_PLAN_DESTS:
+            raise ConfigError(f"--{dest.replace('_', '-')} applies to a profile, not to a transformer "
+                              "description (use --layout, --device, --workers, --objective)")
+        if not llm and given and dest in ("layout", "device", "devices", "seq", "objective", "price_per_gpu_hour"):
+            raise ConfigError(f"--{dest.replace('_', '-')} applies to a transformer description "
+                              "(gpt:..., llama:... or a config.json), not to a profile")
+
+
+def run_llm_plan(args) -> str:
+    from ..llm import device, load_transformer, parse_layout
+    from ..llm.layout import Layout
+    from ..llm.plan import check_fits_somewhere, result_rows, search
+    from ..predict import parse_workers
+    from ..progress import Progress
+
+    if args.layout is None or "batch=" not in args.layout:
+        raise ConfigError("a transformer description needs --layout batch=N (sequences per step), "
+                          "e.g. --layout batch=1536")
+    model = load_transformer(args.profile, args.seq)
+    dev = device(args.device or "a100-80gb", args.devices)
+    counts = [n for n in parse_workers(args.workers) if n % dev.gpus_per_node == 0 or n < dev.gpus_per_node]
+    if not counts:
+        raise ConfigError(f"--workers gives no GPU count that fills nodes of {dev.gpus_per_node}")
+    keys = {item.split("=")[0].strip() for item in args.layout.split(",") if "=" in item}
+    base = parse_layout(args.layout + ("" if "dp" in keys else ",dp=1"))
+    fixed = keys & {f.name for f in fields(Layout)} - {"batch", "dp"}
+    with Progress(len(counts), "searching layouts") as bar:
+        result = search(model, dev, counts, base, fixed, args.objective or "step-time", args.finalists,
+                        progress=bar.advance)
+    check_fits_somewhere(result, f"{model.name} on {counts[0]}-{counts[-1]} {dev.key}")
+    rows = result_rows(result, args.price_per_gpu_hour or 1.0, model)
+    if args.format == "json":
+        return json.dumps({"objective": result.objective, "considered": result.considered,
+                           "too_big": result.too_big, "finalists": rows}, indent=2)
+    head = (f"{model.name} ({model.params() / 1e9:.1f} B parameters), batch {base.batch} x {model.seq} tokens, "
+            f"{dev.name}: {result.considered} layouts possible, {result.too_big} do not fit in memory; "
+            f"the best {len(rows)} by {result.objective}, simulated:")
+    lines = [head, f"{'GPUs':>6} {'step (s)':>9} {'tokens/s':>11} {'MFU':>6} {'GiB/GPU':>8} "
+                   f"{'cost/M tokens':>13}  layout"]
+    lines += [f"{r['gpus']:>6} {r['step_time_s']:>9.2f} {r['tokens_per_s']:>11,.0f} {r['mfu']:>6.1%} "
+              f"{r['memory_gib']:>8.1f} {r['cost_per_million_tokens']:>13.3f}  {r['layout']}" for r in rows]
+    return "\n".join(lines)
