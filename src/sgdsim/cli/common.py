@@ -59,3 +59,20 @@ def positive_floats(text: str, option: str) -> list[float]:
     if not all(math.isfinite(v) and v > 0 for v in values):
         raise SgdsimError(f"{option} values must be positive, got {text!r}")
     return values
+
+
+def add_large_model_arguments(q, layout_help: str):
+    """The options of a large model (a gpt:/llama: description or a config.json as PROFILE)
+    that ``predict`` and ``plan`` share; returns the group for a command's own."""
+    g = q.add_argument_group("large models (a gpt:/llama: description or a config.json as PROFILE)")
+    g.add_argument("--layout", default=None, metavar="SPEC",
+                   help=layout_help + " (default: none; required with a transformer description)")
+    g.add_argument("--device", default=None, metavar="NAME",
+                   help="an accelerator of the catalogue (default a100-80gb): v100-sxm2-32gb, a100-40gb, "
+                        "a100-80gb, h100-sxm, h200, b200")
+    g.add_argument("--devices", default=None, metavar="FILE.toml",
+                   help="your own device catalogue (default: the bundled one)")
+    g.add_argument("--seq", type=int, default=None, metavar="TOKENS",
+                   help="training sequence length (default: the description's seq, or a config.json's "
+                        "max_position_embeddings)")
+    return g

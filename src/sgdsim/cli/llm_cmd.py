@@ -5,24 +5,15 @@ from __future__ import annotations
 import json
 
 from ..errors import ConfigError
+from .common import add_large_model_arguments
 
 LLM_DESTS = ("layout", "device", "devices", "seq", "workers", "format", "quiet", "profile", "func",
              "command", "handlers")
 
 
 def add_llm_arguments(q) -> None:
-    g = q.add_argument_group("large models (a gpt:/llama: description or a config.json as PROFILE)")
-    g.add_argument("--layout", default=None, metavar="SPEC",
-                   help="tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=1f1b|gpipe|interleaved,v=2,"
-                        "recompute=full|selective|none,zero=0-3,sp=1,precision=bf16]; dp from --workers "
-                        "(default: none; required with a transformer description)")
-    g.add_argument("--device", default=None, metavar="NAME",
-                   help="an accelerator of the catalogue (default a100-80gb): v100-sxm2-32gb, a100-40gb, "
-                        "a100-80gb, h100-sxm, h200, b200")
-    g.add_argument("--devices", default=None, metavar="FILE.toml", help="your own device catalogue (default: the bundled one)")
-    g.add_argument("--seq", type=int, default=None, metavar="TOKENS",
-                   help="training sequence length (default: the description's seq, or a config.json's "
-                        "max_position_embeddings)")
+    add_large_model_arguments(q, "tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=1f1b|gpipe|interleaved,v=2,"
+                                 "recompute=full|selective|none,zero=0-3,sp=1,precision=bf16]; dp from --workers")
 
 
 def check_llm_only(args, defaults: dict, llm: bool) -> None:

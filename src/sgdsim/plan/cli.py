@@ -13,7 +13,7 @@ from .search import strategy_names
 
 
 def register(sub) -> dict:
-    from ..cli.common import add_executor_arguments
+    from ..cli.common import add_executor_arguments, add_large_model_arguments
 
     p = sub.add_parser(
         "plan", help="pick the configuration: workers, architecture, parameter servers, cost",
@@ -30,7 +30,9 @@ def register(sub) -> dict:
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="also write a plot: throughput and cost against workers per strategy (default: none)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
-    add_llm_plan_arguments(p)
+    add_llm_plan_arguments(add_large_model_arguments(
+        p, "batch=1536 (sequences per step, required) and any field to hold fixed, e.g. "
+           "tp=8,recompute=selective; the rest is searched"))
     defaults = {a.dest: a.default for a in p._actions}
     return {"plan": lambda args: cmd_plan(args, defaults)}
 

@@ -11,15 +11,8 @@ LLM_PLAN_DESTS = ("profile", "workers", "layout", "device", "devices", "seq", "o
                   "price_per_gpu_hour", "finalists", "format", "quiet", "command", "handlers")
 
 
-def add_llm_plan_arguments(p) -> None:
-    g = p.add_argument_group("large models (a gpt:/llama: description or a config.json as PROFILE)")
-    g.add_argument("--layout", default=None, metavar="SPEC",
-                   help="batch=1536 (sequences per step, required) and any field to hold fixed, e.g. "
-                        "tp=8,recompute=selective; the rest is searched (default: none; required with a "
-                        "transformer description)")
-    g.add_argument("--device", default=None, metavar="NAME", help="catalogue device (default a100-80gb)")
-    g.add_argument("--devices", default=None, metavar="FILE.toml", help="your own device catalogue (default: the bundled one)")
-    g.add_argument("--seq", type=int, default=None, metavar="TOKENS", help="training sequence length (default: the description's seq)")
+def add_llm_plan_arguments(g) -> None:
+    """``g``: the large-model group (``cli.common.add_large_model_arguments``)."""
     g.add_argument("--objective", default=None, choices=("step-time", "cost-per-token"),
                    help="rank layouts by step time (= tokens/s at a fixed batch) or by GPU-hours per token "
                         "(default step-time)")
