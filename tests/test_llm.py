@@ -213,3 +213,23 @@ def test_cli_plan_of_a_large_model_and_its_refusals():
                            "--layout batch=N")):
         r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "plan", *args], capture_output=True, text=True)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_calibration_recovers_the_efficiency_that_made_a_step(tmp_path):
+    from dataclasses import replace
+
+    from sgdsim.llm.calibrate import fit_gemm_efficiency, write_catalogue
+
+    model, dev = gpt(40, 6144, 48), device("a100-80gb")
+    lay = parse_layout("tp=8,pp=2,dp=4,mb=2,batch=256,schedule=interleaved,v=2")
+    for eff in (0.35, 0.62, 0.9):
+        step = predict_step(model, lay, replace(dev, gemm_efficiency=eff)).step_s
+        assert fit_gemm_efficiency(model, lay, dev, step) == pytest.approx(eff, abs=1e-6)
+    with pytest.raises(ConfigError, match="faster than the device's peak"):
+        fit_gemm_efficiency(model, lay, dev, 1e-3)
+    path = tmp_path / "mine.toml"
+    fitted = replace(dev, gemm_efficiency=0.62)
+    write_catalogue(fitted, str(path), "test")
+    assert load_catalogue(str(path)) == {dev.key: fitted}
+    with pytest.raises(ConfigError, match="exists"):
+        write_catalogue(fitted, str(path), "test")

@@ -2,12 +2,14 @@
 ``calibrate-threshold``."""
 from __future__ import annotations
 
+from dataclasses import replace
 
+from ..errors import ConfigError
 from ..spec import ARCHITECTURES
 from ..spec.registries import DEFAULT_ARCH
 from ..outputs import check_output_path
 from ..units import format_bps
-from .common import positive_floats
+from .common import add_large_model_arguments, positive_floats
 from ..progress import say
 
 
@@ -31,7 +33,8 @@ def register(sub) -> dict:
 def _calibrate_parser(sub) -> None:
     c = sub.add_parser("calibrate", help="fit what a profile misses from one real worker's step "
                                          "time; writes a hardware file")
-    c.add_argument("profile", help="the standalone profile (sgdsim profile) of the job")
+    c.add_argument("profile", help="the standalone profile (sgdsim profile) of the job, or a large model "
+                                   "(gpt:..., llama:..., a config.json) with --layout and --step-time")
     what = c.add_mutually_exclusive_group(required=True)
     what.add_argument("--step-time", metavar="T[,T...]",
                       help="measured mean step time of the worker, e.g. 1.72s; several runs: "
@@ -44,13 +47,18 @@ def _calibrate_parser(sub) -> None:
                            "throughput (examples/s of all workers) columns, a row per run, two or "
                            "more worker counts (e.g. 1 and 2); fits the receiver CPU and the "
                            "link's goodput jointly (docs/calibration.md)")
-    c.add_argument("--hardware", required=True, metavar="FILE.json",
-                   help="the network as measured by sgdsim netbench (bandwidth, β, ...)")
+    c.add_argument("--hardware", default=None, metavar="FILE.json",
+                   help="the network as measured by sgdsim netbench (bandwidth, β, ...) (default: none; "
+                        "required with a profile)")
     c.add_argument("--arch", default=DEFAULT_ARCH, choices=ARCHITECTURES.names,
                    help="ps: 1 worker + 1 PS was measured; allreduce: 2 ranks")
     c.add_argument("--mode", default="async", choices=["async", "sync"], help="the mode of the measured run")
-    c.add_argument("-o", "--output", required=True, help="the calibrated hardware file")
+    c.add_argument("-o", "--output", required=True, help="the calibrated hardware file (a device "
+                                                              "catalogue .toml for a large model)")
     c.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    c.add_argument("--workers", default=None, help="with a large model: the GPUs of the measured run "
+                                                   "(default: from --layout)")
+    add_large_model_arguments(c, "the measured run's tp=..,pp=..,dp=..,mb=..,batch=..")
 
 
 def _import_parser(sub) -> None:
@@ -110,6 +118,43 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_calibrate_worker(args) -> int:
+    from ..llm import is_description
+
+    if is_description(args.profile):
+        return _calibrate_llm(args)
+    for dest in ("layout", "device", "devices", "seq", "workers"):
+        if getattr(args, dest) is not None:
+            raise ConfigError(f"--{dest} applies to a large model (gpt:..., llama:... or a config.json), "
+                              "not to a profile")
+    if args.hardware is None:
+        raise ConfigError("the following arguments are required: --hardware")
+    return _calibrate_profile(args)
+
+
+def _calibrate_llm(args) -> int:
+    from ..llm import device, load_transformer, parse_layout
+    from ..llm.calibrate import fit_gemm_efficiency, write_catalogue
+    from ..units import parse_duration_s
+
+    if args.step_time is None or args.layout is None:
+        raise ConfigError("a large model is calibrated from --step-time and its --layout")
+    if args.hardware is not None or args.arch != DEFAULT_ARCH or args.mode != "async":
+        raise ConfigError("--hardware, --arch and --mode apply to a profile, not to a large model")
+    check_output_path(args.output, args.force)
+    model = load_transformer(args.profile, args.seq)
+    layout = parse_layout(args.layout, int(args.workers) if args.workers else None)
+    dev = device(args.device or "a100-80gb", args.devices)
+    steps = [parse_duration_s(v) for v in args.step_time.split(",")]
+    eff = fit_gemm_efficiency(model, layout, dev, sum(steps) / len(steps))
+    fitted = replace(dev, gemm_efficiency=round(eff, 6))
+    write_catalogue(fitted, args.output, f"gemm_efficiency fitted by sgdsim calibrate to a measured step of "
+                    f"{sum(steps) / len(steps):.4g} s ({model.name}, {args.layout})", args.force)
+    print(f"{dev.key}: gemm_efficiency {dev.gemm_efficiency:g} -> {eff:.4f}; wrote {args.output} "
+          f"(use it with --devices {args.output})")
+    return 0
+
+
+def _calibrate_profile(args) -> int:
     from ..calibrate_worker import calibrate, summary
     from ..hardware import load_hardware, save_hardware
     from ..profile.io import load_profile

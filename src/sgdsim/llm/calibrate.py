@@ -1,0 +1,49 @@
+"""The device's GEMM efficiency from one measured step (issue 37): the one number of the
+catalogue that is an assumption (``devices.toml``), fitted so that the predicted step equals
+a measured one, and written as a catalogue of the user's own (``--devices``)."""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..errors import ConfigError
+from .devices import FIELDS, Device
+from .layout import Layout
+from .model import Transformer
+from .step import predict_step
+
+LOW, HIGH = 0.02, 1.0
+
+
+def fit_gemm_efficiency(model: Transformer, layout: Layout, dev: Device, step_s: float) -> float:
+    """The efficiency whose predicted step is ``step_s``: the step falls as the efficiency
+    rises, so bisection to 1e-9."""
+    def step(eff: float) -> float:
+        return predict_step(model, layout, replace(dev, gemm_efficiency=eff)).step_s
+
+    fast, slow = step(HIGH), step(LOW)
+    if not fast <= step_s <= slow:
+        bound = "faster than the device's peak allows" if step_s < fast else "slower than 2 % of its peak"
+        raise ConfigError(f"a measured step of {step_s:.3g} s is {bound} on this layout (the model "
+                          f"gives {fast:.3g} s to {slow:.3g} s): check the layout, the device and the unit")
+    lo, hi = LOW, HIGH
+    while hi - lo > 1e-9:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if step(mid) > step_s else (lo, mid)
+    return (lo + hi) / 2
+
+
+def write_catalogue(dev: Device, path: str, note: str, force: bool = False) -> None:
+    """One device, as ``devices.toml`` holds it; never over a file the user has."""
+    if os.path.exists(path) and not force:
+        raise ConfigError(f"{path} exists; give --force to overwrite it")
+    lines = [f"# {note}", f"[{dev.key}]"]
+    for field in FIELDS:
+        value = getattr(dev, field)
+        if isinstance(value, dict):
+            value = "{ " + ", ".join(f"{k} = {v!r}" for k, v in value.items()) + " }"
+        elif isinstance(value, str):
+            value = '"' + value.replace('"', "'") + '"'
+        lines.append(f"{field} = {value}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
