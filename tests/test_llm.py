@@ -233,3 +233,18 @@ def test_calibration_recovers_the_efficiency_that_made_a_step(tmp_path):
     assert load_catalogue(str(path)) == {dev.key: fitted}
     with pytest.raises(ConfigError, match="exists"):
         write_catalogue(fitted, str(path), "test")
+
+
+def test_placement_order_decides_which_groups_cross_nodes():
+    from sgdsim.llm.step import send_s
+
+    dev, m = device("a100-80gb"), gpt(48, 8192, 64)
+    a = parse_layout("tp=2,pp=4,dp=4,batch=64")  # Megatron's tp-dp-pp: a node holds tp x dp
+    b = parse_layout("tp=2,pp=4,dp=4,batch=64,order=tp-pp-dp")  # a node holds tp x pp
+    assert a.within_node("dp", 8) and not a.within_node("pp", 8)
+    assert b.within_node("pp", 8) and not b.within_node("dp", 8)
+    act = 2 * 2048 * 8192  # one micro-batch's activations, bytes
+    assert send_s(m, a, dev) == pytest.approx(act / 2 / dev.nic_Bps)  # split over the tp NICs
+    assert send_s(m, b, dev) == pytest.approx(act / dev.intra_Bps)
+    assert dp_s(m, a, dev, 1e9) == pytest.approx(2 * 3 / 4 * 2e9 / dev.intra_Bps)
+    assert dp_s(m, b, dev, 1e9) == pytest.approx(2 * 3 / 4 * 2e9 / dev.nic_Bps)

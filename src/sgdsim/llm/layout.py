@@ -11,8 +11,9 @@ from .model import Transformer
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
 INT_KEYS = ("tp", "pp", "dp", "mb", "batch", "v", "zero")
+ORDERS = ("tp-dp-pp", "tp-pp-dp")  # rank order, innermost first (Megatron's default first)
 CHOICES = {"schedule": SCHEDULES, "recompute": RECOMPUTE, "precision": ("bf16", "fp16", "fp32", "fp8"),
-           "sp": ("0", "1")}
+           "sp": ("0", "1"), "order": ORDERS}
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,9 @@ class Layout:
     """``batch``: sequences per step (global); ``mb``: sequences per micro-batch; ``v``: model
     chunks per device (interleaved 1F1B); ``sp``: sequence parallelism (Megatron's
     reduce-scatter/all-gather instead of all-reduce, activations split by ``tp``); ``zero``:
-    0 (none), 1 (optimizer states), 2 (+ gradients), 3 (+ weights: FSDP) sharded over ``dp``."""
+    0 (none), 1 (optimizer states), 2 (+ gradients), 3 (+ weights: FSDP) sharded over ``dp``.
+    ``order``: how ranks are numbered onto nodes, innermost first: tensor parallelism always
+    inside a node, then data parallelism (Megatron's default) or pipeline stages."""
 
     tp: int = 1
     pp: int = 1
@@ -33,10 +36,22 @@ class Layout:
     zero: int = 0
     sp: bool = False
     precision: str = "bf16"
+    order: str = "tp-dp-pp"
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
+
+    def within_node(self, dim: str, gpus_per_node: int) -> bool:
+        """Whether every group of ``dim`` (tp, dp or pp) lies inside one node: its ranks are
+        ``stride`` apart, ``stride`` the product of the dimensions inside it in ``order``."""
+        stride = 1
+        for d in self.order.split("-"):
+            size = getattr(self, d)
+            if d == dim:
+                return stride * size <= gpus_per_node
+            stride *= size
+        raise ValueError(dim)
 
     @property
     def micro_batches(self) -> int:

@@ -75,7 +75,7 @@ def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
     t = lay.tp
     if t == 1:
         return 0.0
-    link = dev.intra_Bps if t <= dev.gpus_per_node else dev.nic_Bps
+    link = dev.intra_Bps if lay.within_node("tp", dev.gpus_per_node) else dev.nic_Bps
     return 2 * (t - 1) / t * ACT_B * lay.mb * model.seq * model.hidden / link
 
 
@@ -104,7 +104,7 @@ def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, lis
 def send_s(model: Transformer, lay: Layout, dev: Device) -> float:
     if lay.pp == 1:
         return 0.0
-    across = lay.tp * lay.dp >= dev.gpus_per_node
+    across = not lay.within_node("pp", dev.gpus_per_node)  # (one crossing boundary sets the pace)
     link = dev.nic_Bps if across else dev.intra_Bps
     return ACT_B * lay.mb * model.seq * model.hidden / (lay.tp if across else 1) / link
 
@@ -113,7 +113,7 @@ def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
     d = lay.dp
     if d == 1:
         return 0.0
-    link = dev.nic_Bps if lay.tp * d > dev.gpus_per_node else dev.intra_Bps
+    link = dev.intra_Bps if lay.within_node("dp", dev.gpus_per_node) else dev.nic_Bps
     volume = (3 if lay.zero == 3 else 2) * (d - 1) / d * 2 * params
     return volume / link
 
