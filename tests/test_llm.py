@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from sgdsim.errors import ConfigError
 from sgdsim.llm import device, load_catalogue, load_transformer, memory, parse_gpt, parse_layout, predict_step
 from sgdsim.llm.pipeline import simulate
-from sgdsim.llm.step import dp_s, tp_collective_s
+from sgdsim.llm.step import dp_s, tp_collective_s, zero_micro_batch_s
 
 SC21 = [  # (layers, hidden, heads), SC'21 Table 1's model shapes, and their parameters in billions
     (24, 2304, 24, 1.7), (30, 3072, 32, 3.6), (36, 4096, 32, 7.5), (40, 6144, 48, 18.4),
@@ -80,10 +80,20 @@ def test_tensor_parallel_volume_and_zero3_traffic():
         lay = parse_layout(f"tp={t},pp=1,dp=1,mb=2,batch=2")
         volume = tp_collective_s(m, lay, dev) * dev.intra_Bps
         assert volume == pytest.approx(2 * (t - 1) / t * 2 * 2 * 2048 * 8192, rel=1e-12)
-    plain = parse_layout("tp=8,pp=2,dp=16,batch=64")
-    zero3 = parse_layout("tp=8,pp=2,dp=16,batch=64,zero=3")
-    assert dp_s(m, zero3, dev, 1e9) / dp_s(m, plain, dev, 1e9) == pytest.approx(1.5, rel=1e-12)
+    plain = parse_layout("tp=8,pp=1,dp=16,batch=16")  # one micro-batch per step
     assert dp_s(m, plain, dev, 1e9) * dev.nic_Bps == pytest.approx(2 * 15 / 16 * 2e9, rel=1e-12)
+    P = memory(m, plain).weights / 2
+
+    def traffic(zero, batch):  # a step's data-parallel seconds: per micro-batch, then after the flush
+        lay = parse_layout(f"tp=8,pp=1,dp=16,batch={batch},zero={zero}")
+        gather, scatter = zero_micro_batch_s(m, lay, dev)
+        return lay.micro_batches * (2 * gather + scatter) + dp_s(m, lay, dev, P)
+
+    assert traffic(3, 16) / traffic(0, 16) == pytest.approx(1.5, rel=1e-12)  # ZeRO-3: 1.5x plain DP
+    assert traffic(1, 16) == traffic(0, 16) and traffic(2, 16) == pytest.approx(traffic(0, 16), rel=1e-12)
+    one = 15 / 16 * 2 * P / dev.nic_Bps  # with m micro-batches: 3m one-way collectives, 2m+1 for ZeRO-2
+    assert traffic(3, 64) == pytest.approx(3 * 4 * one) and traffic(2, 64) == pytest.approx((4 + 1) * one)
+    assert traffic(0, 64) == pytest.approx(2 * one)
 
 
 def test_memory_counted_by_hand_gpt_1_7b_data_parallel():

@@ -13,8 +13,10 @@ collectives on the links they use, the pipeline simulated (``pipeline.py``).
 - **Pipeline**: a send of one micro-batch's activations between stages, split over the tp
   NICs (SC'21's scatter/gather); the schedule is simulated, the bubble comes out of it.
 - **Data parallelism**: the gradients all-reduced after the pipeline flush (2(d − 1)/d ·
-  bytes per GPU's NIC), 1.5× that with ZeRO-3 (reduce-scatter, and an all-gather of the
-  weights in the forward and in the backward pass); then Adam's update at the HBM bandwidth.
+  bytes per GPU's NIC); with ZeRO-2 a reduce-scatter every micro-batch and an all-gather
+  after the step; with ZeRO-3 an all-gather of each chunk's weights before its forward and
+  its backward and a reduce-scatter after, every micro-batch (1.5× plain DP's volume with one
+  micro-batch); then Adam's update at the HBM bandwidth.
 Nothing overlaps communication with compute (as SC'21's runs did not).
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 from .devices import Device
 from .layout import Layout
-from .memory import Memory, memory
+from .memory import Memory, memory, stage_params
 from .model import Transformer
 from .pipeline import PipelineRun, simulate
 
@@ -95,10 +97,28 @@ def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, lis
         + 3 * 4 * tokens * model.vocab / lay.tp / dev.hbm_Bps  # fp32 softmax cross-entropy
     fwd[-1] += logits
     bwd[-1] += 2 * logits
+    gather, scatter = zero_micro_batch_s(model, lay, dev)
+    fwd, bwd = [f + gather for f in fwd], [b + gather + scatter for b in bwd]
     # the last device's work per micro-batch (it holds the logits): its compute and its collectives
     parts = {"compute": per_chunk * lay.v * (3 * fwd_block + re_compute) + 3 * logits,
-             "tensor-parallel": per_chunk * lay.v * (4 * comm + re_comm)}
+             "tensor-parallel": per_chunk * lay.v * (4 * comm + re_comm),
+             "data-parallel": lay.v * (2 * gather + scatter)}
     return fwd, bwd, parts
+
+
+def dp_link_Bps(lay: Layout, dev: Device) -> float:
+    return dev.intra_Bps if lay.within_node("dp", dev.gpus_per_node) else dev.nic_Bps
+
+
+def zero_micro_batch_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, float]:
+    """Per chunk and micro-batch: ZeRO-3's all-gather of the chunk's weights (before its
+    forward, and again before its backward), and ZeRO-2/3's reduce-scatter of its gradients
+    after the backward: (d − 1)/d · bytes each (DeepSpeed runs them every micro-batch)."""
+    d = lay.dp
+    if d == 1 or lay.zero < 2:
+        return 0.0, 0.0
+    one = (d - 1) / d * 2 * stage_params(model, lay) / lay.v / dp_link_Bps(lay, dev)
+    return (one if lay.zero == 3 else 0.0), one
 
 
 def send_s(model: Transformer, lay: Layout, dev: Device) -> float:
@@ -110,12 +130,13 @@ def send_s(model: Transformer, lay: Layout, dev: Device) -> float:
 
 
 def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
+    """After the flush: the gradients' all-reduce (ZeRO-1: reduce-scatter + all-gather, the
+    same volume), 2(d − 1)/d · bytes; ZeRO-2 only the all-gather of the updated weights (its
+    reduce-scatters ran every micro-batch); ZeRO-3 nothing (``zero_micro_batch_s``)."""
     d = lay.dp
-    if d == 1:
+    if d == 1 or lay.zero == 3:
         return 0.0
-    link = dev.intra_Bps if lay.within_node("dp", dev.gpus_per_node) else dev.nic_Bps
-    volume = (3 if lay.zero == 3 else 2) * (d - 1) / d * 2 * params
-    return volume / link
+    return (1 if lay.zero == 2 else 2) * (d - 1) / d * 2 * params / dp_link_Bps(lay, dev)
 
 
 def closed_step_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, Memory]:
@@ -144,7 +165,7 @@ def predict_step(model: Transformer, lay: Layout, dev: Device) -> StepPrediction
     m = lay.micro_batches
     parts = {"compute": parts["compute"] * m, "tensor-parallel": parts["tensor-parallel"] * m,
              "pipeline bubble and sends": run.makespan_s - max(run.busy_s),
-             "data-parallel gradients": grads, "optimizer": adam}
+             "data-parallel": parts["data-parallel"] * m + grads, "optimizer": adam}
     n, peak = lay.gpus, dev.peak(lay.precision)
     return StepPrediction(
         step_s=step, tokens_per_s=lay.batch * model.seq / step,
