@@ -50,7 +50,7 @@ def _variants(lay: Layout, fixed: set):
     mbs = [lay.mb] if "mb" in fixed else MICRO_BATCHES
     scheds = [(lay.schedule, lay.v)] if fixed & {"schedule", "v"} else [("1f1b", 1), ("interleaved", 2)]
     recs = [lay.recompute] if "recompute" in fixed else ["none", "selective", "full"]
-    zeros = [lay.zero] if "zero" in fixed else [0, 1]
+    zeros = [lay.zero] if "zero" in fixed else [0, 1, 2, 3]
     for mb in mbs:
         for schedule, v in scheds:
             if lay.pp == 1 and schedule != "1f1b":
