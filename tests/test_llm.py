@@ -258,3 +258,26 @@ def test_placement_order_decides_which_groups_cross_nodes():
     assert send_s(m, b, dev) == pytest.approx(act / dev.intra_Bps)
     assert dp_s(m, a, dev, 1e9) == pytest.approx(2 * 3 / 4 * 2e9 / dev.intra_Bps)
     assert dp_s(m, b, dev, 1e9) == pytest.approx(2 * 3 / 4 * 2e9 / dev.nic_Bps)
+
+
+@pytest.mark.parametrize("text", ["gpt:layers=2,hidden=2304,heads=24,seq=2048,vocab=51200",
+                                  "llama:layers=2,hidden=4096,heads=32,kv_heads=8,ffn=14336,seq=4096,vocab=128256"])
+@pytest.mark.parametrize("tp", [1, 8])
+def test_one_block_s_ops_are_the_model_s_flops(text, tp):
+    """The op list step.py times holds exactly the block's FLOPs (SC'21: 24·s·h² + 4·s²·h per
+    sequence for GPT), split t ways by tensor parallelism."""
+    from sgdsim.llm.ops import block_ops
+
+    m = parse_gpt(text)
+    ops = block_ops(m, micro_batch=2, tp=tp)
+    assert sum(op.flops for op in ops) == pytest.approx(m.layer_flops(2 * m.seq) / tp, rel=1e-12)
+    if not m.glu:
+        s, h = m.seq, m.hidden
+        assert sum(op.flops for op in ops) == pytest.approx(2 * (24 * s * h * h + 4 * s * s * h) / tp, rel=1e-12)
+    assert all(op.traffic > 0 for op in ops) and any(op.core for op in ops)
+
+
+def test_cli_info_shows_a_large_model():
+    r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "info",
+                        "gpt:layers=96,hidden=12288,heads=96,seq=2048,vocab=51200"], capture_output=True, text=True)
+    assert r.returncode == 0 and "parameters 174.62 B" in r.stdout and "QKV projection" in r.stdout, r.stderr

@@ -15,8 +15,8 @@ from ..progress import say
 
 def register(sub) -> dict:
     _import_parser(sub)
-    info = sub.add_parser("info", help="summarise a profile")
-    info.add_argument("profile", help="profile JSON (.json or .json.gz)")
+    info = sub.add_parser("info", help="summarise a profile, or a large model's shape and one block's ops")
+    info.add_argument("profile", help="profile JSON (.json or .json.gz), or gpt:..., llama:..., a config.json")
     cal = sub.add_parser("calibrate-threshold", help="pick the Eq. 5 threshold from measured throughputs",
                          description="Compare measured async-PS throughputs with the coarse model "
                                      "for every threshold and print the best --rho-threshold. "
@@ -224,8 +224,12 @@ def _import_kineto(args) -> int:
 
 
 def cmd_info(args) -> int:
+    from ..llm import is_description
     from ..profile.io import load_profile
 
+    if is_description(args.profile):
+        print(_llm_info(args.profile))
+        return 0
     p = load_profile(args.profile)
     kinds: dict[str, int] = {}
     for op in p.ops:
@@ -238,3 +242,20 @@ def cmd_info(args) -> int:
     return 0
 
 
+
+
+def _llm_info(text: str) -> str:
+    """A large model: its shape, its sizes, one block's forward ops (one sequence, no TP)."""
+    from ..llm import load_transformer
+    from ..llm.ops import block_ops
+
+    m = load_transformer(text)
+    kind = "Llama-style (SwiGLU, RMSNorm)" if m.glu else "GPT-style (GeLU, LayerNorm)"
+    lines = [f"{m.name}: {m.layers} layers, hidden {m.hidden}, {m.heads} heads ({m.kv_heads} key/value), "
+             f"ffn {m.ffn}, vocabulary {m.vocab}, sequence {m.seq}; {kind}",
+             f"parameters {m.params() / 1e9:.2f} B ({m.layer_params() / 1e6:.1f} M per block); "
+             f"training FLOPs per token {m.step_flops(1, False) / m.seq / 1e9:.1f} G "
+             f"({m.step_flops(1, True) / m.seq / 1e9:.1f} G with full recomputation)",
+             "one block's forward, one sequence:", f"  {'op':<30} {'GFLOP':>10} {'MB moved':>10}"]
+    lines += [f"  {op.name:<30} {op.flops / 1e9:>10.2f} {op.traffic / 1e6:>10.2f}" for op in block_ops(m, 1, 1)]
+    return "\n".join(lines)

@@ -28,10 +28,10 @@ from .devices import Device
 from .layout import Layout
 from .memory import Memory, memory, stage_params
 from .model import Transformer
+from .ops import ACT_B, block_ops
 from .pipeline import PipelineRun, simulate
 
 TILE = 128
-ACT_B = 2  # bytes per activation element (bf16/fp16)
 ADAM_BYTES_PER_PARAM = 28  # reads and writes of fp32 master, momentum, variance, the gradient, bf16 weights
 
 
@@ -58,18 +58,12 @@ def gemm_s(m: float, n: float, k: float, dev: Device, peak: float, count: int = 
 
 def block_forward_s(model: Transformer, lay: Layout, dev: Device, peak: float) -> tuple[float, float]:
     """(whole block, its attention core): one micro-batch's forward on one device."""
-    t, h, s = lay.tp, model.hidden, model.seq
-    tokens = lay.mb * s
-    kv = model.kv_heads * model.head_dim
-    heads = lay.mb * model.heads // t
-    up = model.ffn * (2 if model.glu else 1) / t
-    gemms = (gemm_s(tokens, (h + 2 * kv) / t, h, dev, peak) + gemm_s(tokens, h, h / t, dev, peak)
-             + gemm_s(tokens, up, h, dev, peak) + gemm_s(tokens, h, model.ffn / t, dev, peak))
-    scores = s * s * heads  # one (s × s) score matrix per head
-    core = (gemm_s(s, s, model.head_dim, dev, peak, heads) + gemm_s(s, model.head_dim, s, dev, peak, heads)
-            + ACT_B * 2 * 2 * scores / dev.hbm_Bps)  # softmax and dropout: read and write each
-    elementwise = ACT_B * tokens * (4 * 2 * h + 3 * model.ffn / t + 2 * 3 * h) / dev.hbm_Bps
-    return gemms + core + elementwise, core
+    total = core = 0.0
+    for op in block_ops(model, lay.mb, lay.tp):
+        dt = gemm_s(op.m, op.n, op.k, dev, peak, op.count) if op.gemm else op.traffic / dev.hbm_Bps
+        total += dt
+        core += dt if op.core else 0.0
+    return total, core
 
 
 def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
