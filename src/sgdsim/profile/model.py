@@ -7,6 +7,7 @@ size in bytes (their duration is derived from the bandwidth at prediction time).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -85,12 +86,16 @@ class Profile:
     def index(self) -> dict[str, int]:
         return {op.id: i for i, op in enumerate(self.ops)}
 
-    @property
+    @cached_property  # ops is a tuple of frozen ops: what is derived from it never changes
     def ps_count(self) -> int:
         return 1 + max((op.ps for op in self.ops), default=0)
 
     def model_bytes(self) -> float:
         """Bytes a worker downloads per step (the model size M of the papers)."""
+        return self._model_bytes
+
+    @cached_property
+    def _model_bytes(self) -> float:
         return float(sum(op.size_bytes for op in self.ops if op.resource == DOWNLINK))
 
     def mean_compute_s(self, resource: str = WORKER) -> float:

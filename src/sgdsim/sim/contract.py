@@ -95,8 +95,14 @@ def contract(groups: list[list[int]], npred: np.ndarray, succ: list[list[int]],
     return keep, npred[keep].copy(), new_succ, contract_durations(groups, dur), rank[:, keep].copy()
 
 
-def contract_durations(groups: list[list[int]], dur: np.ndarray) -> np.ndarray:
-    """Per row, each group's durations summed (sampled steps stay whole)."""
-    flat = [i for g in groups for i in g]
-    starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
+def contract_durations(groups: list[list[int]], dur: np.ndarray, layout=None) -> np.ndarray:
+    """Per row, each group's durations summed (sampled steps stay whole). ``layout``: the
+    groups' ``reduce_layout``, when the caller keeps it (one per sweep, ``plan.topology``)."""
+    flat, starts = layout if layout is not None else reduce_layout(groups)
     return np.add.reduceat(dur[:, flat], starts, axis=1)
+
+
+def reduce_layout(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The op indices group by group, and where each group starts among them."""
+    flat = np.array([i for g in groups for i in g], np.int64)
+    return flat, np.cumsum([0] + [len(g) for g in groups[:-1]])

@@ -14,7 +14,7 @@ from ..profile.transforms import allreduce_compute_pairs, with_overhead
 from ..topology import compute_slowdown
 from ..compiled import F64, I64
 from .config import SimConfig, WorkerClass
-from .contract import chains, contract, contract_durations
+from .contract import chains, contract, contract_durations, reduce_layout
 from .stats import lognormal_factors
 from ..spec import ORDERS, STREAMS
 
@@ -94,6 +94,8 @@ def _csr(succ: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_same_dag(classes: list[WorkerClass]) -> None:
+    if len(classes) == 1:
+        return
     ref = classes[0].profile
     sig = [(o.id, o.kind, o.resource, o.ps, o.size_bytes, o.deps) for o in ref.ops]
     for c in classes[1:]:
@@ -154,7 +156,8 @@ def _instant(dur: np.ndarray, op_res, res_link, npred, succ_ptr) -> np.ndarray:
 
 
 Topology = namedtuple(
-    "Topology", "M R op_ps op_res res_link res_shared link_res npred succ ptr flat ranks groups keep")
+    "Topology", "M R op_ps op_res res_link res_shared link_res npred succ ptr flat ranks groups keep "
+                "op_size comp_key reduce")
 _TOPOLOGY: dict[tuple, Topology] = {}  # per DAG and strategy: every W and seed of a sweep shares one
 _SIGNATURE: dict[int, tuple[Profile, int]] = {}
 
@@ -201,7 +204,8 @@ def _build_topology(ref: Profile, config: SimConfig) -> Topology:
         keep, npred, succ, _, ranks = contract(groups, npred, succ, np.zeros((1, ref.n_ops)), ranks)
         ptr, flat = _csr(succ)
     return Topology(M, R, op_ps[keep], op_res[keep], res_link, shared, link_res, npred, succ, ptr, flat,
-                    ranks, groups, keep)
+                    ranks, groups, keep, np.array([ref.ops[i].size_bytes for i in keep], np.float64),
+                    _comp_key(ref, keep), None if groups is None else reduce_layout(groups))
 
 
 def build_plan(classes: list[WorkerClass], config: SimConfig,
@@ -218,7 +222,7 @@ def build_plan(classes: list[WorkerClass], config: SimConfig,
     cap = min(bw, link.flow_cap_Bps or bw)
     dur = _durations(classes, config, workers or W, cap)
     if t.groups is not None:
-        dur = contract_durations(t.groups, dur)
+        dur = contract_durations(t.groups, dur, t.reduce)
     keep = t.keep
     copies = N_JITTER_COPIES if config.control.jitter_cv > 0 else 1
     counts = [c.profile.n_steps * copies for c in classes]
@@ -227,10 +231,10 @@ def build_plan(classes: list[WorkerClass], config: SimConfig,
     plan = Plan(
         W=W, R=t.R, n_ops=len(keep), sync=1 if config.strategy.mode == "sync" else 0,
         streams=STREAMS[config.strategy.streams], window_bytes=float(config.strategy.window_bytes),
-        op_res=t.op_res, op_size=np.array([ref.ops[i].size_bytes for i in keep], np.float64),
+        op_res=t.op_res, op_size=t.op_size,
         op_npred=t.npred, succ_ptr=t.ptr, succ_idx=t.flat,
         roots=np.flatnonzero(t.npred == 0).astype(np.int64),
-        rank=t.ranks.ravel().astype(np.float64), comp_key=_comp_key(ref, keep),
+        rank=t.ranks.ravel().astype(np.float64), comp_key=t.comp_key,
         res_link=t.res_link, res_shared=t.res_shared, link_res=t.link_res,
         dur=dur.ravel().copy(),
         worker_row0=np.array([row0[k] for k in worker_cls], np.int64),
