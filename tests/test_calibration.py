@@ -106,6 +106,13 @@ def test_calibrated_file_is_used_by_predict(tmp_path, capsys):
     assert main(["calibrate", str(prof_path), "--step-time", "1s", "--hardware", str(hw_path),
                  "-o", str(out_path)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
+    # a step time without a unit is ambiguous (12 ms or 12 s?): refused before any work
+    for bad in ("12", "1.72s,12"):
+        assert main(["calibrate", str(prof_path), "--step-time", bad, "--hardware", str(hw_path),
+                     "-o", str(tmp_path / "new.json")]) == 2
+        err = capsys.readouterr().err
+        assert "--step-time 12 has no unit (write e.g. 12ms or 12s)" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "new.json").exists()
 
 
 def test_several_runs_fit_their_mean_and_record_their_spread():

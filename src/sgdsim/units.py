@@ -146,6 +146,18 @@ def parse_duration_s(text: str | float) -> float:
     return _non_negative(value * _TIME[unit], "duration", text)
 
 
+def parse_duration_with_unit_s(text: str, option: str) -> float:
+    """A duration the user must qualify: a bare non-zero number is ambiguous (ms or s?) and is
+    refused rather than read as seconds."""
+    try:
+        bare = float(text) != 0.0
+    except ValueError:
+        bare = False
+    if bare:
+        raise ConfigError(f"{option} {text} has no unit (write e.g. {text}ms or {text}s)")
+    return parse_duration_s(text)
+
+
 def _positive(value: float, what: str, text) -> float:
     if not 0 < value < math.inf:  # '1e308Tbps': each factor finite, the product not
         raise ConfigError(f"{what} must be positive and finite, got {_show(text)}")

@@ -134,7 +134,7 @@ def cmd_calibrate_worker(args) -> int:
 def _calibrate_llm(args) -> int:
     from ..llm import device, load_transformer, parse_layout
     from ..llm.calibrate import fit_gemm_efficiency, write_catalogue
-    from ..units import parse_duration_s
+    from ..units import parse_duration_with_unit_s
 
     if args.step_time is None or args.layout is None:
         raise ConfigError("a large model is calibrated from --step-time and its --layout")
@@ -144,7 +144,7 @@ def _calibrate_llm(args) -> int:
     model = load_transformer(args.profile, args.seq)
     layout = parse_layout(args.layout, int(args.workers) if args.workers else None)
     dev = device(args.device or "a100-80gb", args.devices)
-    steps = [parse_duration_s(v) for v in args.step_time.split(",")]
+    steps = [parse_duration_with_unit_s(v, "--step-time") for v in args.step_time.split(",")]
     eff = fit_gemm_efficiency(model, layout, dev, sum(steps) / len(steps))
     fitted = replace(dev, gemm_efficiency=round(eff, 6))
     write_catalogue(fitted, args.output, f"gemm_efficiency fitted by sgdsim calibrate to a measured step of "
@@ -158,7 +158,7 @@ def _calibrate_profile(args) -> int:
     from ..calibrate_worker import calibrate, summary
     from ..hardware import load_hardware, save_hardware
     from ..profile.io import load_profile
-    from ..units import parse_duration_s
+    from ..units import parse_duration_with_unit_s
 
     check_output_path(args.output, args.force)
     prof = load_profile(args.profile)
@@ -166,7 +166,7 @@ def _calibrate_profile(args) -> int:
     if args.pilot is not None:
         return _calibrate_pilot(args, prof, hw)
     if args.step_time is not None:
-        steps = [parse_duration_s(v) for v in args.step_time.split(",")]
+        steps = [parse_duration_with_unit_s(v, "--step-time") for v in args.step_time.split(",")]
     else:
         steps = [prof.job.batch_size / x for x in positive_floats(args.throughput, "--throughput")]
     out = calibrate(prof, steps, hw, args.arch, args.mode)
