@@ -54,6 +54,19 @@ def test_hugging_face_configs_give_the_published_parameter_counts(tmp_path, cfg,
     assert load_transformer(str(path), seq=2048).seq == 2048
 
 
+def test_gpt2_style_configs_and_mixture_of_experts(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(model_type="gpt2", n_embd=768, n_layer=12, n_head=12, n_positions=1024,
+                                    vocab_size=50257, n_inner=None, activation_function="gelu_new")))
+    m = load_transformer(str(path))
+    assert not m.glu and m.params() == 124_439_808  # GPT-2 small, tied embeddings
+    path.write_text(json.dumps(dict(model_type="mixtral", hidden_size=4096, num_hidden_layers=32,
+                                    num_attention_heads=32, intermediate_size=14336, vocab_size=32000,
+                                    max_position_embeddings=32768, num_local_experts=8)))
+    with pytest.raises(ConfigError, match="mixture-of-experts"):
+        load_transformer(str(path))
+
+
 @given(p=st.integers(1, 8), k=st.integers(1, 6), v=st.sampled_from([1, 2, 3, 4]),
        schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]),
        f=st.floats(0.1, 3.0), b=st.floats(0.1, 3.0))

@@ -18,6 +18,9 @@ GPT_KEYS = ("layers", "hidden", "heads", "seq", "vocab", "kv_heads", "ffn", "glu
 HF_FIELDS = {"num_hidden_layers": "layers", "hidden_size": "hidden", "num_attention_heads": "heads",
              "num_key_value_heads": "kv_heads", "intermediate_size": "ffn", "vocab_size": "vocab",
              "max_position_embeddings": "seq"}
+HF_ALIASES = {"n_layer": "layers", "n_embd": "hidden", "n_head": "heads", "n_inner": "ffn",  # GPT-2
+              "n_positions": "seq", "num_kv_heads": "kv_heads"}  # (Falcon)
+MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 LLAMA_TYPES = ("llama", "mistral", "qwen2", "gemma")  # SwiGLU, RMSNorm, no biases, untied output
 
 
@@ -127,7 +130,12 @@ def load_hf_config(path: str | os.PathLike, seq: int | None = None) -> Transform
         raise ConfigError(f"{path}: not a readable JSON config ({e.__class__.__name__})") from None
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: a config.json holds one JSON object")
-    values = {field: cfg[key] for key, field in HF_FIELDS.items() if isinstance(cfg.get(key), int)}
+    moe = [k for k in MOE_KEYS if cfg.get(k)]
+    if moe:
+        raise ConfigError(f"{path}: a mixture-of-experts model ({moe[0]}={cfg[moe[0]]}); sgdsim models "
+                          "dense transformers only")
+    values = {field: cfg[key] for key, field in {**HF_ALIASES, **HF_FIELDS}.items()
+              if isinstance(cfg.get(key), int) and cfg[key] > 0}
     if seq is not None:
         values["seq"] = seq
     missing = [k for k in HF_FIELDS if HF_FIELDS[k] not in values and HF_FIELDS[k] not in ("kv_heads", "ffn")]
