@@ -136,6 +136,8 @@ def test_memory_counted_by_hand_145b_selective_sequence_parallel_zero1():
     ("tp=1,pp=2,dp=3,batch=8", (24, 2304, 24), "not divisible by dp·mb"),
     ("tp=1,pp=4,batch=6,schedule=interleaved,v=2", (24, 2304, 24), "multiple of pp=4"),
     ("tp=1,pp=2,batch=8,v=2,schedule=1f1b", (24, 2304, 24), "applies to schedule=interleaved"),
+    ("tp=1,pp=8,batch=10000000", (24, 2304, 24), "passes to simulate, above the limit"),
+    ("tp=1000,pp=1000,batch=8", (24, 2304, 24), "above the limit of 100,000"),
 ])
 def test_impossible_layouts_are_refused(layout, model, message):
     with pytest.raises(ConfigError, match=message):
@@ -159,6 +161,13 @@ def test_the_catalogue_has_sources_and_a_bad_user_file_is_one_line(tmp_path):
     bad.write_text('[x]\nname = "x"\n')
     with pytest.raises(ConfigError, match="lacks"):
         load_catalogue(str(bad))
+    fields = dict(cat["a100-80gb"].__dict__)
+    fields.update(peak_flops='"fast"', key=None)
+    bad.write_text("[x]\n" + "\n".join(f"{k} = {v if k == 'peak_flops' else repr(v)}" for k, v in fields.items()
+                                         if k not in ("key", "peak_flops", "source", "name"))
+                   + '\npeak_flops = "fast"\nname = "x"\nsource = "s"\n')
+    with pytest.raises(ConfigError, match="peak_flops must be a table"):
+        load_catalogue(str(bad))
 
 
 def _cli(*args):
@@ -174,7 +183,10 @@ def test_cli_predicts_a_trillion_parameters_and_refuses_what_does_not_apply():
     for args, message in (([one_t, "--layout", "tp=8,pp=64,batch=3072", "--mode", "sync"], "--mode applies"),
                           (["examples/profiles/resnet50.json", "--layout", "tp=2"], "--layout applies"),
                           ([one_t, "--workers", "100", "--layout", "tp=8,pp=64,batch=3072"], "multiple of tp·pp"),
-                          ([one_t], "needs --layout"), (["gpt:layers=2", "--layout", "batch=1"], "give hidden=")):
+                          ([one_t], "needs --layout"), (["gpt:layers=2", "--layout", "batch=1"], "give hidden="),
+                          ([one_t, "--workers", "64", "--layout", "tp=0,batch=64"], "tp must be a positive"),
+                          (["gpt:layers=100000,hidden=8,heads=1,seq=8,vocab=8", "--layout", "batch=1"],
+                           "layers must be an integer from 1 to 10,000")):
         r = _cli(*args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
@@ -233,7 +245,9 @@ def test_cli_plan_of_a_large_model_and_its_refusals():
                           (["gpt:layers=96,hidden=12288,heads=96,seq=2048,vocab=51200", "--workers", "8",
                             "--layout", "batch=64"], "fits in memory"),
                           (["gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200", "--workers", "16"],
-                           "--layout batch=N")):
+                           "--layout batch=N"),
+                          (["gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200", "--workers", "16",
+                            "--layout", "batch=64", "--finalists", "0"], "--finalists must be from 1")):
         r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "plan", *args], capture_output=True, text=True)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 

@@ -51,6 +51,9 @@ def _device(key: str, entry, path) -> Device:
     missing = [f for f in FIELDS if f not in entry] if isinstance(entry, dict) else list(FIELDS)
     if missing:
         raise ConfigError(f"{path or 'devices.toml'}: device {key!r} lacks {', '.join(missing)}")
+    if not isinstance(entry["peak_flops"], dict) or not entry["peak_flops"]:
+        raise ConfigError(f"{path or 'devices.toml'}: device {key!r}: peak_flops must be a table of "
+                          "precision = FLOP/s, e.g. { bf16 = 312e12 }")
     numbers = [entry[f] for f in FIELDS[2:-1]] + list(entry["peak_flops"].values())
     if not all(isinstance(v, (int, float)) and v > 0 for v in numbers):
         raise ConfigError(f"{path or 'devices.toml'}: device {key!r} has a value that is not a positive number")

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..errors import ConfigError
+from ..spec.limits import MAX_WORKERS
 from .model import Transformer
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
 INT_KEYS = ("tp", "pp", "dp", "mb", "batch", "v", "zero")
+MAX_PASSES = 2_000_000  # forward and backward passes the pipeline simulation runs (~3 s)
 ORDERS = ("tp-dp-pp", "tp-pp-dp")  # rank order, innermost first (Megatron's default first)
 CHOICES = {"schedule": SCHEDULES, "recompute": RECOMPUTE, "precision": ("bf16", "fp16", "fp32", "fp8"),
            "sp": ("0", "1"), "order": ORDERS}
@@ -58,13 +60,19 @@ class Layout:
         """Micro-batches per pipeline per step (gradient accumulation with ``pp`` = 1)."""
         return self.batch // (self.dp * self.mb)
 
-    def check(self, model: Transformer) -> None:
-        """One line naming what cannot be, before any work."""
+    def check_values(self) -> None:
+        """Each field alone (before any arithmetic on them)."""
         for key in ("tp", "pp", "dp", "mb", "batch", "v"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"--layout {key} must be a positive integer, got {getattr(self, key)}")
         if self.zero not in (0, 1, 2, 3):
             raise ConfigError(f"--layout zero must be 0, 1, 2 or 3, got {self.zero}")
+        if self.gpus > MAX_WORKERS:
+            raise ConfigError(f"tp·pp·dp = {self.gpus:,} GPUs is above the limit of {MAX_WORKERS:,}")
+
+    def check(self, model: Transformer) -> None:
+        """One line naming what cannot be, before any work."""
+        self.check_values()
         if model.heads % self.tp or model.kv_heads % self.tp:
             raise ConfigError(f"tp={self.tp} does not divide the {model.heads} attention heads "
                               f"({model.kv_heads} key/value heads)")
@@ -77,6 +85,10 @@ class Layout:
         if self.schedule == "interleaved" and self.micro_batches % self.pp:
             raise ConfigError(f"the interleaved schedule needs micro-batches ({self.micro_batches}) "
                               f"to be a multiple of pp={self.pp}")
+        passes = 2 * self.micro_batches * self.pp * self.v
+        if passes > MAX_PASSES:
+            raise ConfigError(f"{self.micro_batches:,} micro-batches through {self.pp * self.v} stages are "
+                              f"{passes:,} passes to simulate, above the limit of {MAX_PASSES:,}: raise mb or dp")
 
 
 def parse_layout(text: str, workers: int | None = None) -> Layout:
@@ -91,6 +103,7 @@ def parse_layout(text: str, workers: int | None = None) -> Layout:
         values[key] = _value(key, value)
     if "batch" not in values:
         raise ConfigError("--layout needs batch= (sequences per step), e.g. tp=8,pp=8,batch=1536")
+    Layout(**{**values, "batch": values.get("batch", 1)}).check_values()
     if "dp" not in values and workers:
         tp_pp = values.get("tp", 1) * values.get("pp", 1)
         if workers % tp_pp:

@@ -22,6 +22,9 @@ HF_ALIASES = {"n_layer": "layers", "n_embd": "hidden", "n_head": "heads", "n_inn
               "n_positions": "seq", "num_kv_heads": "kv_heads"}  # (Falcon)
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 LLAMA_TYPES = ("llama", "mistral", "qwen2", "gemma")  # SwiGLU, RMSNorm, no biases, untied output
+# beyond these a shape describes no trainable model (the largest published are ~1/10 of each)
+LIMITS = {"layers": 10_000, "hidden": 1_000_000, "heads": 100_000, "seq": 10_000_000,
+          "vocab": 100_000_000, "kv_heads": 100_000, "ffn": 10_000_000}
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,10 @@ class Transformer:
     name: str = "gpt"
 
     def __post_init__(self):
-        for key in ("layers", "hidden", "heads", "seq", "vocab"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{self.name}: {key} must be a positive integer, got {getattr(self, key)}")
+        for key, top in LIMITS.items():
+            value, least = getattr(self, key), 0 if key in ("kv_heads", "ffn") else 1
+            if not least <= value <= top:
+                raise ConfigError(f"{self.name}: {key} must be an integer from {least} to {top:,}, got {value}")
         if self.hidden % self.heads:
             raise ConfigError(f"{self.name}: hidden {self.hidden} is not divisible by heads {self.heads}")
         if self.kv_heads < 0 or self.heads % (self.kv_heads or self.heads):

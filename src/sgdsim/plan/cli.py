@@ -92,6 +92,8 @@ def cmd_plan(args, defaults: dict | None = None) -> int:
 
     llm = is_description(args.profile)
     check_plan_options(args, defaults or {}, llm)
+    if not 1 <= args.finalists <= MAX_FINALISTS:
+        raise ConfigError(f"--finalists must be from 1 to {MAX_FINALISTS}, got {args.finalists}")
     if llm:
         print(run_llm_plan(args))
         return 0
@@ -137,8 +139,6 @@ def build_request(args):
     hw = load_hardware(args.hardware) if args.hardware else None
     bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
     strategies = candidates(names, args.max_ps, args.collective, bucket)
-    if not 1 <= args.finalists <= MAX_FINALISTS:
-        raise ConfigError(f"--finalists must be from 1 to {MAX_FINALISTS}, got {args.finalists}")
     workers = whole_nodes(parse_workers(args.workers), args.gpus_per_node)
     if len(workers) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts, got {len(workers):,} (give a "
