@@ -189,6 +189,11 @@ def test_cli_predicts_a_trillion_parameters_and_refuses_what_does_not_apply():
                            "layers must be an integer from 1 to 10,000")):
         r = _cli(*args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for workers in ("abc", "8,16"):  # calibrate reads --workers as predict does
+        r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "calibrate", one_t, "--workers", workers,
+                            "--layout", "tp=8,pp=64,batch=3072", "--step-time", "90s", "-o", "never.toml"],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 def _small_problem():
@@ -255,7 +260,7 @@ def test_cli_plan_of_a_large_model_and_its_refusals():
 def test_calibration_recovers_the_efficiency_that_made_a_step(tmp_path):
     from dataclasses import replace
 
-    from sgdsim.llm.calibrate import fit_gemm_efficiency, write_catalogue
+    from sgdsim.llm.calibrate import STEPS, fit_gemm_efficiency, write_catalogue
 
     model, dev = gpt(40, 6144, 48), device("a100-80gb")
     lay = parse_layout("tp=8,pp=2,dp=4,mb=2,batch=256,schedule=interleaved,v=2")
@@ -264,6 +269,9 @@ def test_calibration_recovers_the_efficiency_that_made_a_step(tmp_path):
         assert fit_gemm_efficiency(model, lay, dev, step) == pytest.approx(eff, abs=1e-6)
     with pytest.raises(ConfigError, match="faster than the device's peak"):
         fit_gemm_efficiency(model, lay, dev, 1e-3)
+    calls = []
+    fit_gemm_efficiency(model, lay, dev, step, progress=lambda: calls.append(1))
+    assert len(calls) == STEPS  # a progress bar's total is known before the fit
     path = tmp_path / "mine.toml"
     fitted = replace(dev, gemm_efficiency=0.62)
     write_catalogue(fitted, str(path), "test")

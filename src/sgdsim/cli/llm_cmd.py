@@ -31,17 +31,23 @@ def check_llm_only(args, defaults: dict, llm: bool) -> None:
                                   "or a config.json), not to a profile")
 
 
+def one_gpu_count(workers: str | None) -> int | None:
+    """``--workers`` of a large model: one GPU count, or None (tp·pp·dp of ``--layout``)."""
+    from ..predict import parse_workers
+
+    counts = parse_workers(workers) if workers else [None]
+    if len(counts) != 1:
+        raise ConfigError("give one GPU count with --workers for a transformer description")
+    return counts[0]
+
+
 def run_llm(args) -> str:
     from ..llm import device, load_transformer, parse_layout, predict_step
-    from ..predict import parse_workers
 
     if args.layout is None:
         raise ConfigError("a transformer description needs --layout (e.g. tp=8,pp=8,mb=1,batch=1536)")
     model = load_transformer(args.profile, args.seq)
-    workers = parse_workers(args.workers) if args.workers else [None]
-    if len(workers) != 1:
-        raise ConfigError("give one GPU count with --workers for a transformer description")
-    layout = parse_layout(args.layout, workers[0])
+    layout = parse_layout(args.layout, one_gpu_count(args.workers))
     dev = device(args.device or "a100-80gb", args.devices)
     r = predict_step(model, layout, dev)
     row = _row(model, layout, dev, r)

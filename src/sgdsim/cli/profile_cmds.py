@@ -133,8 +133,10 @@ def cmd_calibrate_worker(args) -> int:
 
 def _calibrate_llm(args) -> int:
     from ..llm import device, load_transformer, parse_layout
-    from ..llm.calibrate import fit_gemm_efficiency, write_catalogue
+    from ..llm.calibrate import STEPS, fit_gemm_efficiency, write_catalogue
+    from ..progress import Progress
     from ..units import parse_duration_with_unit_s
+    from .llm_cmd import one_gpu_count
 
     if args.step_time is None or args.layout is None:
         raise ConfigError("a large model is calibrated from --step-time and its --layout")
@@ -142,13 +144,15 @@ def _calibrate_llm(args) -> int:
         raise ConfigError("--hardware, --arch and --mode apply to a profile, not to a large model")
     check_output_path(args.output, args.force)
     model = load_transformer(args.profile, args.seq)
-    layout = parse_layout(args.layout, int(args.workers) if args.workers else None)
+    layout = parse_layout(args.layout, one_gpu_count(args.workers))
     dev = device(args.device or "a100-80gb", args.devices)
     steps = [parse_duration_with_unit_s(v, "--step-time") for v in args.step_time.split(",")]
-    eff = fit_gemm_efficiency(model, layout, dev, sum(steps) / len(steps))
+    mean_s = sum(steps) / len(steps)
+    with Progress(STEPS, "fitting the GEMM efficiency to the measured step") as bar:
+        eff = fit_gemm_efficiency(model, layout, dev, mean_s, progress=bar.advance)
     fitted = replace(dev, gemm_efficiency=round(eff, 6))
     write_catalogue(fitted, args.output, f"gemm_efficiency fitted by sgdsim calibrate to a measured step of "
-                    f"{sum(steps) / len(steps):.4g} s ({model.name}, {args.layout})", args.force)
+                    f"{mean_s:.4g} s ({model.name}, {args.layout})", args.force)
     print(f"{dev.key}: gemm_efficiency {dev.gemm_efficiency:g} -> {eff:.4f}; wrote {args.output} "
           f"(use it with --devices {args.output})")
     return 0

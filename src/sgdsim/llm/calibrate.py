@@ -13,13 +13,19 @@ from .model import Transformer
 from .step import predict_step
 
 LOW, HIGH = 0.02, 1.0
+HALVINGS = 24  # (HIGH - LOW) / 2^24 < 1e-7: below the 6 decimals the catalogue keeps
+STEPS = HALVINGS + 2  # predictions made, for a progress bar
 
 
-def fit_gemm_efficiency(model: Transformer, layout: Layout, dev: Device, step_s: float) -> float:
+def fit_gemm_efficiency(model: Transformer, layout: Layout, dev: Device, step_s: float,
+                        progress=None) -> float:
     """The efficiency whose predicted step is ``step_s``: the step falls as the efficiency
-    rises, so bisection to 1e-9."""
+    rises, so bisection. ``progress()`` is called after each of the ``STEPS`` predictions."""
     def step(eff: float) -> float:
-        return predict_step(model, layout, replace(dev, gemm_efficiency=eff)).step_s
+        out = predict_step(model, layout, replace(dev, gemm_efficiency=eff)).step_s
+        if progress:
+            progress()
+        return out
 
     fast, slow = step(HIGH), step(LOW)
     if not fast <= step_s <= slow:
@@ -27,7 +33,7 @@ def fit_gemm_efficiency(model: Transformer, layout: Layout, dev: Device, step_s:
         raise ConfigError(f"a measured step of {step_s:.3g} s is {bound} on this layout (the model "
                           f"gives {fast:.3g} s to {slow:.3g} s): check the layout, the device and the unit")
     lo, hi = LOW, HIGH
-    while hi - lo > 1e-9:
+    for _ in range(HALVINGS):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if step(mid) > step_s else (lo, mid)
     return (lo + hi) / 2
