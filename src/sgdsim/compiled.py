@@ -3,7 +3,7 @@
 The core (``heap``, ``kernel``, ``flows``, ``stalls``, ``sharing/``, ``links``, ``streams``,
 ``engine`` and the MVA recursion) is written in a restricted style: flat arrays, scalars, the
 typed tuples below, functions marked ``@core``. ``build_core.py`` (at the repository root,
-run by ``pip install``) turns those sources into one Cython module, ``sgdsim.sim._core``,
+run by ``pip install``) turns those sources into one Cython module, ``sgdsim._core``,
 compiled by the C compiler: the source read here is the source compiled, so the two paths give
 the same answers (``tests/test_compiled_core.py``). ``SGDSIM_PURE_PYTHON=1`` forces the
 pure-Python path.

@@ -146,14 +146,17 @@ def parse_duration_s(text: str | float) -> float:
     return _non_negative(value * _TIME[unit], "duration", text)
 
 
-def parse_duration_with_unit_s(text: str, option: str) -> float:
-    """A duration the user must qualify: a bare non-zero number is ambiguous (ms or s?) and is
-    refused rather than read as seconds."""
+def bare_duration(text: str) -> bool:
+    """A non-zero duration without a unit: ambiguous (papers quote ms, files hold s)."""
     try:
-        bare = float(text) != 0.0
+        return float(text) != 0.0
     except ValueError:
-        bare = False
-    if bare:
+        return False
+
+
+def parse_duration_with_unit_s(text: str, option: str) -> float:
+    """A duration the user must qualify: a bare number is refused rather than read as seconds."""
+    if bare_duration(text):
         raise ConfigError(f"{option} {text} has no unit (write e.g. {text}ms or {text}s)")
     return parse_duration_s(text)
 

@@ -61,6 +61,30 @@ def positive_floats(text: str, option: str) -> list[float]:
     return values
 
 
+LARGE_MODEL = ("layout", "device", "devices", "seq")  # the options add_large_model_arguments adds
+EITHER = ("profile", "format", "quiet", "command", "handlers")  # a profile's or a large model's
+
+
+def check_applies(args, defaults: dict, large_model: bool, model_only: tuple = (),
+                  either: tuple = ()) -> None:
+    """A given option that does not apply to the input, in one line: a profile's option with a
+    large model, or a large model's (``LARGE_MODEL`` and the command's ``model_only``) with a
+    profile; ``either``: the command's options that apply to both. "Given": not the parser's
+    default."""
+    own = LARGE_MODEL + model_only
+    for dest, value in vars(args).items():
+        if dest in EITHER + either or value == defaults.get(dest, value):
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if large_model and dest not in own:
+            use = dict.fromkeys(("workers", *own))  # (dict: ordered, without repeats)
+            raise SgdsimError(f"{flag} applies to a profile, not to a transformer description (use "
+                              f"{', '.join('--' + d.replace('_', '-') for d in use)})")
+        if not large_model and dest in own:
+            raise SgdsimError(f"{flag} applies to a transformer description (gpt:..., llama:... or a "
+                              "config.json), not to a profile")
+
+
 def add_large_model_arguments(q, layout_help: str):
     """The options of a large model (a gpt:/llama: description or a config.json as PROFILE)
     that ``predict`` and ``plan`` share; returns the group for a command's own."""
@@ -68,8 +92,8 @@ def add_large_model_arguments(q, layout_help: str):
     g.add_argument("--layout", default=None, metavar="SPEC",
                    help=layout_help + " (default: none; required with a transformer description)")
     g.add_argument("--device", default=None, metavar="NAME",
-                   help="an accelerator of the catalogue (default a100-80gb): v100-sxm2-32gb, a100-40gb, "
-                        "a100-80gb, h100-sxm, h200, b200")
+                   help="an accelerator of the catalogue: v100-sxm2-32gb, a100-40gb, a100-80gb, h100-sxm, "
+                        "h200, b200 (default a100-80gb)")
     g.add_argument("--devices", default=None, metavar="FILE.toml",
                    help="your own device catalogue (default: the bundled one)")
     g.add_argument("--seq", type=int, default=None, metavar="TOKENS",

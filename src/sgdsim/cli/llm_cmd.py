@@ -7,28 +7,10 @@ import json
 from ..errors import ConfigError
 from .common import add_large_model_arguments
 
-LLM_DESTS = ("layout", "device", "devices", "seq", "workers", "format", "quiet", "profile", "func",
-             "command", "handlers")
-
 
 def add_llm_arguments(q) -> None:
     add_large_model_arguments(q, "tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=1f1b|gpipe|interleaved,v=2,"
                                  "recompute=full|selective|none,zero=0-3,sp=1,precision=bf16]; dp from --workers")
-
-
-def check_llm_only(args, defaults: dict, llm: bool) -> None:
-    """A profile's options with a transformer description, or the reverse: one line."""
-    for dest, value in vars(args).items():
-        if dest in LLM_DESTS or value == defaults.get(dest, value):
-            continue
-        if llm:
-            raise ConfigError(f"--{dest.replace('_', '-')} applies to a profile, not to a transformer "
-                              "description (use --layout, --device, --workers)")
-    if not llm:
-        for dest in ("layout", "device", "devices", "seq"):
-            if getattr(args, dest) is not None:
-                raise ConfigError(f"--{dest} applies to a transformer description (gpt:..., llama:... "
-                                  "or a config.json), not to a profile")
 
 
 def one_gpu_count(workers: str | None) -> int | None:
@@ -48,15 +30,15 @@ def run_llm(args) -> str:
         raise ConfigError("a transformer description needs --layout (e.g. tp=8,pp=8,mb=1,batch=1536)")
     model = load_transformer(args.profile, args.seq)
     layout = parse_layout(args.layout, one_gpu_count(args.workers))
-    dev = device(args.device or "a100-80gb", args.devices)
+    dev = device(args.device, args.devices)
     r = predict_step(model, layout, dev)
+    if args.format == "table":
+        return _table(model, layout, dev, r)
     row = _row(model, layout, dev, r)
     if args.format == "json":
         return json.dumps(row, indent=2)
-    if args.format == "csv":
-        keys = [k for k in row if not isinstance(row[k], dict)]
-        return ",".join(keys) + "\n" + ",".join(str(row[k]) for k in keys)
-    return _table(row, r, dev)
+    keys = [k for k in row if not isinstance(row[k], dict)]  # csv
+    return ",".join(keys) + "\n" + ",".join(str(row[k]) for k in keys)
 
 
 def _row(model, layout, dev, r) -> dict:
@@ -69,15 +51,13 @@ def _row(model, layout, dev, r) -> dict:
             "parts_s": r.parts_s}
 
 
-def _table(row: dict, r, dev) -> str:
-    lay = f"tp={row['tp']} pp={row['pp']} dp={row['dp']} mb={row['micro_batch']} batch={row['batch']} " \
-          f"{row['schedule']}{' v=' + str(row['v']) if row['v'] > 1 else ''} recompute={row['recompute']}" \
-          f"{' zero=' + str(row['zero']) if row['zero'] else ''}"
-    lines = [f"{row['model']} ({row['params'] / 1e9:.1f} B parameters) on {row['gpus']} x {dev.name}: {lay}",
-             f"step {row['step_time_s']:.2f} s, {row['tokens_per_s']:,.0f} tokens/s, "
-             f"{row['achieved_flops_per_gpu'] / 1e12:.0f} TFLOP/s per GPU, MFU {row['mfu']:.1%}, "
-             f"pipeline bubble {row['bubble']:.1%}",
+def _table(model, layout, dev, r) -> str:
+    lines = [f"{model.name} ({model.params() / 1e9:.1f} B parameters) on {layout.gpus} x {dev.name}: "
+             f"{layout.describe(batch=True)}",
+             f"step {r.step_s:.2f} s, {r.tokens_per_s:,.0f} tokens/s, "
+             f"{r.achieved_flops_per_gpu / 1e12:.0f} TFLOP/s per GPU, MFU {r.mfu:.1%}, "
+             f"pipeline bubble {r.bubble:.1%}",
              "memory " + (f"{r.memory.total / (1 << 30):.1f} GiB of {dev.hbm_bytes / (1 << 30):.1f} GiB per device"
                           if r.fits else r.memory.shortfall(dev.hbm_bytes) + ": DOES NOT FIT"),
-             "step: " + ", ".join(f"{k} {v:.2f} s" for k, v in row["parts_s"].items())]
+             "step: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.parts_s.items())]
     return "\n".join(lines)

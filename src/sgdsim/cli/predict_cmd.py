@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 
-from .llm_cmd import add_llm_arguments, check_llm_only, run_llm
+from .common import check_applies
+from .llm_cmd import add_llm_arguments, run_llm
 from .model_options import add_model_arguments, run_prediction
 from .tables import format_points
 from ..progress import say
@@ -33,7 +34,7 @@ def cmd_predict(args, defaults: dict | None = None) -> int:
     from ..llm import is_description
 
     llm = is_description(args.profile)
-    check_llm_only(args, defaults or {}, llm)
+    check_applies(args, defaults or {}, llm, either=("workers",))
     if llm:
         print(run_llm(args))
         return 0

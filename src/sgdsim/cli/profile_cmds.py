@@ -9,7 +9,7 @@ from ..spec import ARCHITECTURES
 from ..spec.registries import DEFAULT_ARCH
 from ..outputs import check_output_path
 from ..units import format_bps
-from .common import add_large_model_arguments, positive_floats
+from .common import add_large_model_arguments, check_applies, positive_floats
 from ..progress import say
 
 
@@ -25,12 +25,13 @@ def register(sub) -> dict:
                                       "one measured point per line")
     cal.add_argument("profile", help="profile JSON of the measured job")
     cal.add_argument("--bandwidth", default="10Gbps", help="NIC bandwidth of the measured runs")
-    _calibrate_parser(sub)
-    return {"import": cmd_import, "info": cmd_info, "calibrate": cmd_calibrate_worker,
+    cal_defaults = {a.dest: a.default for a in _calibrate_parser(sub)._actions}
+    return {"import": cmd_import, "info": cmd_info,
+            "calibrate": lambda args: cmd_calibrate_worker(args, cal_defaults),
             "calibrate-threshold": cmd_calibrate}
 
 
-def _calibrate_parser(sub) -> None:
+def _calibrate_parser(sub):
     c = sub.add_parser("calibrate", help="fit what a profile misses from one real worker's step "
                                          "time; writes a hardware file")
     c.add_argument("profile", help="the standalone profile (sgdsim profile) of the job, or a large model "
@@ -59,6 +60,7 @@ def _calibrate_parser(sub) -> None:
     c.add_argument("--workers", default=None, help="with a large model: the GPUs of the measured run "
                                                    "(default: from --layout)")
     add_large_model_arguments(c, "the measured run's tp=..,pp=..,dp=..,mb=..,batch=..")
+    return c
 
 
 def _import_parser(sub) -> None:
@@ -117,15 +119,13 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def cmd_calibrate_worker(args) -> int:
+def cmd_calibrate_worker(args, defaults: dict | None = None) -> int:
     from ..llm import is_description
 
-    if is_description(args.profile):
+    llm = is_description(args.profile)
+    check_applies(args, defaults or {}, llm, model_only=("workers",), either=("step_time", "output", "force"))
+    if llm:
         return _calibrate_llm(args)
-    for dest in ("layout", "device", "devices", "seq", "workers"):
-        if getattr(args, dest) is not None:
-            raise ConfigError(f"--{dest} applies to a large model (gpt:..., llama:... or a config.json), "
-                              "not to a profile")
     if args.hardware is None:
         raise ConfigError("the following arguments are required: --hardware")
     return _calibrate_profile(args)
@@ -140,12 +140,10 @@ def _calibrate_llm(args) -> int:
 
     if args.step_time is None or args.layout is None:
         raise ConfigError("a large model is calibrated from --step-time and its --layout")
-    if args.hardware is not None or args.arch != DEFAULT_ARCH or args.mode != "async":
-        raise ConfigError("--hardware, --arch and --mode apply to a profile, not to a large model")
     check_output_path(args.output, args.force)
     model = load_transformer(args.profile, args.seq)
     layout = parse_layout(args.layout, one_gpu_count(args.workers))
-    dev = device(args.device or "a100-80gb", args.devices)
+    dev = device(args.device, args.devices)
     steps = [parse_duration_with_unit_s(v, "--step-time") for v in args.step_time.split(",")]
     mean_s = sum(steps) / len(steps)
     with Progress(STEPS, "fitting the GEMM efficiency to the measured step") as bar:
@@ -244,8 +242,6 @@ def cmd_info(args) -> int:
     print(f"parameters {p.model_bytes() / 1e6:.2f} MB over {p.ps_count} PS; forward+backward "
           f"{p.mean_compute_s() * 1e3:.1f} ms; overlap {p.job.overlap}; profiled bandwidth {bw}")
     return 0
-
-
 
 
 def _llm_info(text: str) -> str:

@@ -8,6 +8,7 @@ from importlib import resources
 
 from ..errors import ConfigError
 
+DEFAULT_DEVICE = "a100-80gb"
 FIELDS = ("name", "peak_flops", "hbm_Bps", "hbm_GiB", "sms", "intra_Bps", "nic_Bps",
           "gpus_per_node", "gemm_efficiency", "source")
 
@@ -60,7 +61,9 @@ def _device(key: str, entry, path) -> Device:
     return Device(key=key, **{f: entry[f] for f in FIELDS})
 
 
-def device(key: str, path: str | None = None) -> Device:
+def device(key: str | None = None, path: str | None = None) -> Device:
+    """``key`` of the catalogue at ``path`` (default: the bundled one); None: ``DEFAULT_DEVICE``."""
+    key = key or DEFAULT_DEVICE
     catalogue = load_catalogue(path)
     if key not in catalogue:
         raise ConfigError(f"unknown device {key!r}: one of {', '.join(catalogue)}")

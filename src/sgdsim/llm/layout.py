@@ -44,6 +44,13 @@ class Layout:
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
 
+    def describe(self, batch: bool = False) -> str:
+        """``tp=8 pp=8 dp=16 mb=1 [batch=1536 ]interleaved v=2 recompute=selective zero=1``, as
+        the tables print it (a plan's layouts share one batch: it leaves it out)."""
+        sched = self.schedule + (f" v={self.v}" if self.v > 1 else "")
+        return (f"tp={self.tp} pp={self.pp} dp={self.dp} mb={self.mb} {f'batch={self.batch} ' if batch else ''}"
+                f"{sched} recompute={self.recompute}" + (f" zero={self.zero}" if self.zero else ""))
+
     def within_node(self, dim: str, gpus_per_node: int) -> bool:
         """Whether every group of ``dim`` (tp, dp or pp) lies inside one node: its ranks are
         ``stride`` apart, ``stride`` the product of the dimensions inside it in ``order``."""
@@ -91,9 +98,9 @@ class Layout:
                               f"{passes:,} passes to simulate, above the limit of {MAX_PASSES:,}: raise mb or dp")
 
 
-def parse_layout(text: str, workers: int | None = None) -> Layout:
-    """``tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=interleaved,v=2,recompute=selective,zero=1,sp=1]``;
-    ``dp`` may be left out when ``workers`` (GPUs) is given."""
+def layout_fields(text: str) -> dict:
+    """The fields ``--layout`` gives (``batch`` required), each parsed and checked alone; ``v``
+    above 1 implies the interleaved schedule."""
     values: dict = {}
     known = [f.name for f in fields(Layout)]
     for item in filter(None, (text or "").split(",")):
@@ -103,14 +110,21 @@ def parse_layout(text: str, workers: int | None = None) -> Layout:
         values[key] = _value(key, value)
     if "batch" not in values:
         raise ConfigError("--layout needs batch= (sequences per step), e.g. tp=8,pp=8,batch=1536")
-    Layout(**{**values, "batch": values.get("batch", 1)}).check_values()
+    Layout(**values).check_values()
+    if values.get("v", 1) > 1 and "schedule" not in values:
+        values["schedule"] = "interleaved"
+    return values
+
+
+def parse_layout(text: str, workers: int | None = None) -> Layout:
+    """``tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=interleaved,v=2,recompute=selective,zero=1,sp=1]``;
+    ``dp`` may be left out when ``workers`` (GPUs) is given."""
+    values = layout_fields(text)
     if "dp" not in values and workers:
         tp_pp = values.get("tp", 1) * values.get("pp", 1)
         if workers % tp_pp:
             raise ConfigError(f"{workers} GPUs are not a multiple of tp·pp = {tp_pp}")
         values["dp"] = workers // tp_pp
-    if "v" in values and values["v"] > 1 and "schedule" not in values:
-        values["schedule"] = "interleaved"
     layout = Layout(**values)
     if workers and layout.gpus != workers:
         raise ConfigError(f"tp·pp·dp = {layout.gpus} GPUs, but --workers gives {workers}")

@@ -69,3 +69,11 @@ def block_ops(model: Transformer, micro_batch: int, tp: int) -> list[BlockOp]:
         memory("bias and dropout", 2 * h),
         memory("residual add", 3 * h),
     ]
+
+
+def output_ops(model: Transformer, micro_batch: int, tp: int) -> list[BlockOp]:
+    """The last stage's extra forward work: the logits GEMM (vocabulary split tp ways) and the
+    softmax cross-entropy over them, in fp32 (4 bytes read, written and read back per logit)."""
+    tokens = micro_batch * model.seq
+    return [BlockOp("output layer (logits)", tokens, model.vocab / tp, model.hidden),
+            BlockOp("softmax cross-entropy", bytes_moved=3 * 4 * tokens * model.vocab / tp)]

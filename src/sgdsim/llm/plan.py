@@ -10,7 +10,7 @@ from ..errors import ConfigError
 from .devices import Device
 from .layout import Layout
 from .model import Transformer
-from .step import StepPrediction, closed_step_s, predict_step
+from .step import closed_step_s, predict_step
 
 OBJECTIVES = ("step-time", "cost-per-token")
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -86,12 +86,6 @@ def _score(step_s: float, lay: Layout, objective: str) -> float:
     return step_s if objective == "step-time" else step_s * lay.gpus
 
 
-def describe(lay: Layout) -> str:
-    sched = lay.schedule + (f" v={lay.v}" if lay.v > 1 else "")
-    return (f"tp={lay.tp} pp={lay.pp} dp={lay.dp} mb={lay.mb} {sched} recompute={lay.recompute}"
-            + (f" zero={lay.zero}" if lay.zero else ""))
-
-
 def check_fits_somewhere(result: PlanResult, what: str) -> None:
     if not result.finalists:
         raise ConfigError(f"no layout of {what} fits in memory ({result.considered} possible, "
@@ -101,11 +95,8 @@ def check_fits_somewhere(result: PlanResult, what: str) -> None:
 def result_rows(result: PlanResult, price_per_gpu_hour: float, model: Transformer) -> list[dict]:
     rows = []
     for lay, r in result.finalists:
-        rows.append({"layout": describe(lay), "gpus": lay.gpus, "step_time_s": r.step_s,
+        rows.append({"layout": lay.describe(), "gpus": lay.gpus, "step_time_s": r.step_s,
                      "tokens_per_s": r.tokens_per_s, "mfu": r.mfu,
                      "cost_per_million_tokens": lay.gpus * price_per_gpu_hour / 3600 / r.tokens_per_s * 1e6,
                      "memory_gib": r.memory.total / (1 << 30), "bubble": r.bubble})
     return rows
-
-
-__all__ = ["PlanResult", "search", "layouts", "describe", "result_rows", "StepPrediction"]

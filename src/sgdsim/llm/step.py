@@ -28,7 +28,7 @@ from .devices import Device
 from .layout import Layout
 from .memory import Memory, memory, stage_params
 from .model import Transformer
-from .ops import ACT_B, block_ops
+from .ops import ACT_B, BlockOp, block_ops, output_ops
 from .pipeline import PipelineRun, simulate
 
 TILE = 128
@@ -47,20 +47,22 @@ class StepPrediction:
     fits: bool
 
 
-def gemm_s(m: float, n: float, k: float, dev: Device, peak: float, count: int = 1) -> float:
-    tiles = math.ceil(m / TILE) * math.ceil(n / TILE) * count
+def op_s(op: BlockOp, dev: Device, peak: float) -> float:
+    """One op's time on one device: its bytes at the HBM bandwidth, or, for a GEMM, the longer
+    of that and its FLOPs at the sustained peak over the SMs its waves keep busy."""
+    if not op.gemm:
+        return op.traffic / dev.hbm_Bps
+    tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.count
     waves = math.ceil(tiles / dev.sms)
     use = tiles / (waves * dev.sms)
-    flops = 2.0 * m * n * k * count
-    bytes_ = ACT_B * (m * k + k * n + m * n) * count
-    return max(flops / (peak * dev.gemm_efficiency * use), bytes_ / dev.hbm_Bps)
+    return max(op.flops / (peak * dev.gemm_efficiency * use), op.traffic / dev.hbm_Bps)
 
 
 def block_forward_s(model: Transformer, lay: Layout, dev: Device, peak: float) -> tuple[float, float]:
     """(whole block, its attention core): one micro-batch's forward on one device."""
     total = core = 0.0
     for op in block_ops(model, lay.mb, lay.tp):
-        dt = gemm_s(op.m, op.n, op.k, dev, peak, op.count) if op.gemm else op.traffic / dev.hbm_Bps
+        dt = op_s(op, dev, peak)
         total += dt
         core += dt if op.core else 0.0
     return total, core
@@ -86,9 +88,8 @@ def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, lis
     f_block, b_block = fwd_block + 2 * comm, 2 * fwd_block + 2 * comm + re_compute + re_comm
     G = lay.pp * lay.v
     fwd, bwd = [per_chunk * f_block] * G, [per_chunk * b_block] * G
-    tokens = lay.mb * model.seq
-    logits = gemm_s(tokens, model.vocab / lay.tp, model.hidden, dev, peak) \
-        + 3 * 4 * tokens * model.vocab / lay.tp / dev.hbm_Bps  # fp32 softmax cross-entropy
+    gemm, loss = output_ops(model, lay.mb, lay.tp)
+    logits = op_s(gemm, dev, peak) + op_s(loss, dev, peak)
     fwd[-1] += logits
     bwd[-1] += 2 * logits
     gather, scatter = zero_micro_batch_s(model, lay, dev)
@@ -133,6 +134,14 @@ def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
     return (1 if lay.zero == 2 else 2) * (d - 1) / d * 2 * params / dp_link_Bps(lay, dev)
 
 
+def after_flush_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, float]:
+    """(the data-parallel traffic after the pipeline flush, Adam's update of the device's
+    parameters, or of its ZeRO shard of them, at the HBM bandwidth)."""
+    params = stage_params(model, lay)
+    adam = params / (lay.dp if lay.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / dev.hbm_Bps
+    return dp_s(model, lay, dev, params), adam
+
+
 def closed_step_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, Memory]:
     """The step without simulating the pipeline, for pruning a search: the busiest device's
     work m times, plus (p − 1)/v of it for the fill and drain (exact for uniform stages and
@@ -141,10 +150,8 @@ def closed_step_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, 
     p, v = lay.pp, lay.v
     work = max(sum(fwd[g] + bwd[g] for g in range(d, p * v, p)) for d in range(p))
     pipe = (lay.micro_batches + (p - 1) / v) * work + 2 * (p - 1) * send_s(model, lay, dev)
-    mem = memory(model, lay)
-    params = mem.weights / 2 * (lay.dp if lay.zero >= 3 else 1)
-    adam = params / (lay.dp if lay.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / dev.hbm_Bps
-    return pipe + dp_s(model, lay, dev, params) + adam, mem
+    grads, adam = after_flush_s(model, lay, dev)
+    return pipe + grads + adam, memory(model, lay)
 
 
 def predict_step(model: Transformer, lay: Layout, dev: Device) -> StepPrediction:
@@ -152,9 +159,7 @@ def predict_step(model: Transformer, lay: Layout, dev: Device) -> StepPrediction
     fwd, bwd, parts = stage_times(model, lay, dev)
     run: PipelineRun = simulate(lay.pp, lay.micro_batches, lay.schedule, fwd, bwd, send_s(model, lay, dev), lay.v)
     mem = memory(model, lay)
-    params = mem.weights / 2 * (lay.dp if lay.zero >= 3 else 1)
-    grads = dp_s(model, lay, dev, params)
-    adam = params / (lay.dp if lay.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / dev.hbm_Bps
+    grads, adam = after_flush_s(model, lay, dev)
     step = run.makespan_s + grads + adam
     m = lay.micro_batches
     parts = {"compute": parts["compute"] * m, "tensor-parallel": parts["tensor-parallel"] * m,

@@ -8,7 +8,7 @@ from ..errors import ConfigError
 from ..units import parse_bandwidth_bps, parse_duration_s, parse_number, parse_size_bytes
 from ..spec import COLLECTIVES
 from ..topology.model import fills_nodes
-from .llm_plan import add_llm_plan_arguments, check_plan_options, run_llm_plan
+from .llm_plan import PLAN_ONLY, add_llm_plan_arguments, run_llm_plan
 from .search import strategy_names
 
 
@@ -88,10 +88,11 @@ def _add_goal_arguments(p) -> None:
 
 
 def cmd_plan(args, defaults: dict | None = None) -> int:
+    from ..cli.common import check_applies
     from ..llm import is_description
 
     llm = is_description(args.profile)
-    check_plan_options(args, defaults or {}, llm)
+    check_applies(args, defaults or {}, llm, PLAN_ONLY, either=("workers", "finalists"))
     if not 1 <= args.finalists <= MAX_FINALISTS:
         raise ConfigError(f"--finalists must be from 1 to {MAX_FINALISTS}, got {args.finalists}")
     if llm:

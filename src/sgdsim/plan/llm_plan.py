@@ -3,12 +3,10 @@ and an objective. The profile planner's options do not apply and are refused if 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 
 from ..errors import ConfigError
 
-LLM_PLAN_DESTS = ("profile", "workers", "layout", "device", "devices", "seq", "objective",
-                  "price_per_gpu_hour", "finalists", "format", "quiet", "command", "handlers")
+PLAN_ONLY = ("objective", "price_per_gpu_hour")  # a large model's, besides cli.common.LARGE_MODEL
 
 
 def add_llm_plan_arguments(g) -> None:
@@ -20,35 +18,24 @@ def add_llm_plan_arguments(g) -> None:
                    help="price of a GPU per hour, for the cost column (default 1: GPU-hours)")
 
 
-def check_plan_options(args, defaults: dict, llm: bool) -> None:
-    for dest, value in vars(args).items():
-        given = value != defaults.get(dest, value)
-        if llm and given and dest not in LLM_PLAN_DESTS:
-            raise ConfigError(f"--{dest.replace('_', '-')} applies to a profile, not to a transformer "
-                              "description (use --layout, --device, --workers, --objective)")
-        if not llm and given and dest in ("layout", "device", "devices", "seq", "objective", "price_per_gpu_hour"):
-            raise ConfigError(f"--{dest.replace('_', '-')} applies to a transformer description "
-                              "(gpt:..., llama:... or a config.json), not to a profile")
-
-
 def run_llm_plan(args) -> str:
-    from ..llm import device, load_transformer, parse_layout
-    from ..llm.layout import Layout
+    from ..llm import device, load_transformer
+    from ..llm.layout import Layout, layout_fields
     from ..llm.plan import check_fits_somewhere, result_rows, search
     from ..predict import parse_workers
     from ..progress import Progress
 
-    if args.layout is None or "batch=" not in args.layout:
+    if args.layout is None:
         raise ConfigError("a transformer description needs --layout batch=N (sequences per step), "
                           "e.g. --layout batch=1536")
     model = load_transformer(args.profile, args.seq)
-    dev = device(args.device or "a100-80gb", args.devices)
+    dev = device(args.device, args.devices)
     counts = [n for n in parse_workers(args.workers) if n % dev.gpus_per_node == 0 or n < dev.gpus_per_node]
     if not counts:
         raise ConfigError(f"--workers gives no GPU count that fills nodes of {dev.gpus_per_node}")
-    keys = {item.split("=")[0].strip() for item in args.layout.split(",") if "=" in item}
-    base = parse_layout(args.layout + ("" if "dp" in keys else ",dp=1"))
-    fixed = keys & {f.name for f in fields(Layout)} - {"batch", "dp"}
+    given = layout_fields(args.layout)
+    base = Layout(**{**given, "dp": 1})  # dp follows from each GPU count
+    fixed = set(given) - {"batch", "dp"}
     with Progress(len(counts), "searching layouts") as bar:
         result = search(model, dev, counts, base, fixed, args.objective or "step-time", args.finalists,
                         progress=bar.advance)

@@ -15,6 +15,7 @@ import numpy as np
 from ..compiled import F64, I64, core
 from .heap import Heaps, heap_remove, heap_set, make_heaps
 
+
 class Links(NamedTuple):
     W: int
     n_ps: int

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..compiled import F64, I64, core
 
+
 class Heaps(NamedTuple):
     key: F64
     seq: I64

@@ -15,6 +15,7 @@ from .heap import Heaps, heap_remove, heap_set, heap_top, heap_top_key, make_hea
 
 INF = np.inf
 
+
 class Kernel(NamedTuple):
     heap: Heaps
     clock: F64

@@ -18,8 +18,10 @@ from .contract import chains, contract, contract_durations, reduce_layout
 from .stats import lognormal_factors
 from ..spec import ORDERS, STREAMS
 
-# What the compiled core reads: the layout of engine.py's resources and the step's DAG
+
 class Plan(NamedTuple):
+    """What the compiled core reads: the layout of engine.py's resources and the step's DAG."""
+
     W: int
     R: int
     n_ops: int

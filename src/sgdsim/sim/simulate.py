@@ -260,8 +260,8 @@ def simulate(classes: list[WorkerClass], config: SimConfig) -> SimResult:
     if SHARINGS[config.sharing].code is None:
         raise ConfigError(f"sharing {config.sharing!r} is the mean of several runs: use sgdsim.predict")
     classes = [replace(c, profile=_prepared(c.profile, config)) for c in classes]
-    mirror = mirrored(classes, config)
-    classes, W_job = simulated(classes, mirror), sum(c.count for c in classes)
+    W_job, mirror = sum(c.count for c in classes), mirrored(classes, config)
+    classes = simulated(classes, mirror)
     _check_budget(classes, config)
     wall0 = time.perf_counter()
     sim = _Sim(classes, config, W_job)

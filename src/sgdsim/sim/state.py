@@ -10,6 +10,7 @@ from .flows import Links
 from .heap import Heaps
 from .kernel import Kernel
 
+
 class State(NamedTuple):
     samp: I64
     samp_cur: I64
