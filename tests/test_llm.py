@@ -54,6 +54,11 @@ def test_hugging_face_configs_give_the_published_parameter_counts(tmp_path, cfg,
     assert load_transformer(str(path), seq=2048).seq == 2048
 
 
+def test_the_bundled_config_is_llama3_8b():
+    m = load_transformer("examples/llm/llama3-8b/config.json")
+    assert m.params() == 8_030_261_248 and m.kv_heads == 8 and m.glu
+
+
 def test_gpt2_style_configs_and_mixture_of_experts(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(dict(model_type="gpt2", n_embd=768, n_layer=12, n_head=12, n_positions=1024,

@@ -130,8 +130,10 @@ def load_hf_config(path: str | os.PathLike, seq: int | None = None) -> Transform
     try:
         with open(path, encoding="utf-8") as f:
             cfg = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable JSON config ({e.__class__.__name__})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it ({e.strerror})") from None
+    except ValueError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: a config.json holds one JSON object")
     moe = [k for k in MOE_KEYS if cfg.get(k)]
