@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from sgdsim.errors import ConfigError
 from sgdsim.llm import device, load_catalogue, load_transformer, memory, parse_gpt, parse_layout, predict_step
+from sgdsim.llm.memory import GiB, stage_params
 from sgdsim.llm.pipeline import simulate
 from sgdsim.llm.step import dp_s, tp_collective_s, zero_micro_batch_s
 
@@ -118,7 +119,7 @@ def test_memory_counted_by_hand_gpt_1_7b_data_parallel():
     m, lay = gpt(24, 2304, 24), parse_layout("tp=1,pp=1,dp=32,mb=1,batch=512")
     mem = memory(m, lay)
     P = 24 * (12 * 2304 ** 2 + 13 * 2304) + 51200 * 2304 + 2048 * 2304  # blocks, words, positions
-    assert mem.weights == 2 * P and mem.gradients == 2 * P and mem.optimizer == 12 * P
+    assert mem.weights == 2 * P and mem.gradients == 4 * P and mem.optimizer == 12 * P  # Megatron's 18 B
     # full recomputation keeps each block's input: 2·s·b·h bytes; 1F1B with pp = 1 holds one micro-batch
     assert mem.activations == pytest.approx(24 * 2 * 2048 * 2304 + 2048 * 2304)
 
@@ -129,10 +130,40 @@ def test_memory_counted_by_hand_145b_selective_sequence_parallel_zero1():
     mem = memory(m, lay)
     P = 80 / 8 * (12 * 12288 ** 2 + 13 * 12288) / 8 + 51200 * 12288 / 8 + 2048 * 12288
     assert mem.weights == pytest.approx(2 * P) and mem.optimizer == pytest.approx(12 * P / 4)
+    assert mem.gradients == pytest.approx(4 * P)  # ZeRO-1 (Megatron's distributed optimizer): 6 + 12/d B
     sbh = 2048 * 12288
     # Korthikanti Table 2, TP + SP + selective: 34·sbh/t per layer; 1F1B's first stage holds p
     # micro-batches of its L/p layers
     assert mem.activations == pytest.approx(34 * sbh / 8 * 10 * 8 + sbh / 8)
+
+
+# Korthikanti et al. 2022 (arXiv:2205.05198), Figure 1: per GPU, parameters with optimizer
+# state, and activations, in GiB, without recomputation or sequence parallelism ("none") and
+# with both ("seqsel": selective recomputation and sequence parallelism), for its Table 3
+# configurations (values as Calculon's validation suite transcribes them). The figure counts
+# the transformer blocks only (no embeddings, no embedding dropout mask).
+KORTHIKANTI_FIG1 = {  # name: (layers, hidden, heads, tp, pp, batch, mb, v), par_opt, act none, act seqsel
+    "22B": ((48, 6144, 64, 8, 1, 4, 4, 1), 45.5625, 59.25, 9.5625),
+    "175B": ((96, 12288, 96, 8, 8, 64, 1, 3), 45.5625, 66.84375, 12.3515625),
+    "530B": ((105, 20480, 128, 8, 35, 280, 1, 3), 31.640625, 114.0234375, 23.076171875),
+    "1T": ((128, 25600, 160, 8, 64, 512, 1, 1), 32.958984375, 131.25, 26.5625),
+}
+
+
+@pytest.mark.parametrize("name", list(KORTHIKANTI_FIG1))
+def test_memory_equals_korthikanti_figure_1(name):
+    (layers, h, a, tp, pp, batch, mb, v), par_opt, act_none, act_seqsel = KORTHIKANTI_FIG1[name]
+    m = gpt(layers, h, a)
+    sched = f"schedule={'interleaved' if v > 1 else '1f1b'},v={v}"
+    for mode, expected in (("recompute=none", act_none), ("recompute=selective,sp=1", act_seqsel)):
+        lay = parse_layout(f"tp={tp},pp={pp},batch={batch},mb={mb},{sched},{mode},precision=fp16")
+        mem = memory(m, lay)
+        embedding_mask = mb * 2048 * h / tp  # the one term the figure leaves out
+        assert (mem.activations - embedding_mask) / GiB == pytest.approx(expected, rel=1e-4)
+        states = mem.weights + mem.gradients + mem.optimizer
+        embeddings = stage_params(m, lay) - layers / pp * m.layer_params() / tp
+        # the figure's blocks count 12h² per layer (no biases or norms): within 0.1 %
+        assert (states - 18 * embeddings) / GiB == pytest.approx(par_opt, rel=1e-3)
 
 
 @pytest.mark.parametrize("layout,model,message", [

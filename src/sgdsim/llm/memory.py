@@ -2,9 +2,12 @@
 states, each sharded by ZeRO) and the activations a pipeline stage keeps (Korthikanti et al.,
 "Reducing Activation Recomputation in Large Transformer Models", 2022, Table 2 and §4.2.3).
 
-Mixed-precision Adam keeps per parameter 2 bytes of weights, 2 of gradients and 12 of fp32
-master weights, momentum and variance (Rajbhandari et al., ZeRO, 2020: 16 bytes);
-ZeRO-1 shards the 12 over the data-parallel ranks, ZeRO-2 the gradients too, ZeRO-3 everything.
+Mixed-precision Adam as Megatron-LM keeps it: per parameter 2 bytes of 16-bit weights, 4 of
+fp32 gradients (its main-gradient buffer) and 12 of fp32 master weights, momentum and
+variance: 18 bytes (Megatron-LM's distributed-optimizer table, "bf16 param, fp32 grads";
+Korthikanti et al. Figure 1 counts the same). In fp32: 4 + 4 + 8 = 16 bytes. (DeepSpeed's
+fp16 gradients would need 16; Megatron's fp16 with fp16 gradients 20.) ZeRO-1 shards the
+optimizer's bytes over the data-parallel ranks, ZeRO-2 the gradients too, ZeRO-3 everything.
 Not counted: the framework's workspace, fragmentation and communication buffers.
 """
 from __future__ import annotations
@@ -15,7 +18,9 @@ from .layout import Layout
 from .model import Transformer
 
 GiB = 1 << 30
-WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 2, 12
+# bytes per parameter of (weights, gradients, optimizer states), by precision
+STATE_BYTES = {"fp32": (4, 4, 8)}
+MIXED_STATE_BYTES = (2, 4, 12)  # bf16, fp16, fp8
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,9 @@ def in_flight(layout: Layout) -> float:
 def memory(model: Transformer, layout: Layout) -> Memory:
     params = stage_params(model, layout)
     d, z = layout.dp, layout.zero
+    weight_b, grad_b, optimizer_b = STATE_BYTES.get(layout.precision, MIXED_STATE_BYTES)
     acts = layer_activation_bytes(model, layout) * model.layers / layout.pp * in_flight(layout)
     acts += layout.mb * model.seq * model.hidden / layout.tp  # the embeddings' dropout mask
-    return Memory(weights=params * WEIGHT_B / (d if z >= 3 else 1),
-                  gradients=params * GRAD_B / (d if z >= 2 else 1),
-                  optimizer=params * OPTIMIZER_B / (d if z >= 1 else 1), activations=acts)
+    return Memory(weights=params * weight_b / (d if z >= 3 else 1),
+                  gradients=params * grad_b / (d if z >= 2 else 1),
+                  optimizer=params * optimizer_b / (d if z >= 1 else 1), activations=acts)
