@@ -60,21 +60,31 @@ def table(rows: list[dict], held_out) -> list[str]:
               f"{r['measured_tflops']} | {r['predicted_tflops']} | {r['error']:+.1%} | {r['bubble']:.1%} | "
               f"{r['memory_gib']} GiB |" for r in rows]
     scored = [r for r in rows if held_out(r)]
-    errors = [r["error"] for r in scored]
-    worst = sorted(scored, key=lambda r: -abs(r["error"]))[:3]
-    return lines + ["", f"Mean |error| {statistics.mean(abs(e) for e in errors):.1%}, max "
-                    f"{max(abs(e) for e in errors):.1%}, signed mean {statistics.mean(errors):+.1%} over "
-                    f"{len(scored)} rows. Worst: " + ", ".join(f"{r['params_b']} B ({r['error']:+.1%})" for r in worst) + "."]
+    return lines + ["", summary([r["error"] for r in scored], [f"{r['params_b']} B" for r in scored])]
+
+
+def calibrated_on_first_row(dev):
+    """(the device with gemm_efficiency fitted to the 1.7 B row's measured step, that step)."""
+    first = ROWS[0]
+    model, layout = setup(first)
+    step = model.step_flops(layout.batch, True) / (first[-1] * 1e12 * layout.gpus)  # its measured step
+    return replace(dev, gemm_efficiency=fit_gemm_efficiency(model, layout, dev, step)), step
+
+
+def summary(errors: list[float], names: list[str]) -> str:
+    worst = sorted(zip(errors, names), key=lambda x: -abs(x[0]))[:3]
+    return (f"Mean |error| {statistics.mean(abs(e) for e in errors):.1%}, max {max(abs(e) for e in errors):.1%}, "
+            f"signed mean {statistics.mean(errors):+.1%} over {len(errors)} rows. Worst: "
+            + ", ".join(f"{n} ({e:+.1%})" for e, n in worst) + ".")
 
 
 def main() -> None:
     dev = device("a100-80gb")
     default = predict_rows(dev, "none")
     first = ROWS[0]
-    model, layout = setup(first)
-    step = model.step_flops(layout.batch, True) / (first[-1] * 1e12 * layout.gpus)  # its measured step
-    eff = fit_gemm_efficiency(model, layout, dev, step)
-    calibrated = predict_rows(replace(dev, gemm_efficiency=eff), f"gemm_efficiency {eff:.4f} from the 1.7 B row")
+    cal, step = calibrated_on_first_row(dev)
+    eff = cal.gemm_efficiency
+    calibrated = predict_rows(cal, f"gemm_efficiency {eff:.4f} from the 1.7 B row")
     with open(os.path.join(OUT, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(default[0]))
         w.writeheader()

@@ -45,11 +45,12 @@ class Layout:
         return self.tp * self.pp * self.dp
 
     def describe(self, batch: bool = False) -> str:
-        """``tp=8 pp=8 dp=16 mb=1 [batch=1536 ]interleaved v=2 recompute=selective zero=1``, as
+        """``tp=8 pp=8 dp=16 mb=1 [batch=1536 ]interleaved v=2 recompute=selective[ sp=1] zero=1``, as
         the tables print it (a plan's layouts share one batch: it leaves it out)."""
         sched = self.schedule + (f" v={self.v}" if self.v > 1 else "")
         return (f"tp={self.tp} pp={self.pp} dp={self.dp} mb={self.mb} {f'batch={self.batch} ' if batch else ''}"
-                f"{sched} recompute={self.recompute}" + (f" zero={self.zero}" if self.zero else ""))
+                f"{sched} recompute={self.recompute}" + (" sp=1" if self.sp else "")
+                + (f" zero={self.zero}" if self.zero else ""))
 
     def within_node(self, dim: str, gpus_per_node: int) -> bool:
         """Whether every group of ``dim`` (tp, dp or pp) lies inside one node: its ranks are
