@@ -352,3 +352,49 @@ def test_cli_info_shows_a_large_model():
     r = subprocess.run([sys.executable, "-m", "sgdsim.cli", "info",
                         "gpt:layers=96,hidden=12288,heads=96,seq=2048,vocab=51200"], capture_output=True, text=True)
     assert r.returncode == 0 and "parameters 174.62 B" in r.stdout and "QKV projection" in r.stdout, r.stderr
+
+
+def test_ranks_leaving_a_node_share_its_nics():
+    from dataclasses import replace
+    from sgdsim.llm.step import send_s
+    v100, m = device("v100-sxm2-32gb"), gpt(48, 8192, 64)  # DGX-1V: 4 NICs for 8 GPUs
+    assert (v100.nics_per_node, v100.gpus_per_node) == (4, 8)
+
+    def dp_Bps(dev, layout):
+        return 2 * 3 / 4 * 2 * 1e9 / dp_s(m, parse_layout(layout), dev, 1e9)  # 4-way DP of 1e9 parameters
+
+    # tp = 8 fills a node: its 8 ranks' DP rings leave it at once, two per NIC
+    assert dp_Bps(v100, "tp=8,dp=4,batch=4") == pytest.approx(v100.nic_Bps / 2, rel=1e-12)
+    assert dp_Bps(replace(v100, nics_per_node=8), "tp=8,dp=4,batch=4") == pytest.approx(v100.nic_Bps, rel=1e-12)
+    # tp = 1, dp = 32: a ring leaves each node once: one flow, one NIC of its own
+    one_nic = replace(v100, nics_per_node=1)
+    assert dp_s(m, parse_layout("tp=1,dp=32,batch=32"), one_nic, 1e9) == pytest.approx(
+        2 * 31 / 32 * 2e9 / v100.nic_Bps, rel=1e-12)
+    assert dp_Bps(one_nic, "tp=8,dp=4,batch=4") == pytest.approx(v100.nic_Bps / 8, rel=1e-12)
+    # pipeline sends: Megatron's order puts a whole stage (tp·dp = 8 ranks) in a node, all of
+    # them sending to the next node at once; tp-pp-dp puts 4 stages of one pipeline in a node,
+    # and only the last stage's 2 ranks send out
+    act = 2 * 1 * 2048 * 8192 / 2  # bytes each tp rank sends per micro-batch
+    across = parse_layout("tp=2,pp=8,dp=4,batch=64")
+    assert send_s(m, across, v100) == pytest.approx(act / (v100.nic_Bps / 2), rel=1e-12)
+    inner = parse_layout("tp=2,pp=8,dp=4,batch=64,order=tp-pp-dp")
+    assert send_s(m, inner, v100) == pytest.approx(act / v100.nic_Bps, rel=1e-12)
+
+
+def test_a_catalogue_without_nics_per_node_has_one_per_gpu_and_bad_values_are_refused(tmp_path):
+    entry = ('[x]\nname = "X"\npeak_flops = { bf16 = 1e15 }\nhbm_Bps = 1e12\nhbm_GiB = 80\nsms = 100\n'
+             'intra_Bps = 1e11\nnic_Bps = 1e10\ngpus_per_node = 8\ngemm_efficiency = 0.8\nsource = "s"\n')
+    path = tmp_path / "mine.toml"
+    path.write_text(entry)
+    assert load_catalogue(str(path))["x"].nics_per_node == 8
+    for bad in ("0", "2.5", '"two"'):
+        path.write_text(entry + f"nics_per_node = {bad}\n")
+        with pytest.raises(ConfigError, match="nics_per_node|not a positive number"):
+            load_catalogue(str(path))
+
+
+def test_a_written_catalogue_keeps_the_nics(tmp_path):
+    from sgdsim.llm.calibrate import write_catalogue
+    path = str(tmp_path / "mine.toml")
+    write_catalogue(device("v100-sxm2-32gb"), path, "test")
+    assert load_catalogue(path)["v100-sxm2-32gb"] == device("v100-sxm2-32gb")

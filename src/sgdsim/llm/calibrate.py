@@ -7,7 +7,7 @@ import os
 from dataclasses import replace
 
 from ..errors import ConfigError
-from .devices import FIELDS, Device
+from .devices import FIELDS, OPTIONAL, Device
 from .layout import Layout
 from .model import Transformer
 from .step import predict_step
@@ -44,7 +44,7 @@ def write_catalogue(dev: Device, path: str, note: str, force: bool = False) -> N
     if os.path.exists(path) and not force:
         raise ConfigError(f"{path} exists; give --force to overwrite it")
     lines = [f"# {note}", f"[{dev.key}]"]
-    for field in FIELDS:
+    for field in FIELDS + OPTIONAL:
         value = getattr(dev, field)
         if isinstance(value, dict):
             value = "{ " + ", ".join(f"{k} = {v!r}" for k, v in value.items()) + " }"

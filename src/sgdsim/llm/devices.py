@@ -11,6 +11,7 @@ from ..errors import ConfigError
 DEFAULT_DEVICE = "a100-80gb"
 FIELDS = ("name", "peak_flops", "hbm_Bps", "hbm_GiB", "sms", "intra_Bps", "nic_Bps",
           "gpus_per_node", "gemm_efficiency", "source")
+OPTIONAL = ("nics_per_node",)  # default: one NIC per GPU
 
 
 @dataclass(frozen=True)
@@ -22,10 +23,15 @@ class Device:
     hbm_GiB: float
     sms: int
     intra_Bps: float  # per GPU, per direction, inside a node
-    nic_Bps: float  # per GPU, per direction, between nodes
+    nic_Bps: float  # per NIC, per direction, between nodes
     gpus_per_node: int
     gemm_efficiency: float
     source: str
+    nics_per_node: int = 0  # 0: one per GPU
+
+    def __post_init__(self):
+        if not self.nics_per_node:
+            object.__setattr__(self, "nics_per_node", self.gpus_per_node)
 
     @property
     def hbm_bytes(self) -> float:
@@ -55,10 +61,13 @@ def _device(key: str, entry, path) -> Device:
     if not isinstance(entry["peak_flops"], dict) or not entry["peak_flops"]:
         raise ConfigError(f"{path or 'devices.toml'}: device {key!r}: peak_flops must be a table of "
                           "precision = FLOP/s, e.g. { bf16 = 312e12 }")
-    numbers = [entry[f] for f in FIELDS[2:-1]] + list(entry["peak_flops"].values())
+    given = [f for f in OPTIONAL if f in entry]
+    numbers = [entry[f] for f in FIELDS[2:-1] + tuple(given)] + list(entry["peak_flops"].values())
     if not all(isinstance(v, (int, float)) and v > 0 for v in numbers):
         raise ConfigError(f"{path or 'devices.toml'}: device {key!r} has a value that is not a positive number")
-    return Device(key=key, **{f: entry[f] for f in FIELDS})
+    if "nics_per_node" in entry and entry["nics_per_node"] != int(entry["nics_per_node"]):
+        raise ConfigError(f"{path or 'devices.toml'}: device {key!r}: nics_per_node must be a whole number")
+    return Device(key=key, **{f: entry[f] for f in FIELDS + tuple(given)})
 
 
 def device(key: str | None = None, path: str | None = None) -> Device:

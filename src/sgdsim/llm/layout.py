@@ -52,16 +52,19 @@ class Layout:
                 f"{sched} recompute={self.recompute}" + (" sp=1" if self.sp else "")
                 + (f" zero={self.zero}" if self.zero else ""))
 
-    def within_node(self, dim: str, gpus_per_node: int) -> bool:
-        """Whether every group of ``dim`` (tp, dp or pp) lies inside one node: its ranks are
-        ``stride`` apart, ``stride`` the product of the dimensions inside it in ``order``."""
+    def stride(self, dim: str) -> int:
+        """How far apart the ranks of one group of ``dim`` (tp, dp or pp) are: the product of
+        the dimensions inside it in ``order``."""
         stride = 1
         for d in self.order.split("-"):
-            size = getattr(self, d)
             if d == dim:
-                return stride * size <= gpus_per_node
-            stride *= size
+                return stride
+            stride *= getattr(self, d)
         raise ValueError(dim)
+
+    def within_node(self, dim: str, gpus_per_node: int) -> bool:
+        """Whether every group of ``dim`` lies inside one node."""
+        return self.stride(dim) * getattr(self, dim) <= gpus_per_node
 
     @property
     def micro_batches(self) -> int:

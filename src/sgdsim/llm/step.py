@@ -12,6 +12,8 @@ collectives on the links they use, the pipeline simulated (``pipeline.py``).
   total volume.
 - **Pipeline**: a send of one micro-batch's activations between stages, split over the tp
   NICs (SC'21's scatter/gather); the schedule is simulated, the bubble comes out of it.
+- **Shared NICs**: traffic that leaves a node shares the node's NICs with the other ranks
+  of the node sending at the same time (``nic_flow_Bps``).
 - **Data parallelism**: the gradients all-reduced after the pipeline flush (2(d − 1)/d ·
   bytes per GPU's NIC); with ZeRO-2 a reduce-scatter every micro-batch and an all-gather
   after the step; with ZeRO-3 an all-gather of each chunk's weights before its forward and
@@ -73,7 +75,7 @@ def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
     t = lay.tp
     if t == 1:
         return 0.0
-    link = dev.intra_Bps if lay.within_node("tp", dev.gpus_per_node) else dev.nic_Bps
+    link = dev.intra_Bps if lay.within_node("tp", dev.gpus_per_node) else nic_flow_Bps(lay, dev, "tp")
     return 2 * (t - 1) / t * ACT_B * lay.mb * model.seq * model.hidden / link
 
 
@@ -101,8 +103,20 @@ def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, lis
     return fwd, bwd, parts
 
 
+def nic_flow_Bps(lay: Layout, dev: Device, dim: str) -> float:
+    """What one flow of ``dim``'s traffic leaving a node gets when the node's GPUs send at once.
+    Of the node's ranks, those whose ``dim`` traffic leaves it at the same time number
+    min(GPUs per node, ``dim``'s stride): for data parallelism, one per tensor-parallel rank
+    (a ring leaves the node once per group); for the pipeline's sends, every rank of a
+    stage whose next stage is on another node. Each flow keeps to one NIC (rail-aligned,
+    round-robin), so a NIC carries ceil(flows / NICs) of them, sharing it equally; with a
+    NIC per GPU nothing is shared."""
+    flows = min(dev.gpus_per_node, lay.stride(dim))
+    return dev.nic_Bps / math.ceil(flows / dev.nics_per_node)
+
+
 def dp_link_Bps(lay: Layout, dev: Device) -> float:
-    return dev.intra_Bps if lay.within_node("dp", dev.gpus_per_node) else dev.nic_Bps
+    return dev.intra_Bps if lay.within_node("dp", dev.gpus_per_node) else nic_flow_Bps(lay, dev, "dp")
 
 
 def zero_micro_batch_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, float]:
@@ -120,7 +134,7 @@ def send_s(model: Transformer, lay: Layout, dev: Device) -> float:
     if lay.pp == 1:
         return 0.0
     across = not lay.within_node("pp", dev.gpus_per_node)  # (one crossing boundary sets the pace)
-    link = dev.nic_Bps if across else dev.intra_Bps
+    link = nic_flow_Bps(lay, dev, "pp") if across else dev.intra_Bps
     return ACT_B * lay.mb * model.seq * model.hidden / (lay.tp if across else 1) / link
 
 
