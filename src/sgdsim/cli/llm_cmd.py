@@ -9,8 +9,11 @@ from .common import add_large_model_arguments
 
 
 def add_llm_arguments(q) -> None:
-    add_large_model_arguments(q, "tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=1f1b|gpipe|interleaved,v=2,"
-                                 "recompute=full|selective|none,zero=0-3,sp=1,precision=bf16]; dp from --workers")
+    g = add_large_model_arguments(q, "tp=8,pp=64,dp=6,mb=1,batch=3072[,schedule=1f1b|gpipe|interleaved,v=2,"
+                                     "recompute=full|selective|none,zero=0-3,sp=1,precision=bf16]; dp from --workers")
+    g.add_argument("--block-profile", default=None, metavar="FILE.json",
+                   help="one block's measured forward and backward times instead of the roofline's "
+                        "(sgdsim profile gpt:... --layout tp=..,mb=.. -o FILE.json; default: none)")
 
 
 def one_gpu_count(workers: str | None) -> int | None:
@@ -31,10 +34,14 @@ def run_llm(args) -> str:
     model = load_transformer(args.profile, args.seq)
     layout = parse_layout(args.layout, one_gpu_count(args.workers))
     dev = device(args.device, args.devices)
-    r = predict_step(model, layout, dev)
+    block = None
+    if args.block_profile:
+        from ..llm.block_profile import load_block
+        block = load_block(args.block_profile)
+    r = predict_step(model, layout, dev, block)
     if args.format == "table":
-        return _table(model, layout, dev, r)
-    row = _row(model, layout, dev, r)
+        return _table(model, layout, dev, r) + (_block_line(block, args.block_profile) if block else "")
+    row = _row(model, layout, dev, r) | {"block_profile": args.block_profile}
     if args.format == "json":
         return json.dumps(row, indent=2)
     keys = [k for k in row if not isinstance(row[k], dict)]  # csv
@@ -61,3 +68,9 @@ def _table(model, layout, dev, r) -> str:
                           if r.fits else r.memory.shortfall(dev.hbm_bytes) + ": DOES NOT FIT"),
              "step: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.parts_s.items())]
     return "\n".join(lines)
+
+
+def _block_line(block, path: str) -> str:
+    return (f"\nblock times measured on {block.device} ({path}): forward {block.forward_s * 1e3:.3g} ms, "
+            f"backward {block.backward_s * 1e3:.3g} ms per micro-batch; logits, optimizer and "
+            f"communication modelled")

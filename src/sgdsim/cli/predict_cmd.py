@@ -34,7 +34,7 @@ def cmd_predict(args, defaults: dict | None = None) -> int:
     from ..llm import is_description
 
     llm = is_description(args.profile)
-    check_applies(args, defaults or {}, llm, either=("workers",))
+    check_applies(args, defaults or {}, llm, model_only=("block_profile",), either=("workers",))
     if llm:
         print(run_llm(args))
         return 0

@@ -5,7 +5,8 @@ collectives on the links they use, the pipeline simulated (``pipeline.py``).
   use = tiles / (waves · SMs) for 128×128 output tiles (a GEMM too small to fill the SMs
   wastes the rest of its last wave); element-wise ops (norms, softmax, activations, dropout,
   residuals) move their bytes at the HBM bandwidth. The backward pass is twice the forward;
-  full recomputation adds a forward, selective recomputation the attention core.
+  full recomputation adds a forward, selective recomputation the attention core. Or, with a
+  measured block (``block_profile.py``), its forward, backward and attention core as measured.
 - **Tensor parallelism** (Megatron): two all-reduces of the block's activations per forward
   and two per backward (two more with full recomputation), each 2(t − 1)/t · bytes over the
   intra-node link; with sequence parallelism, a reduce-scatter and an all-gather of the same
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .block_profile import BlockTimes
 from .devices import Device
 from .layout import Layout
 from .memory import Memory, memory, stage_params
@@ -70,6 +72,17 @@ def block_forward_s(model: Transformer, lay: Layout, dev: Device, peak: float) -
     return total, core
 
 
+def block_costs(model: Transformer, lay: Layout, dev: Device, peak: float,
+                block: BlockTimes | None = None) -> tuple[float, float, float]:
+    """(forward, backward, attention core's forward) of one block and micro-batch on one
+    device: measured (``block_profile.py``), or by roofline with the backward twice the forward."""
+    if block is not None:
+        block.matches(model, lay)
+        return block.forward_s, block.backward_s, block.core_forward_s
+    fwd, core = block_forward_s(model, lay, dev, peak)
+    return fwd, 2 * fwd, core
+
+
 def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
     """One all-reduce (or reduce-scatter + all-gather) of a micro-batch's activations."""
     t = lay.tp
@@ -79,15 +92,16 @@ def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
     return 2 * (t - 1) / t * ACT_B * lay.mb * model.seq * model.hidden / link
 
 
-def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, list, dict]:
+def stage_times(model: Transformer, lay: Layout, dev: Device,
+                block: BlockTimes | None = None) -> tuple[list, list, dict]:
     """Per global stage (p·v of them), one micro-batch's forward and backward seconds."""
     peak = dev.peak(lay.precision)
-    fwd_block, core = block_forward_s(model, lay, dev, peak)
+    fwd_block, bwd_block, core = block_costs(model, lay, dev, peak, block)
     comm = tp_collective_s(model, lay, dev)
     re_compute = {"none": 0.0, "selective": core, "full": fwd_block}[lay.recompute]
     re_comm = 2 * comm if lay.recompute == "full" else 0.0
     per_chunk = model.layers // (lay.pp * lay.v)
-    f_block, b_block = fwd_block + 2 * comm, 2 * fwd_block + 2 * comm + re_compute + re_comm
+    f_block, b_block = fwd_block + 2 * comm, bwd_block + 2 * comm + re_compute + re_comm
     G = lay.pp * lay.v
     fwd, bwd = [per_chunk * f_block] * G, [per_chunk * b_block] * G
     gemm, loss = output_ops(model, lay.mb, lay.tp)
@@ -97,7 +111,7 @@ def stage_times(model: Transformer, lay: Layout, dev: Device) -> tuple[list, lis
     gather, scatter = zero_micro_batch_s(model, lay, dev)
     fwd, bwd = [f + gather for f in fwd], [b + gather + scatter for b in bwd]
     # the last device's work per micro-batch (it holds the logits): its compute and its collectives
-    parts = {"compute": per_chunk * lay.v * (3 * fwd_block + re_compute) + 3 * logits,
+    parts = {"compute": per_chunk * lay.v * (fwd_block + bwd_block + re_compute) + 3 * logits,
              "tensor-parallel": per_chunk * lay.v * (4 * comm + re_comm),
              "data-parallel": lay.v * (2 * gather + scatter)}
     return fwd, bwd, parts
@@ -168,9 +182,10 @@ def closed_step_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, 
     return pipe + grads + adam, memory(model, lay)
 
 
-def predict_step(model: Transformer, lay: Layout, dev: Device) -> StepPrediction:
+def predict_step(model: Transformer, lay: Layout, dev: Device, block: BlockTimes | None = None) -> StepPrediction:
+    """``block``: a measured block's times instead of the roofline's."""
     lay.check(model)
-    fwd, bwd, parts = stage_times(model, lay, dev)
+    fwd, bwd, parts = stage_times(model, lay, dev, block)
     run: PipelineRun = simulate(lay.pp, lay.micro_batches, lay.schedule, fwd, bwd, send_s(model, lay, dev), lay.v)
     mem = memory(model, lay)
     grads, adam = after_flush_s(model, lay, dev)

@@ -17,8 +17,15 @@ def register(subparsers):
                     "profile (ops named as by 'sgdsim import pipedream').")
     p.add_argument("model", help="zoo:NAME[?key=value&...] (mlp, small-cnn, small-resnet, "
                                  "resnet50, bert-base, gpt2, vit-base), FILE.py:FUNCTION or "
-                                 "MODULE:FUNCTION returning (model, (inputs, target), loss_fn)")
-    p.add_argument("--batch-size", type=int, required=True, help="per-worker mini-batch")
+                                 "MODULE:FUNCTION returning (model, (inputs, target), loss_fn); or "
+                                 "one block of a large model: gpt:..., llama:... or a config.json")
+    p.add_argument("--batch-size", type=int, default=None, help="per-worker mini-batch (required, "
+                                                                "except for a large model's block)")
+    blk = p.add_argument_group("one block of a large model (docs/llm.md)")
+    blk.add_argument("--layout", default=None, metavar="SPEC",
+                     help="tp=..,mb=..,precision=fp32|bf16|fp16 of the block measured (default tp=1,mb=1,bf16)")
+    blk.add_argument("--seq", type=int, default=None, metavar="TOKENS",
+                     help="sequence length (default: the description's)")
     p.add_argument("--steps", type=int, default=None, help="measured steps (default 30)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 5)")
     p.add_argument("--device", default=None, help="cpu or cuda[:N] (default cpu)")
@@ -49,7 +56,17 @@ def cmd_profile(args) -> int:
     from ..progress import say, status
     from .api import profile_model
 
+    from ..llm import is_description
+
     _check_output(args.output, args.force)  # before minutes of profiling, not after
+    if is_description(args.model):
+        from .block_cmd import cmd_block
+        return cmd_block(args)
+    for flag, value in (("--layout", args.layout), ("--seq", args.seq)):
+        if value is not None:
+            raise ProfileError(f"{flag} applies to a large model's block (gpt:..., llama:... or a config.json)")
+    if args.batch_size is None:
+        raise ProfileError("--batch-size is required: the per-worker mini-batch to profile")
     if args.estimate or args.db or args.target:
         return _cmd_estimate(args)
     args.steps = 30 if args.steps is None else args.steps
