@@ -19,7 +19,7 @@ def register(subparsers):
                                  "resnet50, bert-base, gpt2, vit-base), FILE.py:FUNCTION or "
                                  "MODULE:FUNCTION returning (model, (inputs, target), loss_fn); or "
                                  "one block of a large model: gpt:..., llama:... or a config.json")
-    p.add_argument("--batch-size", type=int, default=None, help="per-worker mini-batch (required, "
+    p.add_argument("--batch-size", type=int, default=None, help="per-worker mini-batch (no default: required, "
                                                                 "except for a large model's block)")
     blk = p.add_argument_group("one block of a large model (docs/llm.md)")
     blk.add_argument("--layout", default=None, metavar="SPEC",
