@@ -35,6 +35,10 @@ class OpRecord:
     fwd_spread: float = 0.0  # relative half-width of the middle 50 % of the samples
     bwd_spread: float = 0.0
     measured_at: float = field(default=0.0)  # unix seconds
+    # True: the time was below what the timer resolves on this machine; fwd_s (bwd_s) is then
+    # an upper bound (the whole M-copy run over M), not a measurement
+    fwd_bound: bool = False
+    bwd_bound: bool = False
 
     @property
     def key(self) -> tuple[str, str, str, str]:
