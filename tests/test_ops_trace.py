@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from sgdsim.ops.estimate import estimate_profile  # noqa: E402
 from sgdsim.ops.graph import layer_times, trace_model  # noqa: E402
-from sgdsim.ops.measure import _differential, _direction, time_call  # noqa: E402
+from sgdsim.ops.measure import Precision, _differential, _direction, time_call  # noqa: E402
 from sgdsim.ops.optypes import REGISTRY, SAMPLED, classify  # noqa: E402
 from sgdsim.ops.records import Device, OpRecord  # noqa: E402
 from sgdsim.profiler.api import profile_model  # noqa: E402
@@ -79,7 +79,38 @@ def test_each_call_is_charged_to_exactly_one_layer_and_nothing_is_lost():
 def test_the_differential_cancels_what_a_run_costs_once():
     per_copy, fixed = 3e-6, 5e-3
     samples = _differential(lambda k: fixed + k * per_copy, 40, 3)
-    assert samples == pytest.approx([per_copy] * 3, rel=1e-9)
+    assert samples.per_copy == pytest.approx([per_copy] * 3, rel=1e-9)
+    assert samples.bounds == pytest.approx([fixed / 20 + per_copy] * 3, rel=1e-9)  # M = 20 copies
+    assert samples.value() == (pytest.approx(per_copy, rel=1e-9), False)
+
+
+def test_a_time_the_timer_cannot_resolve_is_stored_as_its_bound_never_zero():
+    """Runs of N and M copies that differ only by noise: the per-copy median is <= 0 or
+    smaller than its spread, so the record keeps the M-copy run over M, flagged."""
+    rng = np.random.default_rng(0)
+    samples = _differential(lambda k: 1e-3 + 5e-5 * rng.standard_normal(), 40, 7)
+    value, bound = samples.value()
+    assert bound and value > 0 and value == pytest.approx(np.median(samples.bounds))
+    assert all(b >= v for b, v in zip(samples.bounds, samples.per_copy))
+
+
+def test_more_pairs_run_until_the_median_is_known_to_the_stated_precision():
+    from sgdsim.ops.measure import Precision
+    rng = np.random.default_rng(1)
+    per_copy, fixed = 1e-5, 1e-3
+
+    def timed(k):
+        return fixed + k * per_copy * (1 + 0.2 * rng.standard_normal())
+
+    few = _differential(timed, 100, 5)
+    assert len(few.per_copy) == 5
+    precise = _differential(timed, 100, 5, Precision(rel=0.05, max_repeats=1000))
+    q1, q3 = np.percentile(precise.per_copy, [25, 75])
+    sem = 1.2533 * (q3 - q1) / 1.349 / np.sqrt(len(precise.per_copy)) / np.median(precise.per_copy)
+    assert 20 < len(precise.per_copy) < 1000 and sem <= 0.05
+    assert np.median(precise.per_copy) == pytest.approx(per_copy, rel=0.15)
+    capped = _differential(timed, 100, 5, Precision(rel=1e-6, max_repeats=12))
+    assert len(capped.per_copy) == 12
 
 
 class _Runner:
@@ -95,13 +126,13 @@ def test_the_hybrid_times_a_long_call_alone_and_a_short_one_differentially(per_c
         calls.append(k)
         return fixed + k * per_copy
 
-    samples, n = _direction(timed, _Runner(), 3, 0.002)
+    samples, n = _direction(timed, _Runner(), 3, 0.002, Precision())
     if fixed + per_copy >= 0.002:  # the pilot: one call, fixed cost included
-        assert n == 1 and set(calls) == {1} and samples == pytest.approx([fixed + per_copy] * 3)
+        assert n == 1 and set(calls) == {1} and samples.per_copy == pytest.approx([fixed + per_copy] * 3)
     else:
-        assert n > 1 and samples == pytest.approx([per_copy] * 3, rel=1e-9)
-    always, n_always = _direction(timed, _Runner(), 3, float("inf"))
-    assert n_always > 1 and always == pytest.approx([per_copy] * 3, rel=1e-9)
+        assert n > 1 and samples.per_copy == pytest.approx([per_copy] * 3, rel=1e-9)
+    always, n_always = _direction(timed, _Runner(), 3, float("inf"), Precision())
+    assert n_always > 1 and always.per_copy == pytest.approx([per_copy] * 3, rel=1e-9)
 
 
 def test_a_bigger_operator_times_longer_and_inplace_calls_replay():

@@ -114,7 +114,7 @@ def test_estimators_are_stored_per_device_op_and_dtype(db):
         db.save_estimator("elsewhere", "relu", "float32", "{}")
 
 
-awkward = st.floats(0, 10, allow_subnormal=True) | st.sampled_from([1 / 3, 0.1, 5e-324, 1e300])
+awkward = st.floats(0, 10, exclude_min=True, allow_subnormal=True) | st.sampled_from([1 / 3, 0.1, 5e-324, 1e300])
 writes = st.lists(st.tuples(st.integers(1, 8), st.sampled_from(["float32", "bfloat16"]),
                             awkward), min_size=1, max_size=40)
 
@@ -187,6 +187,51 @@ def test_csv_round_trip_is_exact(tmp_path):
     assert os.listdir(tmp_path) == ["ops.csv"]  # the partial file was renamed, not left
 
 
+def test_bound_flags_round_trip_and_old_files_read_as_measurements(tmp_path):
+    from dataclasses import replace
+    records = [replace(rec(1, 2e-7), fwd_bound=True), replace(rec(2, 1e-5), bwd_bound=True), rec(3, 1e-5)]
+    path = str(tmp_path / "ops.csv")
+    export_records(records, path)
+    assert import_records(path) == records
+    old = str(tmp_path / "old.csv")  # a file written before the flags existed
+    with open(path, newline="") as src, open(old, "w", newline="") as dst:
+        w = csv.writer(dst)
+        for row in csv.reader(src):
+            w.writerow(row[:len(FIELDS)])
+    assert [(r.fwd_bound, r.bwd_bound) for r in import_records(old)] == [(False, False)] * 3
+    with open(old, "a", newline="") as fh:
+        fh.write("x\n")
+    bad = str(tmp_path / "bad.csv")
+    with open(path) as src, open(bad, "w") as dst:
+        dst.write(src.read().replace(",1,0\n", ",2,0\n", 1))
+    with pytest.raises(ConfigError, match="fwd_bound must be 0 or 1, got '2'"):
+        import_records(bad)
+
+
+def test_a_zero_forward_time_is_never_stored(db):
+    with pytest.raises(ConfigError, match=r"refusing 1 record\(s\) with a forward time of 0 s .*upper bound"):
+        db.upsert([rec(1, 1e-6), rec(2, 0.0)])
+    assert db.load() == []  # the whole batch refused, nothing half-written
+
+
+def test_a_schema_1_database_is_upgraded_when_opened(tmp_path):
+    path = str(tmp_path / "v1.sqlite")
+    with open_db(path) as db:
+        db.upsert([rec(1, 1e-6)])
+    con = sqlite3.connect(path)  # back to schema 1: no flag columns
+    for column in ("fwd_bound", "bwd_bound"):
+        con.execute(f"ALTER TABLE op_times DROP COLUMN {column}")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    with open_db(path, create=False) as db:
+        assert db.load() == [rec(1, 1e-6)]
+        db.upsert([rec(2, 2e-6)])
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+    con.close()
+
+
 def _field(index, value):
     """Edit: field ``index`` of the second data row (line 3) replaced by ``value``."""
     def edit(rows):
@@ -205,7 +250,8 @@ BAD_ROWS = [
     (_field(5, "[1, 2]"), "line 3: params must be a JSON object"),
     (_field(5, '{"flag": true}'), "line 3: params must be a JSON object"),
     (_field(4, ""), "line 3: op is empty"),
-    (lambda rows: rows[2].pop(), "line 3: field measured_at is missing"),
+    (lambda rows: rows[2].pop(), "line 3: field bwd_bound is missing"),
+    (lambda rows: rows[2].__delitem__(slice(-3, None)), "line 3: field measured_at is missing"),
     (lambda rows: rows[2].append("x"), "line 3: 14 fields, the header has 13"),
     (lambda rows: rows[0].__setitem__(7, "fwd"), "missing column.s. fwd_s; unknown column.s. fwd"),
     (lambda rows: rows[0].append("note"), "unknown column.s. note"),
@@ -220,7 +266,7 @@ def test_a_bad_row_is_refused_in_one_line_naming_line_and_field(tmp_path, edit, 
     export_records([rec(1, 1e-6), rec(2, 2e-6)], path)
     with open(path, encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == list(FIELDS)
+    assert rows[0] == list(FIELDS) + ["fwd_bound", "bwd_bound"]
     edit(rows)
     out = io.StringIO()
     csv.writer(out).writerows(rows)
@@ -275,7 +321,7 @@ def test_a_newer_schema_is_refused(tmp_path):
     open_db(path).close()
     with sqlite3.connect(path) as c:
         c.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
-    _one_line(path, match="schema 99, newer than this sgdsim's 1: upgrade sgdsim")
+    _one_line(path, match="schema 99, newer than this sgdsim's 2: upgrade sgdsim")
 
 
 def test_passwords_are_never_printed(pg_url):

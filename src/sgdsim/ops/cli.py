@@ -47,7 +47,12 @@ def _measure_parser(sub) -> None:
     q.add_argument("--samples", type=int, default=100, help="grid points per operator type")
     q.add_argument("--seed", type=int, default=0, help="seed of the grid and the input data")
     q.add_argument("--repeats", type=int, default=5,
-                   help="differential measurements per call (median and spread)")
+                   help="differential measurements per call, at least (median and spread)")
+    q.add_argument("--precision", type=float, default=0.05,
+                   help="repeat until the median's relative standard error is at most this "
+                        "(0: exactly --repeats; default 0.05)")
+    q.add_argument("--max-repeats", type=int, default=20,
+                   help="stop there even if --precision is not reached (default 20)")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     q.add_argument("--remeasure", action="store_true",
@@ -58,6 +63,7 @@ def _measure_parser(sub) -> None:
 def cmd_measure(args) -> int:
     from ..progress import Progress, say, status
     from .db import open_db
+    from .measure import Precision
 
     _check_measure(args)
     torch = _torch()
@@ -75,7 +81,8 @@ def cmd_measure(args) -> int:
             say(f"measuring {len(todo)} call(s) on {device.name}"
                 f"{f' ({len(skip)} already in the database)' if skip else ''}")
             failures: list[str] = []
-            written = _run(db, todo, (device, rng, args.repeats, failures),
+            precision = Precision(args.precision or None, args.max_repeats)
+            written = _run(db, todo, (device, rng, args.repeats, failures, precision),
                            Progress(len(todo), "measuring"))
         finally:
             torch.set_flush_denormal(False)
@@ -103,10 +110,11 @@ def _plan(args, rng, status):
 def _run(db, todo, how, bar) -> int:
     from .collect import measure_calls
 
-    device, rng, repeats, failures = how
-    written, batch = 0, []
+    device, rng, repeats, failures, precision = how
+    written, batch, bounds = 0, [], 0
     with bar:
-        for rec in measure_calls(todo, device, rng, repeats, failures=failures):
+        for rec in measure_calls(todo, device, rng, repeats, failures=failures, precision=precision):
+            bounds += rec.fwd_bound or rec.bwd_bound
             batch.append(rec)
             bar.advance()
             if len(batch) >= BATCH:
@@ -114,6 +122,10 @@ def _run(db, todo, how, bar) -> int:
                 batch = []
         if batch:
             written += db.upsert(batch)
+    if bounds:
+        from ..progress import say
+        say(f"{bounds} call(s) ran faster than this machine's timer resolves: stored as upper "
+            "bounds (flagged; training sets them aside)")
     return written
 
 
@@ -140,8 +152,11 @@ def _check_measure(args) -> None:
         raise ConfigError("--model needs --batch-size")
     if args.grid and args.batch_size is not None:
         raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
+    if not 0 <= args.precision < 1:
+        raise ConfigError(f"--precision must be in 0..1 (a relative standard error), got {args.precision}")
     for name, value, low, high in (("--samples", args.samples, 1, 100000),
                                    ("--repeats", args.repeats, 2, 1000),
+                                   ("--max-repeats", args.max_repeats, args.repeats, 10000),
                                    ("--threads", args.threads, 1, 1024),
                                    ("--batch-size", args.batch_size or 1, 1, 10 ** 9),
                                    ("--seed", args.seed, 0, 2 ** 63 - 1)):

@@ -70,11 +70,12 @@ def model_calls(spec: str, batch_size: int) -> list[tuple[str, dict, Call]]:
 
 
 def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int = 5,
-                  skip: set | None = None, failures: list | None = None) -> Iterator[OpRecord]:
-    """Time each call (``measure.time_call``: differential, a long call alone), skipping keys
-    in ``skip``; yields records as it goes.
+                  skip: set | None = None, failures: list | None = None,
+                  precision=None) -> Iterator[OpRecord]:
+    """Time each call (``measure.time_call``: differential, a long call alone, to
+    ``precision``), skipping keys in ``skip``; yields records as it goes.
     With a ``failures`` list, a call that cannot be replayed is noted there and skipped."""
-    from .measure import steady_allocator, time_call
+    from .measure import Precision, steady_allocator, time_call
 
     steady_allocator()
     for name, params, call in todo:
@@ -82,7 +83,7 @@ def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int =
         if skip and (name, params_key(params), dtype) in skip:
             continue
         try:
-            t = time_call(call, rng, device.kind, repeats, _sync(device))
+            t = time_call(call, rng, device.kind, repeats, _sync(device), precision=precision or Precision())
         except Exception as exc:  # an untyped call we cannot replay: say so, time the rest
             if failures is None:
                 raise
@@ -90,7 +91,8 @@ def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int =
             continue
         yield OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=t.fwd_s,
                        bwd_s=t.bwd_s, samples=t.samples, fwd_spread=t.fwd_spread,
-                       bwd_spread=t.bwd_spread, measured_at=time.time())
+                       bwd_spread=t.bwd_spread, measured_at=time.time(), fwd_bound=t.fwd_bound,
+                       bwd_bound=t.bwd_bound)
 
 
 def _sync(device: Device):

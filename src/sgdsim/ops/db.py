@@ -20,16 +20,17 @@ import urllib.parse
 from collections.abc import Iterable
 
 from ..errors import ConfigError
-from .records import Device, OpRecord, params_from_key
+from .records import Device, OpRecord, params_from_key, params_key
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: fwd_bound, bwd_bound (a database of 1 is upgraded when opened)
 FORMAT = "sgdsim-ops"  # meta row telling our database from another program's
 BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for the others before giving up
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails in seconds, not minutes
 CHUNK = 500  # keys per lookup query: well under every driver's parameter limit
 TABLES = ("meta", "devices", "op_times", "estimators")
 KEY = ("device_id", "op", "params", "dtype")
-VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at")
+VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at", "fwd_bound", "bwd_bound")
+INTEGERS = ("samples", "fwd_bound", "bwd_bound")
 _SECRET = re.compile(r"^([A-Za-z0-9+.-]+://[^:/@]*):(.*)@")  # greedy: a password may hold '@'
 
 
@@ -104,7 +105,7 @@ def _tables(sa):
     ops = sa.Table(
         "op_times", md, device_id(), text("op", 64),
         sa.Column("params", sa.Text, nullable=False), text("dtype", 32),
-        *(sa.Column(c, sa.Integer if c == "samples" else sa.Float, nullable=False)
+        *(sa.Column(c, sa.Integer if c in INTEGERS else sa.Float, nullable=False)
           for c in VALUES),
         # In this column order the key's own index serves lookups by (device, op, dtype) too:
         # a second index would cost every insert a third B-tree update for nothing.
@@ -161,6 +162,21 @@ class OpDB:
         if version > SCHEMA_VERSION:
             raise ConfigError(f"{self.shown} has operator-database schema {version}, newer than "
                               f"this sgdsim's {SCHEMA_VERSION}: upgrade sgdsim")
+        if version == 1:
+            self._upgrade_from_1()
+
+    def _upgrade_from_1(self) -> None:
+        """Schema 1 had no bound flags: every time in it was a measurement (or a 0 the old
+        timer stored; training sets those aside)."""
+        with self._write() as c:
+            if self.dialect == "postgresql":
+                c.exec_driver_sql("SELECT pg_advisory_xact_lock(72627)")
+            if self._version(c) != 1:
+                return  # another process upgraded it first
+            for column in ("fwd_bound", "bwd_bound"):
+                c.exec_driver_sql(f"ALTER TABLE op_times ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+            c.execute(self.sa.update(self.meta).where(self.meta.c.key == "schema").values(
+                value=str(SCHEMA_VERSION)))
 
     def _version(self, bind) -> int | None:
         """Our schema version; None for an empty database; refuses anyone else's tables."""
@@ -179,8 +195,14 @@ class OpDB:
     # ------------------------------------------------------------------ writes
 
     def upsert(self, records: Iterable[OpRecord]) -> int:
-        """Insert or update ``records`` in one transaction; returns how many keys were written."""
+        """Insert or update ``records`` in one transaction; returns how many keys were written.
+        A forward time of 0 is refused: a time too short to resolve is stored as its bound."""
         records = list(records)
+        zero = [r for r in records if r.fwd_s <= 0]
+        if zero:
+            raise ConfigError(f"refusing {len(zero)} record(s) with a forward time of 0 s (first: {zero[0].op} "
+                              f"{params_key(zero[0].params)}): a time too short to resolve is stored as its "
+                              "upper bound (sgdsim ops measure does this); measure them again")
         return self._guard(lambda: self._upsert(records)) if records else 0
 
     def _upsert(self, records: list[OpRecord]) -> int:
@@ -190,7 +212,8 @@ class OpDB:
             ids = self._device_ids(c, {r.device.name: r.device for r in last.values()})
             # Sorted on PostgreSQL: two writers lock rows in one order and cannot deadlock.
             rows = [(ids[k[0]], k[1], k[2], k[3], float(r.fwd_s), float(r.bwd_s), int(r.samples),
-                     float(r.fwd_spread), float(r.bwd_spread), float(r.measured_at))
+                     float(r.fwd_spread), float(r.bwd_spread), float(r.measured_at), int(r.fwd_bound),
+                     int(r.bwd_bound))
                     for k in keys for r in (last[k],)]
             stmt = self._insert(self.ops_t)
             self._executemany(c, stmt.on_conflict_do_update(
@@ -335,7 +358,8 @@ class OpDB:
 
     def _records(self, q, conn=None) -> list[OpRecord]:
         rows = conn.execute(q).all() if conn is not None else self._all(q)
-        return [OpRecord(Device(*r[:4]), r[4], params_from_key(r[5]), *r[6:]) for r in rows]
+        return [OpRecord(Device(*r[:4]), r[4], params_from_key(r[5]), *r[6:13], fwd_bound=bool(r[13]),
+                         bwd_bound=bool(r[14])) for r in rows]
 
     def _all(self, q) -> list:
         with self.engine.connect() as c:

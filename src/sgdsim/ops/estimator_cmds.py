@@ -65,6 +65,8 @@ def cmd_train(args) -> int:
     from .db import open_db
     from .estimator.model import train
 
+    failed: list[str] = []
+    set_aside: list[str] = []
     with open_db(args.db, create=False) as db:
         device, groups, registry, small = _groups(db, args)
         if small:
@@ -73,15 +75,37 @@ def cmd_train(args) -> int:
               f"principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
             for i, ((op, dtype), rows) in enumerate(groups.items()):
-                est = train(rows, registry[op].shape_dims, np.random.default_rng(args.seed + i),
-                            args.budget, use_pc=not args.no_pc)
+                try:  # one type's bad data never stops the others
+                    est = train(rows, registry[op].shape_dims, np.random.default_rng(args.seed + i),
+                                args.budget, use_pc=not args.no_pc)
+                except ConfigError as exc:
+                    failed.append(f"{op}/{dtype} ({exc})")
+                    print(f"{op:<12} {dtype:<9} {len(rows):>5}  not trained: {exc}", flush=True)
+                    bar.advance()
+                    continue
                 db.save_estimator(device, op, dtype, est.to_json())
                 s = est.stats
+                if s["set_aside"]:
+                    set_aside.append(f"{op}/{dtype} {s['set_aside']}")
                 print(f"{op:<12} {dtype:<9} {len(rows):>5} {s['arch']:>7} "
                       f"{s['validation_error']:>9.2%} {s['train_s']:>5.0f}  {s['pc']}", flush=True)
                 bar.advance()
-    say(f"stored {len(groups)} estimator(s) for {device}")
+    _summary(device, len(groups) - len(failed), failed, set_aside, args.db)
     return 0
+
+
+def _summary(device: str, trained: int, failed: list[str], set_aside: list[str], db: str | None) -> None:
+    from ..progress import say
+
+    where = f" --db {db}" if db else ""
+    if set_aside:
+        say(f"rows set aside (a time below the timer's resolution, stored as a bound): {', '.join(set_aside)}")
+    if failed:
+        say(f"not trained: {'; '.join(failed)}. Measure more of each (sgdsim ops measure --grid TYPE "
+            f"--samples 30{where}), then train again; until then an estimate falls back to a roofline for it")
+    if not trained:
+        raise ConfigError(f"no estimator trained for {device}: every operator type failed (see above)")
+    say(f"stored {trained} estimator(s) for {device}")
 
 
 def cmd_eval(args) -> int:

@@ -17,6 +17,7 @@ from .records import Device, OpRecord, params_key
 FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "op", "params",
           "dtype", "fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at")
 FLOATS = ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread", "measured_at")
+FLAGS = ("fwd_bound", "bwd_bound")  # optional columns (files written before they existed lack them)
 MAX_NUMBER = 1e15  # seconds (a time, or the unix date of a measurement), or a spread
 MAX_PARAM = 1e18  # an operator parameter (a size, a stride)
 MAX_INT64 = 2**63 - 1
@@ -26,7 +27,8 @@ def _row(r: OpRecord) -> dict:
     return {"device_name": r.device.name, "device_kind": r.device.kind,
             "device_framework": r.device.framework, "device_driver": r.device.driver,
             "op": r.op, "params": params_key(r.params), "dtype": r.dtype,
-            **{f: float(getattr(r, f)) for f in FLOATS}, "samples": int(r.samples)}
+            **{f: float(getattr(r, f)) for f in FLOATS}, "samples": int(r.samples),
+            **{f: int(getattr(r, f)) for f in FLAGS}}
 
 
 def export_records(records, path: str) -> int:
@@ -41,7 +43,7 @@ def export_records(records, path: str) -> int:
             pq.write_table(pa.Table.from_pylist(rows, schema=_schema(pa)), partial)
         else:
             with open(partial, "w", newline="", encoding="utf-8") as fh:
-                w = csv.DictWriter(fh, fieldnames=FIELDS)
+                w = csv.DictWriter(fh, fieldnames=FIELDS + FLAGS)
                 w.writeheader()
                 w.writerows({**r, **{f: repr(r[f]) for f in FLOATS}} for r in rows)
         os.replace(partial, path)
@@ -79,7 +81,7 @@ def _check_header(path: str, names) -> None:
         raise ConfigError(f"{path} is empty (expected a header line: {','.join(FIELDS)})")
     names = list(names)
     missing = [f for f in FIELDS if f not in names]
-    unknown = [f for f in names if f not in FIELDS]
+    unknown = [f for f in names if f not in FIELDS + FLAGS]
     twice = sorted({f for f in names if names.count(f) > 1})
     problems = [f"missing column(s) {', '.join(missing)}" if missing else "",
                 f"unknown column(s) {', '.join(map(str, unknown))}" if unknown else "",
@@ -93,7 +95,7 @@ def _record(where: str, row: dict) -> OpRecord:
     if None in row:  # csv.DictReader's key for fields beyond the header
         raise ConfigError(f"{where}: {len(FIELDS) + len(row[None])} fields, "
                           f"the header has {len(FIELDS)}")
-    absent = [f for f in FIELDS if row[f] is None]
+    absent = [f for f in FIELDS + FLAGS if f in row and row[f] is None]
     if absent:
         raise ConfigError(f"{where}: field {absent[0]} is missing")
     for f in ("device_name", "device_kind", "op", "dtype"):
@@ -106,9 +108,14 @@ def _record(where: str, row: dict) -> OpRecord:
     except ConfigError:
         raise ConfigError(f"{where}: samples must be an integer >= 0, got "
                           f"{str(row['samples'])[:40]!r} (and at most 2^63-1)") from None
+    flags = {}
+    for f in FLAGS:
+        if row.get(f) is not None and str(row[f]) not in ("0", "1"):
+            raise ConfigError(f"{where}: {f} must be 0 or 1, got {str(row[f])[:40]!r}")
+        flags[f] = str(row.get(f)) == "1"
     device = Device(*(str(row[f]) for f in FIELDS[:4]))
     return OpRecord(device=device, op=str(row["op"]), params=_params(where, row["params"]),
-                    dtype=str(row["dtype"]), samples=samples, **numbers)
+                    dtype=str(row["dtype"]), samples=samples, **numbers, **flags)
 
 
 def _params(where: str, text) -> dict:
@@ -161,8 +168,8 @@ def _float_literal(text) -> bool:
 
 
 def _schema(pa):
-    kinds = {f: pa.float64() for f in FLOATS} | {"samples": pa.int64()}
-    return pa.schema([(f, kinds.get(f, pa.string())) for f in FIELDS])
+    kinds = {f: pa.float64() for f in FLOATS} | {f: pa.int64() for f in ("samples",) + FLAGS}
+    return pa.schema([(f, kinds.get(f, pa.string())) for f in FIELDS + FLAGS])
 
 
 def _first(exc) -> str:

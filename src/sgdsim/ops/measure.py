@@ -35,6 +35,17 @@ class Timing:
     fwd_spread: float
     bwd_spread: float
     copies: int  # N of the forward (M = N // 2)
+    fwd_bound: bool = False  # below what the timer resolves: fwd_s is an upper bound
+    bwd_bound: bool = False
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Repeat pairs beyond ``repeats`` until the median's relative standard error is at most
+    ``rel`` or ``max_repeats`` pairs ran (None: exactly ``repeats``)."""
+
+    rel: float | None = None
+    max_repeats: int = 0
 
 
 def steady_allocator() -> bool:
@@ -151,31 +162,54 @@ def _leaf(obj, leaves: list):
 
 
 def time_call(call: Call, rng: np.random.Generator, device: str = "cpu", repeats: int = 5,
-              sync=None, naive_above_s: float = float("inf")) -> Timing:
+              sync=None, naive_above_s: float = float("inf"), precision: Precision = Precision()) -> Timing:
     """Median forward and backward seconds of one copy of ``call``: differential (``repeats``
-    pairs of N and M = N/2 copies), or, for a direction whose single call lasts
-    ``naive_above_s``, one call at a time (the hybrid; off by default). ``copies`` is the
-    forward's N (1: timed alone)."""
+    pairs of N and M = N/2 copies, more until ``precision``), or, for a direction whose single
+    call lasts ``naive_above_s``, one call at a time (the hybrid; off by default). ``copies``
+    is the forward's N (1: timed alone). A median the timer cannot tell from 0 is replaced by
+    an upper bound and flagged: nothing <= 0 is ever returned for a direction that ran."""
     sync = sync or (lambda: None)
     runner = Runner(call, rng, device)
     timed_fwd = lambda k: _timed(runner, k, sync)  # noqa: E731
-    fwd, n_fwd = _direction(timed_fwd, runner, repeats, naive_above_s)
-    bwd = [0.0]
+    fwd, n_fwd = _direction(timed_fwd, runner, repeats, naive_above_s, precision)
+    bwd = Samples([0.0], [0.0])
     if getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
         timed_bwd = lambda k: _timed_backward(runner, k, sync)  # noqa: E731
-        bwd, _ = _direction(timed_bwd, runner, repeats, naive_above_s)
-    return Timing(fwd_s=_median(fwd), bwd_s=_median(bwd), samples=repeats,
-                  fwd_spread=_spread(fwd), bwd_spread=_spread(bwd), copies=n_fwd)
+        bwd, _ = _direction(timed_bwd, runner, repeats, naive_above_s, precision)
+    (f, f_bound), (b, b_bound) = fwd.value(), bwd.value()
+    return Timing(fwd_s=f, bwd_s=b, samples=len(fwd.per_copy), fwd_spread=_spread(fwd.per_copy),
+                  bwd_spread=_spread(bwd.per_copy), copies=n_fwd, fwd_bound=f_bound, bwd_bound=b_bound)
 
 
-def _direction(timed, runner: Runner, repeats: int, naive_above_s: float) -> tuple[list[float], int]:
+@dataclass
+class Samples:
+    """One direction's per-copy samples, and for each the M-copy run over M (an upper bound
+    on one copy: the run's fixed costs are in it)."""
+
+    per_copy: list[float]
+    bounds: list[float]
+
+    def value(self) -> tuple[float, bool]:
+        """(median, False), or (the bounds' median, True) when the median is not resolved:
+        <= 0, or smaller than the samples' own interquartile half-width (its sign unsure)."""
+        med = float(np.median(self.per_copy))
+        if max(self.bounds) == 0.0:  # nothing ran (no backward)
+            return 0.0, False
+        if med <= 0 or _spread(self.per_copy) > 1.0:
+            return float(np.median(self.bounds)), True
+        return med, False
+
+
+def _direction(timed, runner: Runner, repeats: int, naive_above_s: float,
+               precision: Precision) -> tuple[Samples, int]:
     """One direction's samples and its N. The pilot, its own per direction (a backward can
     cost 100x its forward), decides between alone and differential."""
     pilot = min(timed(1) for _ in range(3))  # the first is cold
     if pilot >= naive_above_s:
-        return [timed(1) for _ in range(repeats)], 1
+        alone = [timed(1) for _ in range(repeats)]
+        return Samples(alone, alone), 1
     n = _copies(pilot, runner)
-    return _differential(timed, n, repeats), n
+    return _differential(timed, n, repeats, precision), n
 
 
 def _copies(pilot: float, runner: Runner) -> int:
@@ -214,17 +248,32 @@ def _timed_backward(runner: Runner, k: int, sync) -> float:
     return time.perf_counter() - t0
 
 
-def _differential(timed, n: int, repeats: int) -> list[float]:
+def _differential(timed, n: int, repeats: int, precision: Precision = Precision()) -> Samples:
     m = n // 2
     timed(n), timed(m)  # the allocator settles on what N copies need before the clock runs
-    out = []
-    for rep in range(repeats):
+    out = Samples([], [])
+    rep = 0
+    while rep < repeats or (rep < precision.max_repeats and not _precise(out.per_copy, precision.rel)):
         if rep % 2 == 0:  # alternate the order, so that neither always runs on a warmer cache
             t_n, t_m = timed(n), timed(m)
         else:
             t_m, t_n = timed(m), timed(n)
-        out.append((t_n - t_m) / (n - m))
+        out.per_copy.append((t_n - t_m) / (n - m))
+        out.bounds.append(t_m / m)
+        rep += 1
     return out
+
+
+def _precise(values: list[float], rel: float | None) -> bool:
+    """Whether the median's relative standard error (1.2533·σ/√n, σ from the interquartile
+    range, robust to the outliers a busy machine adds) is at most ``rel``."""
+    if rel is None:
+        return True
+    med = float(np.median(values))
+    if med <= 0:
+        return False
+    q1, q3 = np.percentile(values, [25, 75])
+    return 1.2533 * (q3 - q1) / 1.349 / np.sqrt(len(values)) / med <= rel
 
 
 def _median(values) -> float:

@@ -159,12 +159,19 @@ def _zero_bwd_modes(records, layout: Layout) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def learnable(records) -> tuple[list, int]:
+    """(the rows whose forward time is a measurement, how many were set aside): a bound (a time
+    below the timer's resolution) or a 0 that an older timer stored says too little to fit."""
+    kept = [r for r in records if r.fwd_s > 0 and not r.fwd_bound]
+    return kept, len(records) - len(kept)
+
+
 def _targets(records, has_bwd: bool, zero_bwd):
     """(log targets, true times, mask of the entries that count for the error)."""
     fwd = np.array([r.fwd_s for r in records])
     if not has_bwd:
         return np.log(fwd)[:, None], fwd[:, None], np.ones((len(fwd), 1), bool)
-    bwd = np.array([r.bwd_s for r in records])
+    bwd = np.array([0.0 if r.bwd_bound else r.bwd_s for r in records])  # a bound: not a target
     explained = np.array([any(str(r.params[m]) == v for m, v in zero_bwd) for r in records])
     # zero backward: a mode's (predicted 0 anyway) learns the forward, a smooth stand-in;
     # an unexplained one (a too small measurement) the smallest backward seen
@@ -185,9 +192,6 @@ def _check_records(records) -> None:
     if len(keys) > 1:
         raise ConfigError(f"{records[0].op}: the measurements name different parameters "
                           f"({' vs '.join(', '.join(k) for k in sorted(keys)[:2])})")
-    if any(r.fwd_s <= 0 for r in records):
-        raise ConfigError(f"{records[0].op}: a forward time of 0 s cannot be learned "
-                          f"(every measured operator takes some time)")
 
 
 def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
@@ -199,6 +203,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     search that overran its plan (a machine slower than the cost model; ``stats["budget_hit"]``
     says so); ``clock_stop=False`` never stops on the clock, so the result is the same on any
     machine, however loaded."""
+    records, set_aside = learnable(records)
     _check_records(records)
     if not 0 < budget_s < float("inf"):
         raise ConfigError(f"the training budget must be a positive number of seconds, "
@@ -231,7 +236,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
         records[0].op, records[0].dtype, layout, pc, xm, xs, ym, ys,
         [np.array(w) for w in best.model.coefs_], [np.array(b) for b in best.model.intercepts_],
         has_bwd, zero_bwd, stats={
-            "samples": len(records), "validation_rows": n_val,
+            "samples": len(records), "set_aside": set_aside, "validation_rows": n_val,
             "validation_error": best.err, "arch": f"L{best.arch[0]}N{best.arch[1]}",
             "alpha": best.alpha, "pc": pc_text(layout, pc),
             "pc_judged": [[pc_text(layout, e), err] for e, err in judged],
@@ -247,11 +252,12 @@ def evaluate(est: OpEstimator, records) -> dict:
     """Mean and max relative |error| of forward, backward (rows where it is > 0) and their
     sum, over ``records`` (held-out measurements); and the time-weighted error of the sum,
     sum |pred - true| / sum true: what a step made of these calls would be off by."""
+    records, _ = learnable(records)  # a bound is not a measurement to score against
     if not records:
         raise ConfigError("nothing to evaluate: no measurements")
     fwd, bwd = est.predict([r.params for r in records])
     tf = np.array([r.fwd_s for r in records])
-    tb = np.array([r.bwd_s for r in records])
+    tb = np.array([0.0 if r.bwd_bound else r.bwd_s for r in records])
 
     def errors(pred, true):
         keep = true > 0

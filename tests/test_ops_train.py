@@ -1,0 +1,73 @@
+"""``sgdsim ops train`` never stops on bad data: rows stored as bounds are set aside and named,
+a type that cannot be trained is named with what to run next, and the others are trained."""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("sqlalchemy")
+
+from sgdsim.cli import main  # noqa: E402
+from sgdsim.ops.db import open_db  # noqa: E402
+from sgdsim.ops.estimator.model import evaluate, learnable  # noqa: E402
+from sgdsim.ops.records import Device, OpRecord  # noqa: E402
+
+DEV = Device("cpu (1 threads, test)", "cpu", "pytorch test", "")
+
+
+def relu(numel: int, **flags) -> OpRecord:
+    fwd = 2e-6 + numel * 1e-9  # an exact line: any sane estimator learns it
+    return OpRecord(DEV, "relu", {"numel": numel, "gi": 1}, "float32", fwd, 2 * fwd, 5, 0.01, 0.01,
+                    1.0, **flags)
+
+
+def gelu(numel: int, **flags) -> OpRecord:
+    return replace(relu(numel, **flags), op="gelu")
+
+
+@pytest.fixture
+def database(tmp_path):
+    path = str(tmp_path / "ops.sqlite")
+    sizes = [2 ** k for k in range(6, 26)]
+    with open_db(path) as db:
+        # relu: 20 measurements and 4 bounds; gelu: 8 measurements and 4 bounds (too few to fit)
+        db.upsert([relu(n) for n in sizes] + [relu(n + 1, fwd_bound=True) for n in sizes[:4]])
+        db.upsert([gelu(n) for n in sizes[:8]] + [gelu(n + 1, fwd_bound=True) for n in sizes[:4]])
+    con = sqlite3.connect(path)  # and one 0 s row an older sgdsim stored
+    con.execute("UPDATE op_times SET fwd_s = 0 WHERE op = 'relu' AND params LIKE '%\"numel\":64%'")
+    con.commit()
+    con.close()
+    return path
+
+
+def test_bad_rows_are_set_aside_and_a_failing_type_does_not_stop_the_others(database, capsys):
+    rc = main(["ops", "train", "--db", database, "--budget", "1"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "rows set aside" in err and "relu/float32 5" in err  # 4 bounds and the 0 s row
+    assert "not trained: gelu/float32" in err and "sgdsim ops measure --grid TYPE" in err
+    with open_db(database, create=False) as db:
+        assert set(db.load_estimators(DEV.name)) == {("relu", "float32")}
+
+
+def test_only_gelu_fails_in_one_line_with_exit_2(database, capsys):
+    rc = main(["ops", "train", "--db", database, "--budget", "1", "--op", "gelu"])
+    _, err = capsys.readouterr()
+    assert rc == 2 and "no estimator trained" in err.strip().splitlines()[-1]
+
+
+def test_bounds_are_not_scored_as_measurements():
+    rows = [relu(64), relu(128, fwd_bound=True), relu(256, bwd_bound=True)]
+    kept, aside = learnable(rows)
+    assert kept == [rows[0], rows[2]] and aside == 1
+
+    class Exact:
+        def predict(self, params):
+            import numpy as np
+            f = np.array([2e-6 + p["numel"] * 1e-9 for p in params])
+            return f, 2 * f
+
+    bad = replace(relu(256, bwd_bound=True), bwd_s=1.0)  # a bound far off must not count
+    assert evaluate(Exact(), [relu(64), bad])["bwd_max"] == pytest.approx(0.0, abs=1e-12)
