@@ -71,3 +71,39 @@ def test_bounds_are_not_scored_as_measurements():
 
     bad = replace(relu(256, bwd_bound=True), bwd_s=1.0)  # a bound far off must not count
     assert evaluate(Exact(), [relu(64), bad])["bwd_max"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_agreement_is_the_median_and_p90_of_relative_differences():
+    from sgdsim.ops.retest import agreement
+    median, p90 = agreement([1.0, 2.0, 4.0, 0.0], [1.1, 2.0, 3.0, 5.0])  # a stored 0 is not compared
+    assert median == pytest.approx(0.1) and p90 == pytest.approx(0.22)
+
+
+def test_retest_times_rows_again_and_stats_and_eval_show_it(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from sgdsim.ops.estimator.report import render
+    db = str(tmp_path / "ops.sqlite")
+    assert main(["ops", "measure", "--grid", "relu", "--samples", "4", "--repeats", "2", "--precision", "0",
+                 "--db", db, "--quiet"]) == 0
+    assert main(["ops", "retest", "--samples", "3", "--db", db, "--quiet"]) == 0
+    capsys.readouterr()
+    with open_db(db, create=False) as handle:
+        (key, values), = handle.load_retests().items()
+    assert key[1:] == ("relu", "float32") and values["rows"] == 3 and values["fwd_p90"] >= values["fwd_median"] >= 0
+    assert main(["ops", "stats", "--db", db]) == 0
+    assert f"{values['fwd_median']:.1%}" in capsys.readouterr().out
+    row = {"op": "relu", "dtype": "float32", "samples": 20, "held_out": 2, "arch": "L1N8", "pc": "-",
+           "error": 0.1, "error_max": 0.2, "bwd_error": 0.1, "weighted_error": 0.1, "no_pc_error": 0.1,
+           "no_pc_bwd_error": 0.1, "no_pc_weighted_error": 0.1, "train_s": 1, "error_median": 0.09}
+    assert "| relu | float32 | 9.0% | 10.0% | yes |" in render([row], {("relu", "float32"): {"fwd_median": 0.1}})
+    assert "| 9.0% | 5.0% | **no** |" in render([row], {("relu", "float32"): {"fwd_median": 0.05}})
+
+
+def test_retest_needs_rows_measured_on_this_machine(tmp_path, capsys):
+    pytest.importorskip("torch")
+    db = str(tmp_path / "ops.sqlite")
+    with open_db(db) as handle:
+        handle.upsert([relu(64)])  # measured on a "test" device, not here
+    rc = main(["ops", "retest", "--db", db])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a retest runs where the rows were measured" in err and err.count("\n") == 1

@@ -48,7 +48,7 @@ def target(request, tmp_path_factory):
 def fresh(target: str):
     db = open_db(target)
     with db.engine.begin() as c:  # a sqlite file or a server shared by the module: empty it
-        for t in ("estimators", "op_times", "devices"):
+        for t in ("retests", "estimators", "op_times", "devices"):
             c.exec_driver_sql(f"DELETE FROM {t}")
     return db
 

@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import contextlib
+
 from ..cli.common import Parser
 from ..errors import ConfigError
 
@@ -12,7 +14,7 @@ BATCH = 20  # records per transaction: a kill loses at most this many measuremen
 
 
 def register(subparsers):
-    from . import db_cmds, estimator_cmds
+    from . import db_cmds, estimator_cmds, retest
 
     p = subparsers.add_parser(
         "ops", help="operator database: measure, list, share, train the estimator",
@@ -24,6 +26,7 @@ def register(subparsers):
     _measure_parser(sub)
     handlers.update(db_cmds.register(sub))
     handlers.update(estimator_cmds.register(sub))
+    handlers.update(retest.register(sub))
 
     def dispatch(args) -> int:
         return handlers[args.ops_command](args)
@@ -68,31 +71,38 @@ def cmd_measure(args) -> int:
     _check_measure(args)
     torch = _torch()
     rng = _rng(args.seed)
-    with open_db(args.db) as db:  # opened first: a bad --db fails before minutes of timing
-        old_threads = torch.get_num_threads()
-        torch.set_num_threads(args.threads)
-        # repeated in-place calls must not slow down on denormals; the flag is per process
-        # (it also changes numpy's arithmetic), so it is put back when the timing ends
-        torch.set_flush_denormal(True)
-        try:
-            device, todo = _plan(args, rng, status)
-            skip = set() if args.remeasure else _known(db, device.name)
-            todo = [t for t in todo if _key(t) not in skip]
-            say(f"measuring {len(todo)} call(s) on {device.name}"
-                f"{f' ({len(skip)} already in the database)' if skip else ''}")
-            failures: list[str] = []
-            precision = Precision(args.precision or None, args.max_repeats)
-            written = _run(db, todo, (device, rng, args.repeats, failures, precision),
-                           Progress(len(todo), "measuring"))
-        finally:
-            torch.set_flush_denormal(False)
-            torch.set_num_threads(old_threads)
+    # the database opened first: a bad --db fails before minutes of timing
+    with open_db(args.db) as db, timing_settings(torch, args.threads):
+        device, todo = _plan(args, rng, status)
+        skip = set() if args.remeasure else _known(db, device.name)
+        todo = [t for t in todo if _key(t) not in skip]
+        say(f"measuring {len(todo)} call(s) on {device.name}"
+            f"{f' ({len(skip)} already in the database)' if skip else ''}")
+        failures: list[str] = []
+        precision = Precision(args.precision or None, args.max_repeats)
+        written = _run(db, todo, (device, rng, args.repeats, failures, precision),
+                       Progress(len(todo), "measuring"))
     say(f"wrote {written} record(s) to {args.db or 'the default database'}")
     if failures:
         say(f"{len(failures)} call(s) could not be replayed and are not in the database "
             f"(their time will come from the fallback): {'; '.join(failures[:3])}"
             f"{' ...' if len(failures) > 3 else ''}")
     return 0
+
+
+@contextlib.contextmanager
+def timing_settings(torch, threads: int):
+    """Threads as the profile will run them, and denormals flushed: repeated in-place calls
+    must not slow down on them. Both are per process (the flag also changes numpy's
+    arithmetic), so both are put back when the timing ends."""
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(old_threads)
 
 
 def _plan(args, rng, status):

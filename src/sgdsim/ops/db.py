@@ -22,12 +22,13 @@ from collections.abc import Iterable
 from ..errors import ConfigError
 from .records import Device, OpRecord, params_from_key, params_key
 
-SCHEMA_VERSION = 2  # 2: fwd_bound, bwd_bound (a database of 1 is upgraded when opened)
+SCHEMA_VERSION = 2  # 2: fwd_bound, bwd_bound, retests (a database of 1 is upgraded when opened)
 FORMAT = "sgdsim-ops"  # meta row telling our database from another program's
 BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for the others before giving up
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails in seconds, not minutes
 CHUNK = 500  # keys per lookup query: well under every driver's parameter limit
-TABLES = ("meta", "devices", "op_times", "estimators")
+TABLES = ("meta", "devices", "op_times", "estimators", "retests")
+RETEST = ("rows", "fwd_median", "fwd_p90", "bwd_median", "bwd_p90", "retested_at")
 KEY = ("device_id", "op", "params", "dtype")
 VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at", "fwd_bound", "bwd_bound")
 INTEGERS = ("samples", "fwd_bound", "bwd_bound")
@@ -115,7 +116,12 @@ def _tables(sa):
         sa.Column("payload", sa.Text, nullable=False),
         sa.Column("trained_at", sa.Float, nullable=False),
         sa.UniqueConstraint("device_id", "op", "dtype", name="estimators_key"))
-    return md, meta, devices, ops, estimators
+    # per type: a sample of its rows timed again, |again / stored - 1| (ops retest)
+    retests = sa.Table(
+        "retests", md, device_id(), text("op", 64), text("dtype", 32),
+        *(sa.Column(c, sa.Integer if c == "rows" else sa.Float, nullable=False) for c in RETEST),
+        sa.UniqueConstraint("device_id", "op", "dtype", name="retests_key"))
+    return md, meta, devices, ops, estimators, retests
 
 
 class OpDB:
@@ -135,7 +141,7 @@ class OpDB:
         self.dialect = self.engine.dialect.name
         if sqlite:
             _sqlite_pragmas(sa, self.engine)
-        self.md, self.meta, self.devices_t, self.ops_t, self.est_t = _tables(sa)
+        self.md, self.meta, self.devices_t, self.ops_t, self.est_t, self.retest_t = _tables(sa)
         try:
             self._guard(lambda: self._init_schema(create))
         except BaseException:
@@ -175,6 +181,7 @@ class OpDB:
                 return  # another process upgraded it first
             for column in ("fwd_bound", "bwd_bound"):
                 c.exec_driver_sql(f"ALTER TABLE op_times ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+            self.md.create_all(c)  # the tables schema 1 lacked (checkfirst)
             c.execute(self.sa.update(self.meta).where(self.meta.c.key == "schema").values(
                 value=str(SCHEMA_VERSION)))
 
@@ -259,6 +266,25 @@ class OpDB:
                     [{"device_id": dev_id, "op": op, "dtype": dtype, "payload": payload,
                       "trained_at": time.time()}])
         self._guard(save)
+
+    def save_retest(self, device: str, op: str, dtype: str, values: dict) -> None:
+        """``values``: the ``RETEST`` columns; replaces the type's previous retest."""
+        def save():
+            with self._write() as c:
+                dev_id = self._device_id(c, device)
+                if dev_id is None:
+                    raise ConfigError(f"no device {device!r} in {self.shown}")
+                stmt = self._insert(self.retest_t)
+                c.execute(stmt.on_conflict_do_update(
+                    index_elements=["device_id", "op", "dtype"], set_={k: stmt.excluded[k] for k in RETEST}),
+                    [{"device_id": dev_id, "op": op, "dtype": dtype, **{k: values[k] for k in RETEST}}])
+        self._guard(save)
+
+    def load_retests(self) -> dict[tuple[str, str, str], dict]:
+        """(device, op, dtype) -> the ``RETEST`` columns."""
+        r, d = self.retest_t, self.devices_t
+        q = self.sa.select(d.c.name, r.c.op, r.c.dtype, *(r.c[k] for k in RETEST)).join(d, r.c.device_id == d.c.id)
+        return {tuple(row[:3]): dict(zip(RETEST, row[3:])) for row in self._guard(lambda: self._all(q))}
 
     def _insert(self, table):
         if self.dialect == "postgresql":

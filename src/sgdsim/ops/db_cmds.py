@@ -77,15 +77,20 @@ def cmd_stats(args) -> int:
     with open_db(args.db, create=False) as db:
         stats = db.stats()
         trained = {(d.name, op, dt) for d in db.devices() for op, dt in db.load_estimators(d.name)}
+        retests = db.load_retests()
     if not stats:
         print("no measurements yet (sgdsim ops measure)")
         return 0
     print(f"{'device':<40} {'op':<12} {'dtype':<9} {'rows':>6} {'median fwd µs':>14} "
-          f"{'estimator':>9}  last measured")
+          f"{'estimator':>9} {'retest':>7}  last measured")
     for s in stats:
-        est = "yes" if (s["device"], s["op"], s["dtype"]) in trained else "-"
+        key = (s["device"], s["op"], s["dtype"])
+        est = "yes" if key in trained else "-"
+        again = f"{retests[key]['fwd_median']:.1%}" if key in retests else "-"
         print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "
-              f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9}  {_when(s['last_measured_at'])}")
+              f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9} {again:>7}  {_when(s['last_measured_at'])}")
+    if not retests:
+        print("retest: how far a second timing of the same rows lands (sgdsim ops retest measures it)")
     return 0
 
 

@@ -120,13 +120,14 @@ def cmd_eval(args) -> int:
         check_output_path(args.markdown, False)
     with open_db(args.db, create=False) as db:
         device, groups, registry, _ = _groups(db, args)
+        retests = {(op, dt): v for (dev, op, dt), v in db.load_retests().items() if dev == device}
     rows = []
     with Progress(len(groups), f"evaluating {len(groups)} operator type(s)") as bar:
         for (op, _), recs in groups.items():
             rows.append(table3_row(recs, registry[op].shape_dims, args.seed, args.budget,
                                    args.holdout))
             bar.advance()
-    text = f"Device: {device}\n\n" + render(rows)
+    text = f"Device: {device}\n\n" + render(rows, retests)
     print(text, end="")
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as fh:

@@ -267,6 +267,7 @@ def evaluate(est: OpEstimator, records) -> dict:
     out = {"n": len(records)}
     for name, pred, true in (("fwd", fwd, tf), ("bwd", bwd, tb), ("sum", fwd + bwd, tf + tb)):
         out[f"{name}_mean"], out[f"{name}_max"] = errors(pred, true)
+    out["fwd_median"] = float(np.median(np.abs(fwd - tf) / tf))  # beside ops retest's median
     total = float((tf + tb).sum())
     out["sum_weighted"] = float(np.abs(fwd + bwd - tf - tb).sum() / total) if total > 0 else 0.0
     return out

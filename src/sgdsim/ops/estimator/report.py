@@ -23,6 +23,7 @@ def table3_row(records, shape_dims, seed: int, budget_s: float, holdout: float =
     return {"op": records[0].op, "dtype": records[0].dtype, "samples": len(records),
             "held_out": len(test), "arch": with_pc.stats["arch"], "pc": with_pc.stats["pc"],
             "error": a["fwd_mean"], "error_max": a["fwd_max"], "bwd_error": a["bwd_mean"],
+            "error_median": a["fwd_median"],
             "sum_error": a["sum_mean"], "weighted_error": a["sum_weighted"],
             "no_pc_error": b["fwd_mean"], "no_pc_weighted_error": b["sum_weighted"],
             "no_pc_bwd_error": b["bwd_mean"], "no_pc_sum_error": b["sum_mean"],
@@ -38,8 +39,23 @@ def table3(groups: dict, shape_dims_of, seed: int = 0, budget_s: float = 60.0,
             for (op, _), recs in sorted(groups.items())]
 
 
-def render(rows: list[dict]) -> str:
-    """Markdown table, the paper's columns (best model, error, no-PC error) and more."""
+def _against_noise(rows: list[dict], retests: dict) -> str:
+    """The held-out median forward error beside 1.5× the type's test-retest median (``ops
+    retest``): within it, the estimator is as good as the data allow."""
+    lines = ["| operator | dtype | held-out median error fwd | test-retest median fwd | within 1.5× |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        again = retests.get((r["op"], r["dtype"]))
+        verdict = "no retest (sgdsim ops retest)" if again is None else \
+            ("yes" if r["error_median"] <= 1.5 * again["fwd_median"] else "**no**")
+        noise = "-" if again is None else f"{again['fwd_median']:.1%}"
+        lines.append(f"| {r['op']} | {r['dtype']} | {r['error_median']:.1%} | {noise} | {verdict} |")
+    return "\n".join(lines)
+
+
+def render(rows: list[dict], retests: dict | None = None) -> str:
+    """Markdown table, the paper's columns (best model, error, no-PC error) and more; with
+    ``retests`` ({(op, dtype): ops retest's values}), each type against its noise floor."""
     lines = ["| operator | dtype | samples (held out) | best model | principal component | "
              "error fwd (max) | error bwd | time-weighted | no-PC error fwd | no-PC error bwd | "
              "no-PC time-weighted | train s |",
@@ -58,4 +74,6 @@ def render(rows: list[dict]) -> str:
                      f"{mean['bwd_error']:.2%} | {mean['weighted_error']:.2%} | "
                      f"{mean['no_pc_error']:.2%} | {mean['no_pc_bwd_error']:.2%} | "
                      f"{mean['no_pc_weighted_error']:.2%} | |")
+    if retests is not None:
+        lines += ["", _against_noise(rows, retests)]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,89 @@
+"""``sgdsim ops retest``: how well this machine repeats its own measurements, per operator type.
+
+A sample of each type's stored rows is timed again, the same way ``ops measure`` timed them,
+and compared: |again / stored − 1|, its median and 90th percentile, stored per type. That is
+the noise floor an estimator's held-out error is judged against (``ops eval``): an error
+within 1.5× the test-retest noise is as good as the data allow.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+def register(sub) -> dict:
+    from .db_cmds import add_db_argument
+
+    q = sub.add_parser("retest", help="time a sample of each type's rows again: the noise floor",
+                       description="Time a sample of each operator type's stored rows again on "
+                                   "this machine and store, per type, how far the two agree.")
+    q.add_argument("--samples", type=int, default=10, help="rows per operator type (default 10)")
+    q.add_argument("--op", default="all", help="comma list of operator types, or all (default all)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the sample and the input data (default 0)")
+    q.add_argument("--threads", type=int, default=1, help="torch intra-op threads, as measured (default 1)")
+    add_db_argument(q)
+    return {"retest": cmd_retest}
+
+
+def agreement(stored: list[float], again: list[float]) -> tuple[float, float]:
+    """(median, 90th percentile) of |again / stored − 1| over the pairs with a stored time."""
+    pairs = [(s, a) for s, a in zip(stored, again) if s > 0]
+    if not pairs:
+        return 0.0, 0.0
+    err = np.array([abs(a / s - 1) for s, a in pairs])
+    return float(np.median(err)), float(np.percentile(err, 90))
+
+
+def cmd_retest(args) -> int:
+    from ..progress import Progress, say
+    from .cli import _torch, timing_settings
+    from .collect import measure_calls, this_device
+    from .db import open_db
+    from .estimator.model import learnable
+    from .measure import Precision
+    from .optypes import REGISTRY
+
+    if not 2 <= args.samples <= 10000:
+        raise ConfigError(f"--samples must be in 2..10000, got {args.samples}")
+    torch = _torch()
+    device = this_device(args.threads)
+    rng = np.random.default_rng(args.seed)
+    with open_db(args.db, create=False) as db, timing_settings(torch, args.threads):
+        rows, _ = learnable(db.load(device=device.name))
+        if not rows:
+            raise ConfigError(f"nothing measured on this machine ({device.name}) in the database: a retest "
+                              "runs where the rows were measured (sgdsim ops measure first)")
+        wanted = None if args.op == "all" else {o.strip() for o in args.op.split(",")}
+        groups: dict[tuple[str, str], list] = {}
+        for r in rows:
+            if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != "other":
+                groups.setdefault((r.op, r.dtype), []).append(r)
+        picked = {k: [v[i] for i in sorted(rng.choice(len(v), min(args.samples, len(v)), replace=False))]
+                  for k, v in sorted(groups.items())}
+        todo = [(r.op, r.params, REGISTRY[r.op].build(r.params, r.dtype)) for rs in picked.values() for r in rs]
+        with Progress(len(todo), "timing again") as bar:
+            again = {}
+            # as ops measure times by default: 5 pairs, more until the median is known to 5 %
+            for rec in measure_calls(todo, device, rng, 5, precision=Precision(0.05, 20)):
+                again[rec.key] = rec
+                bar.advance()
+        print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'fwd median':>10} {'fwd p90':>8} {'bwd median':>10}")
+        for (op, dtype), rs in picked.items():
+            values = _values(rs, again)
+            db.save_retest(device.name, op, dtype, values)
+            print(f"{op:<12} {dtype:<9} {values['rows']:>5} {values['fwd_median']:>10.1%} "
+                  f"{values['fwd_p90']:>8.1%} {values['bwd_median']:>10.1%}")
+    say(f"stored the test-retest of {len(picked)} operator type(s) for {device.name} (sgdsim ops stats shows it)")
+    return 0
+
+
+def _values(stored: list, again: dict) -> dict:
+    pairs = [(r, again[r.key]) for r in stored if r.key in again]
+    fwd = agreement([r.fwd_s for r, _ in pairs], [a.fwd_s for _, a in pairs])
+    bwd = agreement([r.bwd_s for r, a in pairs if not (r.bwd_bound or a.bwd_bound)],
+                    [a.bwd_s for r, a in pairs if not (r.bwd_bound or a.bwd_bound)])
+    return {"rows": len(pairs), "fwd_median": fwd[0], "fwd_p90": fwd[1], "bwd_median": bwd[0],
+            "bwd_p90": bwd[1], "retested_at": time.time()}
