@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 
+from .template import FLOATING
+
 from ..cli.common import Parser
 from ..errors import ConfigError
 
@@ -31,6 +33,9 @@ def register(subparsers):
     def dispatch(args) -> int:
         return handlers[args.ops_command](args)
     return {"ops": dispatch}
+
+
+DTYPES = FLOATING[:3]  # float32, float16, bfloat16
 
 
 def _measure_parser(sub) -> None:
@@ -58,6 +63,8 @@ def _measure_parser(sub) -> None:
                    help="stop there even if --precision is not reached (default 20)")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    q.add_argument("--dtype", default="float32", choices=DTYPES,
+                   help="floating-point type of the timed tensors (default float32)")
     q.add_argument("--remeasure", action="store_true",
                    help="time calls the database already has again (default: skip them)")
     add_db_argument(q)
@@ -112,9 +119,9 @@ def _plan(args, rng, status):
     device = this_device(args.threads, args.device)
     if args.model:
         with status(f"tracing {args.model} on the meta device"):
-            return device, model_calls(args.model, args.batch_size)
+            return device, model_calls(args.model, args.batch_size, args.dtype)
     types = list(SAMPLED) if args.grid == "all" else [t.strip() for t in args.grid.split(",")]
-    return device, grid_calls(types, args.samples, rng)
+    return device, grid_calls(types, args.samples, rng, args.dtype)
 
 
 def _run(db, todo, how, bar) -> int:

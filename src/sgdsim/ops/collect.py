@@ -53,12 +53,15 @@ def grid_calls(types: list[str], samples: int, rng: np.random.Generator,
     return out
 
 
-def model_calls(spec: str, batch_size: int) -> list[tuple[str, dict, Call]]:
-    """One call per distinct (type, parameters) of the model's step, optimizer included."""
+def model_calls(spec: str, batch_size: int, dtype: str = DEFAULT_DTYPE) -> list[tuple[str, dict, Call]]:
+    """One call per distinct (type, parameters) of the model's step, optimizer included, its
+    floating-point tensors in ``dtype``."""
     from .graph import trace_model
 
     step = trace_model(spec, batch_size)
     calls = list(step.calls) + [c for cs in step.update_calls().values() for c in cs]
+    if dtype != DEFAULT_DTYPE:
+        calls = [c.in_dtype(dtype) for c in calls]
     out, seen = [], set()
     for call in calls:
         name, params = classify(call)

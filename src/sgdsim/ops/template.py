@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
+FLOATING = ("float32", "float16", "bfloat16", "float64")
+
+
 @dataclass(frozen=True)
 class TSpec:
     shape: tuple[int, ...]
@@ -53,6 +56,19 @@ class Call:
     @property
     def needs_grad(self) -> bool:
         return any(t.requires_grad for t in self.tensors())
+
+    def in_dtype(self, dtype: str) -> "Call":
+        """The same call with its floating-point tensors (and dtype arguments) in ``dtype``: a
+        step traced in float32, replayed or estimated as it would run in bfloat16."""
+        def convert(obj):
+            if isinstance(obj, tuple):
+                return tuple(convert(o) for o in obj)
+            if isinstance(obj, TSpec) and obj.dtype in FLOATING:
+                return TSpec(obj.shape, obj.stride, dtype, obj.requires_grad)
+            if isinstance(obj, _Named) and obj.text.removeprefix("torch.") in FLOATING:
+                return _Named(f"torch.{dtype}")
+            return obj
+        return Call(self.func, convert(self.args), tuple((k, convert(v)) for k, v in self.kwargs))
 
 
 def _leaves(obj):

@@ -1,0 +1,33 @@
+"""Operators in every precision: a call converted to bfloat16 keeps its integer tensors, and
+``ops measure --dtype`` stores bfloat16 rows for grids and for a model's calls."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sqlalchemy")
+
+from sgdsim.cli import main  # noqa: E402
+from sgdsim.ops.db import open_db  # noqa: E402
+from sgdsim.ops.template import Call, TSpec, _Named  # noqa: E402
+
+
+def test_a_call_in_another_dtype_converts_floats_only():
+    call = Call("aten.embedding.default", (TSpec.dense((100, 8), "float32", True), TSpec.dense((4,), "int64")),
+                (("dtype", _Named("torch.float32")), ("mask", TSpec.dense((4,), "bool"))))
+    half = call.in_dtype("bfloat16")
+    assert [t.dtype for t in half.tensors()] == ["bfloat16", "int64", "bool"]
+    assert half.tensors()[0].requires_grad and dict(half.kwargs)["dtype"] == _Named("torch.bfloat16")
+    assert half.in_dtype("float32") == call
+
+
+def test_measure_stores_bfloat16_rows_for_a_grid_and_a_model(tmp_path):
+    db = str(tmp_path / "ops.sqlite")
+    assert main(["ops", "measure", "--grid", "relu,mm", "--samples", "2", "--repeats", "2", "--precision", "0",
+                 "--dtype", "bfloat16", "--db", db, "--quiet"]) == 0
+    assert main(["ops", "measure", "--model", "zoo:mlp?width=16&depth=1&inputs=8&classes=2", "--batch-size", "4",
+                 "--repeats", "2", "--precision", "0", "--dtype", "bfloat16", "--db", db, "--quiet"]) == 0
+    with open_db(db, create=False) as handle:
+        rows = handle.load()
+    assert {r.dtype for r in rows} == {"bfloat16"} and {"relu", "mm", "addmm"} <= {r.op for r in rows}
+    assert all(r.fwd_s > 0 for r in rows)
