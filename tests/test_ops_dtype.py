@@ -31,3 +31,24 @@ def test_measure_stores_bfloat16_rows_for_a_grid_and_a_model(tmp_path):
         rows = handle.load()
     assert {r.dtype for r in rows} == {"bfloat16"} and {"relu", "mm", "addmm"} <= {r.op for r in rows}
     assert all(r.fwd_s > 0 for r in rows)
+
+
+def test_a_profile_estimated_in_bfloat16_uses_bfloat16_rows_and_says_so(tmp_path, capsys):
+    from sgdsim.profile.io import load_profile
+    model = "zoo:mlp?width=16&depth=1&inputs=8&classes=2"
+    db = str(tmp_path / "ops.sqlite")
+    assert main(["ops", "measure", "--model", model, "--batch-size", "4", "--repeats", "2", "--precision", "0",
+                 "--dtype", "bfloat16", "--db", db, "--quiet"]) == 0
+    half, single = tmp_path / "half.json", tmp_path / "single.json"
+    assert main(["profile", model, "--batch-size", "4", "--estimate", "--db", db, "--dtype", "bfloat16",
+                 "-o", str(half)]) == 0
+    info = load_profile(str(half)).extra["estimated"]
+    assert info["dtype"] == "bfloat16" and info["time_fraction_measured"] == 1.0
+    assert "in bfloat16" in capsys.readouterr().err
+    # the same model in float32: none of these rows apply; the roofline, and what to measure
+    assert main(["profile", model, "--batch-size", "4", "--estimate", "--db", db, "-o", str(single)]) == 0
+    info = load_profile(str(single)).extra["estimated"]
+    assert info["dtype"] == "float32" and info["time_fraction_measured"] == 0.0
+    # typed calls from the roofline; untyped ones (views, copies) from the fallback's medians
+    assert info["time_fraction_roofline"] + info["time_fraction_fallback"] == pytest.approx(1.0)
+    assert info["time_fraction_roofline"] > 0.5 and "neither measured nor estimated" in capsys.readouterr().err

@@ -2,6 +2,8 @@
 database (exact hits) and the estimator (misses), with provenance.
 
 The database is read once: one lookup of every distinct call, one load of the estimators.
+A type with neither gets the device's roofline (``roofline.py``), fitted from what the device
+measured, and the provenance states that roofline's measured error.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .collect import call_dtype
 from .estimator.features import unseen_modes
 from .optypes import OTHER_NAME, classify
 from .records import params_key
+from .roofline import Roofline, fit_roofline, work_of
 
 
 @dataclass
@@ -23,8 +26,11 @@ class Timed:
 
     fwd: np.ndarray
     bwd: np.ndarray
-    source: list[str]  # "measured" (exact hit), "estimated", "fallback" or "unknown" (0 s)
-    missing_types: dict[str, int] = field(default_factory=dict)
+    # "measured" (exact hit), "estimated", "roofline" (a type with neither), "fallback" (an
+    # untyped call: its function's median) or "unknown" (0 s)
+    source: list[str]
+    roofline_types: dict[str, int] = field(default_factory=dict)  # type -> calls, if any
+    roofline: Roofline | None = None  # the fit those calls were timed by
     # per operator type, values outside its estimator's training (a mode never seen,
     # "groups=32", or a size above the largest): those estimates are guesses; the user is told
     unseen: dict[str, list[str]] = field(default_factory=dict)
@@ -35,8 +41,10 @@ class Timed:
         return float((self.fwd + self.bwd)[mask].sum() / total) if total > 0 else 0.0
 
 
-def time_calls(calls, db, device: str, estimators: dict) -> Timed:
-    """``calls``: traced Calls. ``estimators``: {(op, dtype): OpEstimator} for ``device``."""
+def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = None) -> Timed:
+    """``calls``: traced Calls. ``estimators``: {(op, dtype): OpEstimator} for ``device``.
+    ``fit``: the device's roofline if already fitted (else fitted here, only if needed)."""
+    calls = list(calls)
     keyed = [(*classify(c), call_dtype(c)) for c in calls]
     keys = {(op, params_key(p), dt) for op, p, dt in keyed}
     hits = db.lookup(device, keys)
@@ -45,11 +53,12 @@ def time_calls(calls, db, device: str, estimators: dict) -> Timed:
     misses: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (op, p, dt) in enumerate(keyed):
         rec = hits.get((op, params_key(p), dt))
-        if rec is not None:
-            fwd[i], bwd[i] = rec.fwd_s, rec.bwd_s
+        if rec is not None:  # a bound (too short to resolve): the middle of [0, bound]
+            fwd[i] = rec.fwd_s / (2 if rec.fwd_bound else 1)
+            bwd[i] = rec.bwd_s / (2 if rec.bwd_bound else 1)
         else:
             misses[(op, dt)].append(i)
-    missing: dict[str, int] = {}
+    neither: list[int] = []
     unseen: dict[str, list[str]] = {}
     for (op, dt), idx in misses.items():
         est = estimators.get((op, dt))
@@ -64,12 +73,29 @@ def time_calls(calls, db, device: str, estimators: dict) -> Timed:
         elif op == OTHER_NAME:
             _fallback(idx, keyed, db, device, (fwd, bwd, source))
         else:
-            missing[op] = len(idx)
-    if missing:
-        what = ", ".join(f"{n} {op}" for op, n in sorted(missing.items()))
-        raise ConfigError(f"no measurement and no trained estimator on {device!r} for {what} "
-                          f"call(s): run 'sgdsim ops measure' and 'sgdsim ops train' first")
-    return Timed(fwd, bwd, source, unseen=unseen)
+            neither += idx
+    timed = Timed(fwd, bwd, source, unseen=unseen)
+    if neither:
+        _roofline(calls, keyed, sorted(neither), db, device, fit, timed)
+    return timed
+
+
+def _roofline(calls, keyed, idx, db, device, fit, timed: Timed) -> None:
+    """Calls of a type with neither a measurement nor an estimator: the device's roofline."""
+    types: dict[str, int] = defaultdict(int)
+    for i in idx:
+        types[keyed[i][0]] += 1
+    if fit is None:
+        what = ", ".join(f"{n} {op}" for op, n in sorted(types.items()))
+        try:
+            fit = fit_roofline(db, device, getattr(db, "shown", "DB"))
+        except ConfigError as exc:  # say which calls needed it
+            raise ConfigError(f"no measurement and no trained estimator for {what} call(s), "
+                              f"and {exc}") from None
+    for i in idx:
+        timed.fwd[i], timed.bwd[i] = fit.times_s(work_of(calls[i], keyed[i][0], keyed[i][1]))
+        timed.source[i] = "roofline"
+    timed.roofline_types, timed.roofline = dict(types), fit
 
 
 def _fallback(idx, keyed, db, device, out) -> None:
@@ -99,8 +125,10 @@ def load_estimators(db, device: str) -> dict:
     return {key: OpEstimator.from_json(text) for key, text in texts.items()}
 
 
-def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True):
-    """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there."""
+def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True,
+                     dtype: str = "float32"):
+    """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there;
+    its floating-point calls in ``dtype`` (traced in float32, then converted)."""
     from ..profile.model import Job
     from ..profiler.build import build_profile
     from ..profiler.runner import _summarise
@@ -108,22 +136,29 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
 
     step = trace_model(spec, batch_size)
     estimators = load_estimators(db, device)
-    timed = time_calls(step.calls, db, device, estimators)
+
+    def typed(calls):
+        return [c.in_dtype(dtype) for c in calls] if dtype != "float32" else list(calls)
+    timed = time_calls(typed(step.calls), db, device, estimators)
     fwd = layer_times(step, list(timed.fwd))
     bwd = layer_times(step, list(timed.bwd))
     updates = step.update_calls()
     upd = [0.0] * len(fwd)
     if updates:
         flat = [(idx, c) for idx, cs in updates.items() for c in cs]
-        timed_upd = time_calls([c for _, c in flat], db, device, estimators)
+        timed_upd = time_calls(typed(c for _, c in flat), db, device, estimators, timed.roofline)
         for (idx, _), f in zip(flat, timed_upd.fwd):
             upd[idx] += float(f)
+        for op, n in timed_upd.roofline_types.items():  # the optimizer's, named with the rest
+            timed.roofline_types[op] = timed.roofline_types.get(op, 0) + n
+        timed.roofline = timed.roofline or timed_upd.roofline
     total = sum(fwd) + sum(bwd)
     measured = _summarise(step.work, step.rec, step.discovered, ([fwd], [bwd], [upd]),
                           [total], [total])
     job = Job(model=step.work.name, batch_size=batch_size, framework="estimated", device=device,
-              overlap=overlap, source=f"sgdsim profile {spec} --estimate")
-    extra = {"estimated": _provenance(spec, device, step, timed, estimators)}
+              overlap=overlap, source=f"sgdsim profile {spec} --estimate"
+              + (f" --dtype {dtype}" if dtype != "float32" else ""))
+    extra = {"estimated": _provenance(spec, device, step, timed, estimators) | {"dtype": dtype}}
     return build_profile(measured, job, overlap, extra)
 
 
@@ -136,6 +171,11 @@ def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
             "time_fraction_measured": timed.fraction("measured"),
             "time_fraction_estimated": timed.fraction("estimated"),
             "time_fraction_fallback": timed.fraction("fallback"),
+            "time_fraction_roofline": timed.fraction("roofline"),
+            # types with neither a measurement nor an estimator (calls, optimizer's included),
+            # and the roofline that timed them, with its error on this device's measured rows
+            "roofline_types": dict(sorted(timed.roofline_types.items())),
+            "roofline": timed.roofline.as_dict() if timed.roofline else None,
             "estimators": sorted(f"{op}/{dt}" for op, dt in estimators),
             "outside_training": timed.unseen,
             "forward_s": float(timed.fwd.sum()), "backward_s": float(timed.bwd.sum())}

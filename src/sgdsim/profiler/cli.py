@@ -5,6 +5,8 @@ Registered in ``sgdsim.cli.COMMANDS``; ConfigError/ProfileError print one line a
 from __future__ import annotations
 
 
+import shlex
+
 from ..errors import ProfileError
 from ..outputs import check_output_path
 
@@ -41,6 +43,9 @@ def register(subparsers):
                      help="--estimate: a device name in the database (sgdsim ops stats); "
                           "'this-cpu' is this machine with --threads (default 1); "
                           "default: the database's only device")
+    est.add_argument("--dtype", default=None, choices=("float32", "float16", "bfloat16"),
+                     help="--estimate: the floating-point type the step runs in (its calls are "
+                          "looked up and estimated in it; default float32)")
     ov = p.add_mutually_exclusive_group()
     ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
                     help="communication overlaps computation layer by layer (default)")
@@ -67,7 +72,7 @@ def cmd_profile(args) -> int:
             raise ProfileError(f"{flag} applies to a large model's block (gpt:..., llama:... or a config.json)")
     if args.batch_size is None:
         raise ProfileError("--batch-size is required: the per-worker mini-batch to profile")
-    if args.estimate or args.db or args.target:
+    if args.estimate or args.db or args.target or args.dtype:
         return _cmd_estimate(args)
     args.steps = 30 if args.steps is None else args.steps
     args.warmup = 5 if args.warmup is None else args.warmup
@@ -87,6 +92,10 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def _dtype_flag(info: dict) -> str:
+    return f" --dtype {info['dtype']}" if info["dtype"] != "float32" else ""
+
+
 def _check_output(path: str, force: bool) -> None:
     check_output_path(path, force, exists_error=ProfileError)
 
@@ -99,7 +108,7 @@ def _cmd_estimate(args) -> int:
     from ..progress import say, status
 
     if not args.estimate:
-        raise ConfigError("--db and --target apply to --estimate; without it the model runs here")
+        raise ConfigError("--db, --target and --dtype apply to --estimate; without it the model runs here")
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
                         ("--device", args.device)):
         if value is not None:
@@ -107,23 +116,42 @@ def _cmd_estimate(args) -> int:
     with open_db(args.db, create=False) as db:
         target = pick_target(db, args.target, args.threads)
         with status(f"estimating {args.model} on {target}"):
-            prof = estimate_profile(args.model, args.batch_size, db, target, args.overlap)
+            prof = estimate_profile(args.model, args.batch_size, db, target, args.overlap,
+                                    args.dtype or "float32")
     save_profile(prof, args.output, overwrite=args.force)
     info = prof.extra["estimated"]
-    say(f"wrote {args.output}: {prof.job.model} on {target}, batch {prof.job.batch_size}, "
+    say(f"wrote {args.output}: {prof.job.model} on {target} in {info['dtype']}, batch {prof.job.batch_size}, "
         f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms; "
         f"{info['time_fraction_measured']:.0%} of it from measurements, "
         f"{info['time_fraction_estimated']:.0%} estimated, "
         f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback")
+    if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
+        from ..ops.db import mask
+
+        roof, names = info["roofline"], ",".join(info["roofline_types"])
+        db_flag = f" --db {shlex.quote(mask(args.db))}" if args.db else ""
+        off = ", ".join(f"{e['median']:.0%} {d} (90th percentile {e['p90']:.0%})"
+                        for d, e in (("forward", roof["error"]["fwd"]),
+                                     ("backward", roof["error"]["bwd"])) if e["rows"])
+        say(f"{', '.join(f'{n} {op}' for op, n in info['roofline_types'].items())} call(s) "
+            f"neither measured nor estimated on {target}: "
+            f"{info['time_fraction_roofline']:.0%} of the step time is a roofline of their "
+            f"FLOPs and bytes, off by {off or 'an unmeasured amount'} on the {roof['rows']} "
+            f"calls measured there"
+            + (f" ({' and '.join(roof['unmeasured'])} unmeasured: no such calls)"
+               if roof["unmeasured"] else "")
+            + f"; measure and train them on that device: sgdsim ops measure --grid {names} "
+            f"--samples 30{_dtype_flag(info)}{db_flag}, then sgdsim ops train{db_flag} --op {names} "
+            f"--device {shlex.quote(target)}")
     unknown = info["calls_by_source"].get("unknown", 0)
     if unknown:
         say(f"{unknown} untyped call(s) (views, copies...) had no measurement to go by and "
-            f"count as 0 s: sgdsim ops measure --model {args.model} --batch-size "
-            f"{args.batch_size} measures them")
+            f"count as 0 s: sgdsim ops measure --model {shlex.quote(args.model)} --batch-size "
+            f"{args.batch_size}{_dtype_flag(info)} measures them")
     if info["outside_training"]:
         what = "; ".join(f"{op}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''}"
                          for op, v in sorted(info["outside_training"].items()))
         say(f"estimated outside what the estimators were trained on (guesses): "
-            f"{what}; sgdsim ops measure --model {args.model} --batch-size {args.batch_size} "
-            f"measures these calls")
+            f"{what}; sgdsim ops measure --model {shlex.quote(args.model)} --batch-size {args.batch_size}"
+            f"{_dtype_flag(info)} measures these calls")
     return 0
