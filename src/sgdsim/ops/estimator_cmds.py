@@ -24,6 +24,10 @@ def register(sub) -> dict:
         if name == "train":
             q.add_argument("--no-pc", action="store_true",
                            help="train without the principal component (for comparison)")
+            q.add_argument("--prior", default="auto", choices=("auto", "on", "off"),
+                           help="on: the MLP corrects a roofline fitted to each type's rows instead "
+                                "of learning the time; auto: both, half the budget each, the one "
+                                "with the lower validation error (default auto)")
         else:
             q.add_argument("--holdout", type=float, default=0.1,
                            help="fraction of each type's rows held out for the error")
@@ -77,7 +81,8 @@ def cmd_train(args) -> int:
             for i, ((op, dtype), rows) in enumerate(groups.items()):
                 try:  # one type's bad data never stops the others
                     est = train(rows, registry[op].shape_dims, np.random.default_rng(args.seed + i),
-                                args.budget, use_pc=not args.no_pc)
+                                args.budget, use_pc=not args.no_pc,
+                                use_prior={"auto": "auto", "on": True, "off": False}[args.prior])
                 except ConfigError as exc:
                     failed.append(f"{op}/{dtype} ({exc})")
                     print(f"{op:<12} {dtype:<9} {len(rows):>5}  not trained: {exc}", flush=True)

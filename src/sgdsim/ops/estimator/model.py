@@ -10,6 +10,7 @@ model predicts 0 there; any other zero backward is learned as the smallest backw
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -19,6 +20,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .features import Layout, layout_of, log_inputs, one_hot, pc_text
+from .prior import check_prior, fit_prior, prior_times
 from .search import Fitter, choose_pc, fine_tune, screen, search_arch
 
 FORMAT = "sgdsim-op-estimator/1"
@@ -42,6 +44,8 @@ class OpEstimator:
     has_bwd: bool
     zero_bwd: tuple[tuple[str, str], ...] = ()  # mode values whose backward is always 0
     stats: dict = field(default_factory=dict)
+    # a roofline the MLP corrects (``prior.py``): the MLP learns log(time / prior); None: time
+    prior: dict | None = None
 
     def predict(self, params: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """Forward and backward seconds, one each per parameter dict."""
@@ -50,6 +54,8 @@ class OpEstimator:
         self._check_names(params)
         x = (encode(params, self.layout, self.pc) - self.x_mean) / self.x_std
         y = np.exp(forward(x, self.weights, self.biases) * self.y_std + self.y_mean)
+        if self.prior is not None:
+            y = y * prior_times(self.op, self.dtype, params, self.prior)[:, :y.shape[1]]
         bwd = y[:, 1] if self.has_bwd else np.zeros(len(params))
         zero = [any(str(p[m]) == v for m, v in self.zero_bwd) for p in params]
         return y[:, 0], np.where(zero, 0.0, bwd)
@@ -74,7 +80,7 @@ class OpEstimator:
             "y_mean": self.y_mean.tolist(), "y_std": self.y_std.tolist(),
             "weights": [w.tolist() for w in self.weights],
             "biases": [b.tolist() for b in self.biases], "has_bwd": self.has_bwd,
-            "zero_bwd": [list(z) for z in self.zero_bwd],
+            "zero_bwd": [list(z) for z in self.zero_bwd], "prior": self.prior,
             "stats": {k: v for k, v in self.stats.items() if k not in VOLATILE}},
             sort_keys=True)
 
@@ -90,7 +96,7 @@ class OpEstimator:
                       *(_array(d[k], 1) for k in ("x_mean", "x_std", "y_mean", "y_std")),
                       [_array(w, 2) for w in d["weights"]], [_array(b, 1) for b in d["biases"]],
                       bool(d["has_bwd"]), tuple((str(m), str(v)) for m, v in d["zero_bwd"]),
-                      dict(d["stats"]))
+                      dict(d["stats"]), check_prior(d.get("prior")))
             _check(est)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"not a valid sgdsim operator estimator: "
@@ -196,13 +202,15 @@ def _check_records(records) -> None:
 
 def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
           use_pc: bool = True, arch: tuple[int, int] | None = None,
-          clock_stop: bool = True) -> OpEstimator:
+          clock_stop: bool = True, use_prior: bool | str = False) -> OpEstimator:
     """The estimator of ``records`` (one op type and dtype): PC search (``use_pc``), then
     architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds.
     Deterministic for a given generator state, data and budget, unless the clock stops a
     search that overran its plan (a machine slower than the cost model; ``stats["budget_hit"]``
     says so); ``clock_stop=False`` never stops on the clock, so the result is the same on any
     machine, however loaded."""
+    if use_prior == "auto":
+        return _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop)
     records, set_aside = learnable(records)
     _check_records(records)
     if not 0 < budget_s < float("inf"):
@@ -215,6 +223,10 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     has_bwd = any(r.bwd_s > 0 for r in records)
     zero_bwd = _zero_bwd_modes(records, layout) if has_bwd else ()
     y, times, mask = _targets(records, has_bwd, zero_bwd)
+    prior = fit_prior(records, has_bwd) if use_prior else None
+    if prior is not None:  # the MLP learns what the roofline misses
+        base = prior_times(records[0].op, records[0].dtype, params, prior)[:, :y.shape[1]]
+        y, times = y - np.log(base), times / base
     order = rng.permutation(len(records))
     n_val = max(2, int(round(VALIDATION * len(records))))
     fitter = Fitter(y, times, mask, order[n_val:], order[:n_val], budget_s, clock_stop)
@@ -235,7 +247,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     return OpEstimator(
         records[0].op, records[0].dtype, layout, pc, xm, xs, ym, ys,
         [np.array(w) for w in best.model.coefs_], [np.array(b) for b in best.model.intercepts_],
-        has_bwd, zero_bwd, stats={
+        has_bwd, zero_bwd, prior=prior, stats={
             "samples": len(records), "set_aside": set_aside, "validation_rows": n_val,
             "validation_error": best.err, "arch": f"L{best.arch[0]}N{best.arch[1]}",
             "alpha": best.alpha, "pc": pc_text(layout, pc),
@@ -244,6 +256,18 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
             "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
             "budget_hit": fitter.budget_hit, "rng_state": state,
             "train_s": time.perf_counter() - start})
+
+
+def _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop) -> OpEstimator:
+    """Both, on the same validation split with half the budget each; the one whose validation
+    error is lower (the roofline prior helps some operator types and hurts others:
+    docs/ops.md)."""
+    tried = [train(records, shape_dims, copy.deepcopy(rng), budget_s / 2, use_pc, arch, clock_stop, choice)
+             for choice in (False, True)]
+    best = min(tried, key=lambda e: e.stats["validation_error"])
+    best.stats["prior_chosen"] = best.prior is not None
+    best.stats["validation_errors_without_with_prior"] = [e.stats["validation_error"] for e in tried]
+    return best
 
 
 # -------------------------------------------------------------------------------- evaluation

@@ -1,0 +1,67 @@
+"""The estimator with and without choosing a roofline prior, by k-fold cross-validation
+(issue 38, item 3): per operator type, every row is held out once; "MLP" learns the time,
+"auto" trains with and without the prior on half the budget each and keeps the one whose
+validation error is lower. Both get the same total budget. Printed beside the type's
+test-retest median (sgdsim ops retest).
+
+    python examples/ops/prior_cv.py DB [--budget 5] [--folds 4] [--seed 0]
+"""
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import numpy as np
+
+from sgdsim.ops.db import open_db
+from sgdsim.ops.estimator.model import learnable, train
+from sgdsim.ops.optypes import REGISTRY
+
+
+def errors(est, rows) -> np.ndarray:
+    fwd, _ = est.predict([r.params for r in rows])
+    return np.abs(fwd / np.array([r.fwd_s for r in rows]) - 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("db")
+    ap.add_argument("--budget", type=float, default=5.0)
+    ap.add_argument("--folds", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    with open_db(args.db, create=False) as db:
+        (device,) = [d.name for d in db.devices()]
+        groups = defaultdict(list)
+        for r in learnable(db.load(device=device))[0]:
+            if r.op in REGISTRY and r.op != "other":
+                groups[(r.op, r.dtype)].append(r)
+        retests = {k[1:]: v for k, v in db.load_retests().items() if k[0] == device}
+    print(f"Device: {device}; {args.folds}-fold, budget {args.budget:g} s per model, seed {args.seed}\n")
+    print("| operator | rows | median error, MLP | auto | mean, MLP | auto | prior chosen | test-retest median "
+          "| auto within 1.5x |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for (op, dtype), recs in sorted(groups.items()):
+        if len(recs) < 20:
+            continue
+        fold = np.random.default_rng(args.seed).permutation(len(recs)) % args.folds
+        err = {"mlp": [], "auto": []}
+        chosen = 0
+        for k in range(args.folds):
+            fit = [r for r, f in zip(recs, fold) if f != k]
+            test = [r for r, f in zip(recs, fold) if f == k]
+            for name, prior in (("mlp", False), ("auto", "auto")):
+                est = train(fit, REGISTRY[op].shape_dims, np.random.default_rng([args.seed, k]), args.budget,
+                            use_prior=prior, clock_stop=False)
+                err[name].append(errors(est, test))
+                chosen += name == "auto" and est.prior is not None
+        m, a = np.concatenate(err["mlp"]), np.concatenate(err["auto"])
+        again = retests.get((op, dtype))
+        noise = f"{again['fwd_median']:.1%} | {'yes' if np.median(a) <= 1.5 * again['fwd_median'] else '**no**'}" \
+            if again else "- | -"
+        print(f"| {op} | {len(recs)} | {np.median(m):.1%} | {np.median(a):.1%} | {m.mean():.1%} | {a.mean():.1%} | "
+              f"{chosen} of {args.folds} | {noise} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
