@@ -11,7 +11,8 @@ pytest.importorskip("sqlalchemy")
 
 from sgdsim.cli import main  # noqa: E402
 from sgdsim.ops.db import open_db  # noqa: E402
-from sgdsim.ops.estimator.model import evaluate, learnable  # noqa: E402
+from sgdsim.ops.estimator.model import evaluate  # noqa: E402
+from sgdsim.ops.records import learnable  # noqa: E402
 from sgdsim.ops.records import Device, OpRecord  # noqa: E402
 
 DEV = Device("cpu (1 threads, test)", "cpu", "pytorch test", "")

@@ -54,9 +54,9 @@ def test_stats_shows_rows_and_median_per_type(dbfile, capsys):
         db.save_estimator(DEV.name, "gelu", "float32", "{}")
     assert run("stats", "--db", dbfile) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
-    # device name has two words: op, dtype, rows, median µs, estimator follow it
-    assert [r[2:7] for r in rows] == [["gelu", "float32", "1", "5.0", "yes"],
-                                      ["relu", "float32", "3", "2.0", "-"]]
+    # device name has two words: op, dtype, rows, median µs, estimator, retest follow it
+    assert [r[2:8] for r in rows] == [["gelu", "float32", "1", "5.0", "yes", "-"],
+                                      ["relu", "float32", "3", "2.0", "-", "-"]]
 
 
 def test_readers_refuse_a_missing_database(tmp_path):

@@ -14,7 +14,8 @@ from collections import defaultdict
 import numpy as np
 
 from sgdsim.ops.db import open_db
-from sgdsim.ops.estimator.model import learnable, train
+from sgdsim.ops.estimator.model import train
+from sgdsim.ops.records import learnable
 from sgdsim.ops.optypes import REGISTRY
 
 

@@ -5,9 +5,8 @@
 """
 from __future__ import annotations
 
-import contextlib
-
 from .template import FLOATING
+from .timing_env import timing_settings, torch_module as _torch
 
 from ..cli.common import Parser
 from ..errors import ConfigError
@@ -97,21 +96,6 @@ def cmd_measure(args) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def timing_settings(torch, threads: int):
-    """Threads as the profile will run them, and denormals flushed: repeated in-place calls
-    must not slow down on them. Both are per process (the flag also changes numpy's
-    arithmetic), so both are put back when the timing ends."""
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
-        torch.set_num_threads(old_threads)
-
-
 def _plan(args, rng, status):
     from .collect import grid_calls, model_calls, this_device
     from .optypes import SAMPLED
@@ -185,11 +169,3 @@ def _rng(seed: int):
     import numpy as np
 
     return np.random.default_rng(seed)
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        raise ConfigError("sgdsim ops measure needs PyTorch: pip install torch==2.13.0") from None
-    return torch

@@ -20,6 +20,7 @@ import urllib.parse
 from collections.abc import Iterable
 
 from ..errors import ConfigError
+from .db_tables import RETEST, VALUES, tables as _tables
 from .records import Device, OpRecord, params_from_key, params_key
 
 SCHEMA_VERSION = 2  # 2: fwd_bound, bwd_bound, retests (a database of 1 is upgraded when opened)
@@ -28,10 +29,7 @@ BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for the others before givin
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails in seconds, not minutes
 CHUNK = 500  # keys per lookup query: well under every driver's parameter limit
 TABLES = ("meta", "devices", "op_times", "estimators", "retests")
-RETEST = ("rows", "fwd_median", "fwd_p90", "bwd_median", "bwd_p90", "retested_at")
 KEY = ("device_id", "op", "params", "dtype")
-VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at", "fwd_bound", "bwd_bound")
-INTEGERS = ("samples", "fwd_bound", "bwd_bound")
 _SECRET = re.compile(r"^([A-Za-z0-9+.-]+://[^:/@]*):(.*)@")  # greedy: a password may hold '@'
 
 
@@ -86,42 +84,6 @@ def _sqlite_file(path: str, create: bool) -> str:
                               f"(measure first: sgdsim ops measure --db {path} ...)")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     return "sqlite:///" + os.path.abspath(path)
-
-
-def _tables(sa):
-    md = sa.MetaData()
-
-    def text(name, size=256):
-        return sa.Column(name, sa.String(size), nullable=False)
-
-    meta = sa.Table("meta", md, sa.Column("key", sa.String(64), primary_key=True),
-                    text("value"))
-    devices = sa.Table("devices", md, sa.Column("id", sa.Integer, primary_key=True),
-                       sa.Column("name", sa.String(512), nullable=False, unique=True),
-                       text("kind", 32), text("framework"), text("driver"))
-
-    def device_id():
-        return sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False)
-
-    ops = sa.Table(
-        "op_times", md, device_id(), text("op", 64),
-        sa.Column("params", sa.Text, nullable=False), text("dtype", 32),
-        *(sa.Column(c, sa.Integer if c in INTEGERS else sa.Float, nullable=False)
-          for c in VALUES),
-        # In this column order the key's own index serves lookups by (device, op, dtype) too:
-        # a second index would cost every insert a third B-tree update for nothing.
-        sa.UniqueConstraint("device_id", "op", "dtype", "params", name="op_times_key"))
-    estimators = sa.Table(
-        "estimators", md, device_id(), text("op", 64), text("dtype", 32),
-        sa.Column("payload", sa.Text, nullable=False),
-        sa.Column("trained_at", sa.Float, nullable=False),
-        sa.UniqueConstraint("device_id", "op", "dtype", name="estimators_key"))
-    # per type: a sample of its rows timed again, |again / stored - 1| (ops retest)
-    retests = sa.Table(
-        "retests", md, device_id(), text("op", 64), text("dtype", 32),
-        *(sa.Column(c, sa.Integer if c == "rows" else sa.Float, nullable=False) for c in RETEST),
-        sa.UniqueConstraint("device_id", "op", "dtype", name="retests_key"))
-    return md, meta, devices, ops, estimators, retests
 
 
 class OpDB:

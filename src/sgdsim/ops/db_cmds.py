@@ -30,7 +30,9 @@ def register(sub) -> dict:
     q = sub.add_parser("stats", help="rows per device, operator type and dtype",
                        description="Per device, operator type and dtype: how many shapes are "
                                    "measured, their median forward time, whether an estimator "
-                                   "is trained, and when they were last measured.")
+                                   "is trained, its test-retest (the median |again/stored - 1| "
+                                   "of sgdsim ops retest; '-' before one ran), and when they "
+                                   "were last measured.")
     add_db_argument(q)
     q = sub.add_parser("export", help="write the measurements to CSV or Parquet",
                        description="Write measurements to FILE (.csv, or .parquet with pyarrow) "
@@ -89,8 +91,6 @@ def cmd_stats(args) -> int:
         again = f"{retests[key]['fwd_median']:.1%}" if key in retests else "-"
         print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "
               f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9} {again:>7}  {_when(s['last_measured_at'])}")
-    if not retests:
-        print("retest: how far a second timing of the same rows lands (sgdsim ops retest measures it)")
     return 0
 
 

@@ -59,3 +59,10 @@ def params_key(params: dict[str, ParamValue]) -> str:
 
 def params_from_key(text: str) -> dict[str, ParamValue]:
     return json.loads(text)
+
+
+def learnable(records) -> tuple[list, int]:
+    """(the rows whose forward time is a measurement, how many were set aside): a bound (a time
+    below the timer's resolution) or a 0 that an older timer stored says too little to fit."""
+    kept = [r for r in records if r.fwd_s > 0 and not r.fwd_bound]
+    return kept, len(records) - len(kept)

@@ -39,16 +39,16 @@ def agreement(stored: list[float], again: list[float]) -> tuple[float, float]:
 
 def cmd_retest(args) -> int:
     from ..progress import Progress, say
-    from .cli import _torch, timing_settings
+    from .timing_env import timing_settings, torch_module
     from .collect import measure_calls, this_device
     from .db import open_db
-    from .estimator.model import learnable
+    from .records import learnable
     from .measure import Precision
     from .optypes import REGISTRY
 
     if not 2 <= args.samples <= 10000:
         raise ConfigError(f"--samples must be in 2..10000, got {args.samples}")
-    torch = _torch()
+    torch = torch_module()
     device = this_device(args.threads)
     rng = np.random.default_rng(args.seed)
     with open_db(args.db, create=False) as db, timing_settings(torch, args.threads):

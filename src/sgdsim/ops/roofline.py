@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from .optypes import OTHER_NAME, REGISTRY
 from .optypes.conv import macs
+from .records import learnable
 from .template import Call
 
 # The types whose time follows their arithmetic; every other type is counted as 0 FLOPs
@@ -154,8 +155,6 @@ def fit_roofline(db, device: str, db_name: str = "DB") -> Roofline:
 
 
 def _rows(records) -> list[tuple[str, Work, float, float]]:
-    from .estimator.model import learnable
-
     out = []
     for r in learnable(records)[0]:  # a bound is not a time to fit a rate to
         if r.op == OTHER_NAME or r.op not in REGISTRY:

@@ -92,6 +92,27 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def _roofline_line(info: dict, db: str | None, target: str) -> str:
+    """Which types came from the device's roofline, how far off it is there, what to run."""
+    from ..ops.db import mask
+
+    roof, names = info["roofline"], ",".join(info["roofline_types"])
+    db_flag = f" --db {shlex.quote(mask(db))}" if db else ""
+    off = ", ".join(f"{e['median']:.0%} {d} (90th percentile {e['p90']:.0%})"
+                    for d, e in (("forward", roof["error"]["fwd"]),
+                                 ("backward", roof["error"]["bwd"])) if e["rows"])
+    return (f"{', '.join(f'{n} {op}' for op, n in info['roofline_types'].items())} call(s) "
+            f"neither measured nor estimated on {target}: "
+            f"{info['time_fraction_roofline']:.0%} of the step time is a roofline of their "
+            f"FLOPs and bytes, off by {off or 'an unmeasured amount'} on the {roof['rows']} "
+            f"calls measured there"
+            + (f" ({' and '.join(roof['unmeasured'])} unmeasured: no such calls)"
+               if roof["unmeasured"] else "")
+            + f"; measure and train them on that device: sgdsim ops measure --grid {names} "
+            f"--samples 30{_dtype_flag(info)}{db_flag}, then sgdsim ops train{db_flag} --op {names} "
+            f"--device {shlex.quote(target)}")
+
+
 def _dtype_flag(info: dict) -> str:
     return f" --dtype {info['dtype']}" if info["dtype"] != "float32" else ""
 
@@ -126,23 +147,7 @@ def _cmd_estimate(args) -> int:
         f"{info['time_fraction_estimated']:.0%} estimated, "
         f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback")
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
-        from ..ops.db import mask
-
-        roof, names = info["roofline"], ",".join(info["roofline_types"])
-        db_flag = f" --db {shlex.quote(mask(args.db))}" if args.db else ""
-        off = ", ".join(f"{e['median']:.0%} {d} (90th percentile {e['p90']:.0%})"
-                        for d, e in (("forward", roof["error"]["fwd"]),
-                                     ("backward", roof["error"]["bwd"])) if e["rows"])
-        say(f"{', '.join(f'{n} {op}' for op, n in info['roofline_types'].items())} call(s) "
-            f"neither measured nor estimated on {target}: "
-            f"{info['time_fraction_roofline']:.0%} of the step time is a roofline of their "
-            f"FLOPs and bytes, off by {off or 'an unmeasured amount'} on the {roof['rows']} "
-            f"calls measured there"
-            + (f" ({' and '.join(roof['unmeasured'])} unmeasured: no such calls)"
-               if roof["unmeasured"] else "")
-            + f"; measure and train them on that device: sgdsim ops measure --grid {names} "
-            f"--samples 30{_dtype_flag(info)}{db_flag}, then sgdsim ops train{db_flag} --op {names} "
-            f"--device {shlex.quote(target)}")
+        say(_roofline_line(info, args.db, target))
     unknown = info["calls_by_source"].get("unknown", 0)
     if unknown:
         say(f"{unknown} untyped call(s) (views, copies...) had no measurement to go by and "

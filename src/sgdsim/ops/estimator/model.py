@@ -20,6 +20,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .features import Layout, layout_of, log_inputs, one_hot, pc_text
+from ..records import learnable
 from .prior import check_prior, fit_prior, prior_times
 from .search import Fitter, choose_pc, fine_tune, screen, search_arch
 
@@ -165,13 +166,6 @@ def _zero_bwd_modes(records, layout: Layout) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def learnable(records) -> tuple[list, int]:
-    """(the rows whose forward time is a measurement, how many were set aside): a bound (a time
-    below the timer's resolution) or a 0 that an older timer stored says too little to fit."""
-    kept = [r for r in records if r.fwd_s > 0 and not r.fwd_bound]
-    return kept, len(records) - len(kept)
-
-
 def _targets(records, has_bwd: bool, zero_bwd):
     """(log targets, true times, mask of the entries that count for the error)."""
     fwd = np.array([r.fwd_s for r in records])
@@ -211,8 +205,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     machine, however loaded."""
     if use_prior == "auto":
         return _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop)
-    records, set_aside = learnable(records)
-    _check_records(records)
+    records, set_aside = _learnable(records)
     if not 0 < budget_s < float("inf"):
         raise ConfigError(f"the training budget must be a positive number of seconds, "
                           f"got {budget_s}")
@@ -222,11 +215,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     layout = layout_of(params, set(shape_dims))
     has_bwd = any(r.bwd_s > 0 for r in records)
     zero_bwd = _zero_bwd_modes(records, layout) if has_bwd else ()
-    y, times, mask = _targets(records, has_bwd, zero_bwd)
-    prior = fit_prior(records, has_bwd) if use_prior else None
-    if prior is not None:  # the MLP learns what the roofline misses
-        base = prior_times(records[0].op, records[0].dtype, params, prior)[:, :y.shape[1]]
-        y, times = y - np.log(base), times / base
+    y, times, mask, prior = _prior_targets(records, params, has_bwd, zero_bwd, use_prior)
     order = rng.permutation(len(records))
     n_val = max(2, int(round(VALIDATION * len(records))))
     fitter = Fitter(y, times, mask, order[n_val:], order[:n_val], budget_s, clock_stop)
@@ -256,6 +245,27 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
             "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
             "budget_hit": fitter.budget_hit, "rng_state": state,
             "train_s": time.perf_counter() - start})
+
+
+def _learnable(records) -> tuple[list, int]:
+    """The measurements to train on, checked; a type whose rows are all bounds says so."""
+    kept, set_aside = learnable(records)
+    if set_aside and len(kept) < MIN_ROWS:
+        raise ConfigError(f"{records[0].op}: {len(kept)} measurement(s) to train on, too few (need >= "
+                          f"{MIN_ROWS}); {set_aside} more are upper bounds (or 0 s) of times too short to "
+                          "resolve, which cannot be learned")
+    _check_records(kept)
+    return kept, set_aside
+
+
+def _prior_targets(records, params, has_bwd: bool, zero_bwd, use_prior: bool):
+    """(log targets, times, mask, prior): with a prior, what the roofline misses."""
+    y, times, mask = _targets(records, has_bwd, zero_bwd)
+    prior = fit_prior(records, has_bwd) if use_prior else None
+    if prior is not None:
+        base = prior_times(records[0].op, records[0].dtype, params, prior)[:, :y.shape[1]]
+        y, times = y - np.log(base), times / base
+    return y, times, mask, prior
 
 
 def _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop) -> OpEstimator:

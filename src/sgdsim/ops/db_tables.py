@@ -1,0 +1,42 @@
+"""The operator database's tables (SQLAlchemy Core), one definition for SQLite and PostgreSQL."""
+from __future__ import annotations
+
+VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at", "fwd_bound", "bwd_bound")
+INTEGERS = ("samples", "fwd_bound", "bwd_bound")
+RETEST = ("rows", "fwd_median", "fwd_p90", "bwd_median", "bwd_p90", "retested_at")
+
+
+def tables(sa):
+    md = sa.MetaData()
+
+    def text(name, size=256):
+        return sa.Column(name, sa.String(size), nullable=False)
+
+    meta = sa.Table("meta", md, sa.Column("key", sa.String(64), primary_key=True),
+                    text("value"))
+    devices = sa.Table("devices", md, sa.Column("id", sa.Integer, primary_key=True),
+                       sa.Column("name", sa.String(512), nullable=False, unique=True),
+                       text("kind", 32), text("framework"), text("driver"))
+
+    def device_id():
+        return sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False)
+
+    ops = sa.Table(
+        "op_times", md, device_id(), text("op", 64),
+        sa.Column("params", sa.Text, nullable=False), text("dtype", 32),
+        *(sa.Column(c, sa.Integer if c in INTEGERS else sa.Float, nullable=False)
+          for c in VALUES),
+        # In this column order the key's own index serves lookups by (device, op, dtype) too:
+        # a second index would cost every insert a third B-tree update for nothing.
+        sa.UniqueConstraint("device_id", "op", "dtype", "params", name="op_times_key"))
+    estimators = sa.Table(
+        "estimators", md, device_id(), text("op", 64), text("dtype", 32),
+        sa.Column("payload", sa.Text, nullable=False),
+        sa.Column("trained_at", sa.Float, nullable=False),
+        sa.UniqueConstraint("device_id", "op", "dtype", name="estimators_key"))
+    # per type: a sample of its rows timed again, |again / stored - 1| (ops retest)
+    retests = sa.Table(
+        "retests", md, device_id(), text("op", 64), text("dtype", 32),
+        *(sa.Column(c, sa.Integer if c == "rows" else sa.Float, nullable=False) for c in RETEST),
+        sa.UniqueConstraint("device_id", "op", "dtype", name="retests_key"))
+    return md, meta, devices, ops, estimators, retests
