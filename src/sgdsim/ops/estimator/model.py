@@ -198,17 +198,16 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
           use_pc: bool = True, arch: tuple[int, int] | None = None,
           clock_stop: bool = True, use_prior: bool | str = False) -> OpEstimator:
     """The estimator of ``records`` (one op type and dtype): PC search (``use_pc``), then
-    architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds.
+    architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds;
+    ``use_prior``: correct a roofline (True, False or "auto": both, the better one).
     Deterministic for a given generator state, data and budget, unless the clock stops a
-    search that overran its plan (a machine slower than the cost model; ``stats["budget_hit"]``
-    says so); ``clock_stop=False`` never stops on the clock, so the result is the same on any
-    machine, however loaded."""
+    search that overran its plan (``stats["budget_hit"]`` says so); ``clock_stop=False``
+    never stops on the clock, so the result is the same on any machine, however loaded."""
     if use_prior == "auto":
         return _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop)
     records, set_aside = _learnable(records)
     if not 0 < budget_s < float("inf"):
-        raise ConfigError(f"the training budget must be a positive number of seconds, "
-                          f"got {budget_s}")
+        raise ConfigError(f"the training budget must be a positive number of seconds, got {budget_s}")
     start = time.perf_counter()
     state = rng.bit_generator.state
     params = [r.params for r in records]
