@@ -215,31 +215,23 @@ class OpDB:
             t.c.name.in_(list(devices)))).all())
 
     def save_estimator(self, device: str, op: str, dtype: str, payload: str) -> None:
-        def save():
-            with self._write() as c:
-                dev_id = self._device_id(c, device)
-                if dev_id is None:
-                    raise ConfigError(f"no device {device!r} in {self.shown}")
-                stmt = self._insert(self.est_t)
-                c.execute(stmt.on_conflict_do_update(
-                    index_elements=["device_id", "op", "dtype"],
-                    set_={"payload": stmt.excluded.payload,
-                          "trained_at": stmt.excluded.trained_at}),
-                    [{"device_id": dev_id, "op": op, "dtype": dtype, "payload": payload,
-                      "trained_at": time.time()}])
-        self._guard(save)
+        self._save_per_type(self.est_t, device, op, dtype, {"payload": payload, "trained_at": time.time()})
 
     def save_retest(self, device: str, op: str, dtype: str, values: dict) -> None:
         """``values``: the ``RETEST`` columns; replaces the type's previous retest."""
+        self._save_per_type(self.retest_t, device, op, dtype, {k: values[k] for k in RETEST})
+
+    def _save_per_type(self, table, device: str, op: str, dtype: str, values: dict) -> None:
+        """One row of a table keyed by (device, op, dtype), inserted or replaced."""
         def save():
             with self._write() as c:
                 dev_id = self._device_id(c, device)
                 if dev_id is None:
                     raise ConfigError(f"no device {device!r} in {self.shown}")
-                stmt = self._insert(self.retest_t)
+                stmt = self._insert(table)
                 c.execute(stmt.on_conflict_do_update(
-                    index_elements=["device_id", "op", "dtype"], set_={k: stmt.excluded[k] for k in RETEST}),
-                    [{"device_id": dev_id, "op": op, "dtype": dtype, **{k: values[k] for k in RETEST}}])
+                    index_elements=["device_id", "op", "dtype"], set_={k: stmt.excluded[k] for k in values}),
+                    [{"device_id": dev_id, "op": op, "dtype": dtype, **values}])
         self._guard(save)
 
     def load_retests(self) -> dict[tuple[str, str, str], dict]:
