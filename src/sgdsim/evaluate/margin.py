@@ -42,14 +42,46 @@ def coarse_for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
 
 
 def _source(margin: Margin) -> str:
-    if not margin.fit_rel:
-        return margin.source
-    return f"{margin.source}, with a pilot calibration's ±{margin.fit_rel * level_scale(margin.level):.1%}"
+    text = margin.source
+    if margin.fit_rel:
+        text += f", with a pilot calibration's ±{margin.fit_rel * level_scale(margin.level):.1%}"
+    if margin.profile_rel:
+        text += (f", with the estimated profile's ±{margin.profile_rel:.1%} (its operators' estimates, "
+                 "time-weighted)")
+    return text
 
 
 def _with_fit(error_rel: float, margin: Margin) -> float:
-    """The model's error and a pilot fit's uncertainty (rescaled to the level), in quadrature."""
-    return math.hypot(error_rel, margin.fit_rel * level_scale(margin.level)) if margin.fit_rel else error_rel
+    """The model's error, a pilot fit's uncertainty (rescaled to the level) and an estimated
+    profile's error, in quadrature. The profile's is a typical (mean) error, not a bound: it
+    is added as it is, at every level."""
+    if not (margin.fit_rel or margin.profile_rel):
+        return error_rel
+    return math.hypot(error_rel, margin.fit_rel * level_scale(margin.level), margin.profile_rel)
+
+
+def with_estimated_profile(control, job):
+    """``control`` with its margin widened by the job's estimated profiles' own error (the
+    largest of its classes'), unless the margin was set to 0 (the simulator's spread alone)."""
+    error = max(profile_error_rel(c.profile) for c in job.classes)
+    if error <= 0 or control.margin.model_error_rel == 0:
+        return control
+    return replace(control, margin=replace(control.margin, profile_rel=error))
+
+
+ESTIMATED_DEFAULT_REL = 0.30  # an estimated profile from before step_error_rel was recorded
+
+
+def profile_error_rel(profile) -> float:
+    """An estimated profile's step error (``ops.estimate.step_error_rel``); 0 for a measured
+    one. A profile estimated before that was recorded: ``ESTIMATED_DEFAULT_REL`` for the share
+    not measured exactly (the estimators' typical held-out error, docs/ops.md)."""
+    info = (getattr(profile, "extra", None) or {}).get("estimated")
+    if not isinstance(info, dict):
+        return 0.0
+    if "step_error_rel" in info:
+        return float(info["step_error_rel"])
+    return ESTIMATED_DEFAULT_REL * (1 - float(info.get("time_fraction_measured", 0.0)))
 
 
 def level_scale(level: float) -> float:

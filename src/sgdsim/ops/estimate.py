@@ -34,6 +34,7 @@ class Timed:
     # per operator type, values outside its estimator's training (a mode never seen,
     # "groups=32", or a size above the largest): those estimates are guesses; the user is told
     unseen: dict[str, list[str]] = field(default_factory=dict)
+    ops: list[str] = field(default_factory=list)  # each call's operator type
 
     def fraction(self, source: str) -> float:
         total = float((self.fwd + self.bwd).sum())
@@ -74,7 +75,7 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
             _fallback(idx, keyed, db, device, (fwd, bwd, source))
         else:
             neither += idx
-    timed = Timed(fwd, bwd, source, unseen=unseen)
+    timed = Timed(fwd, bwd, source, unseen=unseen, ops=[op for op, _, _ in keyed])
     if neither:
         _roofline(calls, keyed, sorted(neither), db, device, fit, timed)
     return timed
@@ -177,8 +178,29 @@ def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
             "roofline_types": dict(sorted(timed.roofline_types.items())),
             "roofline": timed.roofline.as_dict() if timed.roofline else None,
             "estimators": sorted(f"{op}/{dt}" for op, dt in estimators),
+            "step_error_rel": step_error_rel(timed, estimators),
             "outside_training": timed.unseen,
             "forward_s": float(timed.fwd.sum()), "backward_s": float(timed.bwd.sum())}
+
+
+FALLBACK_ERROR_REL = 0.5  # an untyped call timed by its function's median: a stated guess
+
+
+def step_error_rel(timed: Timed, estimators: dict) -> float:
+    """How far the estimated step may be off, time-weighted over its calls: 0 for an exact
+    row, the estimator's own validation error for an estimate, the roofline's median error
+    for a roofline time, ``FALLBACK_ERROR_REL`` for an untyped call's median. A linear
+    average (errors of one type are alike, not independent, so they are not let cancel)."""
+    by_type = {op: est.stats.get("validation_error", 0.0) for (op, _), est in estimators.items()}
+    roof = timed.roofline.error["fwd"]["median"] if timed.roofline and timed.roofline.error else None
+    error = {"measured": lambda op: 0.0, "estimated": lambda op: by_type.get(op, 0.0),
+             "roofline": lambda op: roof if roof is not None else 1.0,
+             "fallback": lambda op: FALLBACK_ERROR_REL, "unknown": lambda op: 0.0}
+    times = timed.fwd + timed.bwd
+    total = float(times.sum())
+    if total <= 0:
+        return 0.0
+    return float(sum(t * error[s](op) for t, s, op in zip(times, timed.source, timed.ops)) / total)
 
 
 def pick_target(db, target: str | None, threads: int | None) -> str:

@@ -35,6 +35,9 @@ class Margin:
     # a pilot calibration's uncertainty (95 %) on the goodput: a throughput moves at most as
     # much as the bandwidth it rests on, so it bounds the prediction's (calibrate_pilot.py)
     fit_rel: float = 0.0
+    # an estimated profile's own error (its operators' estimates, time-weighted: the profile's
+    # step_error_rel), added in quadrature like the fit's
+    profile_rel: float = 0.0
 
     @classmethod
     def at_level(cls, level: float, run_spread_rel: float = 0.0, model_error_rel=None,
@@ -53,6 +56,7 @@ class Margin:
         check_range(self.run_spread_rel, "run spread", 0.0, 1.0, hi_open=True, text="a fraction in [0, 1)")
         check_range(self.coarse_error_rel, "coarse model error", 0.0, 1.0, hi_open=True, text="in [0, 1)")
         check_range(self.fit_rel, "calibration fit uncertainty", 0.0, 1.0, hi_open=True, text="in [0, 1)")
+        check_range(self.profile_rel, "estimated profile's error", 0.0, 10.0, text="in [0, 10]")
         if self.level not in LEVELS:
             raise ConfigError(f"the interval level must be one of {LEVELS}, got {self.level!r}")
         if self.source not in (MEASURED, GIVEN):
