@@ -162,6 +162,27 @@ def test_points_table_and_summary():
     assert "model's own error" not in html  # points without a margin say nothing of one
 
 
+def test_the_page_says_what_it_assumed_and_shows_no_empty_regimes_column():
+    html = render_html(report(fine_series(), options={"bandwidth": "10Gbps (the default)"},
+                              profiles=({"name": "toy", "batch_size": 32},)))
+    assert "<p>Assumed: bandwidth 10Gbps (the default); toy batch 32.</p>" in html
+    assert "<th>regimes</th>" not in html  # no point ran in two regimes
+    regimes = ({"throughput": 610.0, "share": 0.6}, {"throughput": 560.0, "share": 0.4})
+    two = Series("toy · fine", "toy", "fine", (point(8, 590, 550, 620, regimes=regimes),))
+    assert "<th>regimes</th>" in render_html(report(two))
+
+
+def test_a_report_without_bandwidth_given_names_the_default(tmp_path):
+    from pathlib import Path
+
+    from sgdsim.cli import main
+    out = tmp_path / "r.html"
+    profile = Path(__file__).resolve().parent.parent / "examples" / "profiles" / "alexnet-nooverlap.json"
+    assert main(["predict", str(profile), "--workers", "1,2", "--quiet",
+                 "--report", str(out)]) == 0
+    assert "bandwidth 10Gbps (the default)" in out.read_text()
+
+
 def test_points_table_says_which_model_error_the_intervals_hold():
     pts = tuple({**point(w, 100 * w, 85 * w, 115 * w), "model_error_rel": 0.1042, "margin_source": MEASURED}
                 for w in (1, 2))

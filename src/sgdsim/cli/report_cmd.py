@@ -78,10 +78,18 @@ def _profile_summary(source, coarse: str | None) -> dict:
 
 
 def _options(args) -> dict[str, str]:
+    """The options given, and the bandwidth the prediction assumed even when it was not given
+    (the default, or the hardware file's)."""
+    from ..parse.keywords import CLUSTER_KEYWORDS
+
     skip = {"handlers", "command", "profiles", "profile", "output", "force", "quiet", "report",
             "timeline", "format", "validation_points"}
-    return {k.replace("_", "-"): str(v) for k, v in sorted(vars(args).items())
-            if k not in skip and v not in (None, [], False)}
+    given = {k.replace("_", "-"): str(v) for k, v in sorted(vars(args).items())
+             if k not in skip and v not in (None, [], False)}
+    if "bandwidth" not in given:
+        given["bandwidth"] = (f"from {args.hardware}" if getattr(args, "hardware", None)
+                              else f"{CLUSTER_KEYWORDS['bandwidth']} (the default)")
+    return given
 
 
 def _hardware(path: str | None) -> dict | None:

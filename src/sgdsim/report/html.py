@@ -52,6 +52,7 @@ def render_html(report: ReportInput) -> str:
     check_report(report)
     body = [f"<h1>{escape(report.title)}</h1>",
             f'<p class="summary">{escape(summary_line(report.series))}</p>',
+            f"<p>{escape(assumed_line(report))}</p>",
             _figure("Throughput", throughput_svg(report.series)),
             _figure("Scaling efficiency", *efficiency_svg(report.series)),
             _figure("Bottleneck utilization", *utilization_svg(report.series)),
@@ -83,6 +84,15 @@ def summary_line(series: tuple[Series, ...]) -> str:
         parts.append(f"{s.label}: best {num(best['throughput'])} examples/s "
                      f"at W={best['workers']}")
     return "; ".join(parts)
+
+
+def assumed_line(report: ReportInput) -> str:
+    """What every figure below rests on, first: the network and where it came from."""
+    bandwidth = report.options.get("bandwidth", "")
+    net = (f"bandwidth {bandwidth}" if bandwidth else
+           "the network of the hardware file below" if report.hardware is not None else "")
+    batch = ", ".join(f"{p['name']} batch {p['batch_size']}" for p in report.profiles if "batch_size" in p)
+    return "Assumed: " + "; ".join(x for x in (net, batch) if x) + "." if (net or batch) else ""
 
 
 def throughput_svg(series: tuple[Series, ...]) -> str:
@@ -173,6 +183,8 @@ def points_table(series: tuple[Series, ...]) -> str:
     head = ("series", "W", "throughput (examples/s)", "95 % interval", "step time (ms)",
             "bottleneck (util %)", "regimes")
     rows = [_point_row(s, p) for s in series for p in s.sorted_points()]
+    if not any(r[-1] for r in rows):  # no point ran in two regimes: no empty column
+        head, rows = head[:-1], [r[:-1] for r in rows]
     m, source = max(((p.get("model_error_rel") or 0.0, p.get("margin_source", "")) for s in series
                      for p in s.points), default=(0.0, ""))
     note = (f"<p>95 % interval: where one real run lands, the model's own error (±{100 * m:.1f} %"
