@@ -421,3 +421,15 @@ def test_the_hardware_file_table_is_the_default_and_an_explicit_penalty_replaces
     # 2 workers: with the table one flow against one the other way keeps half; the rule
     # never slows 1 against 1, so k = 0.15 and k = 0 agree
     assert tput[0] < 0.9 * tput[1] and tput[1] == pytest.approx(tput[2])
+
+
+def test_a_lab_that_disappears_mid_measurement_is_one_line_that_says_how_to_bring_it_back():
+    """netbench --two-way read tc's byte counters of namespaces that had gone: a
+    CalledProcessError traceback (issue 39). Now one line naming what failed and what to run."""
+    from sgdsim.errors import SgdsimError
+    from sgdsim.lab import twoway
+    with pytest.raises(SgdsimError) as info:
+        twoway._sent("sgdsim-no-such-namespace", "eth0")  # whether or not tc exists here
+    text = str(info.value)
+    assert "\n" not in text and text.startswith("the lab is gone (")
+    assert "sgdsim lab up --hosts N --bandwidth B" in text

@@ -24,6 +24,7 @@ import threading
 import time
 
 from ..errors import ConfigError, SgdsimError
+from .netns import run_cmd
 from .procs import kill_all, start_hub
 
 MAX_FLOWS = 8  # flows on the PS's NIC in all: W = 8 workers keep at most 8 transfers there
@@ -182,8 +183,11 @@ def _counters(lab) -> tuple[int, int]:
 
 
 def _sent(ns: str, dev: str) -> int:
-    out = subprocess.run(["tc", "-s", "-n", ns, "qdisc", "show", "dev", dev],
-                         capture_output=True, text=True, check=True).stdout
+    try:
+        out = run_cmd(["tc", "-s", "-n", ns, "qdisc", "show", "dev", dev])
+    except SgdsimError as exc:  # the namespaces went away mid-measurement (lab down, a reboot)
+        raise SgdsimError(f"the lab is gone ({exc}): bring it back as root with sgdsim lab up "
+                          "--hosts N --bandwidth B, then run this again") from None
     m = re.search(r"Sent (\d+) bytes", out)
     if not m:
         raise SgdsimError(f"two-way: no byte counter on {ns}/{dev}")
