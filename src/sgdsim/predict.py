@@ -7,7 +7,6 @@ from .analytic.coarse_profile import CoarseProfile, load_coarse, parse_coarse
 from .errors import ConfigError, ProfileError
 from .evaluate import evaluate
 from .evaluate.executors import Executor
-from .evaluate.margin import with_estimated_profile
 from .parse.keywords import specs as keywords_specs
 from .point import PredictionPoint
 from .profile.io import load_profile
@@ -109,7 +108,6 @@ def predict(job: Job | Profile | CoarseProfile | str | os.PathLike | None = None
         strategy, cluster, control = keywords_specs(**keywords)
         job = _job(job, coarse, worker_profiles)
     counts = [] if job.heterogeneous else parse_workers(workers)
-    control = with_estimated_profile(control, job)  # an estimated profile's error is in its intervals
     return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
 
 

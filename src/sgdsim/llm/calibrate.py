@@ -3,10 +3,10 @@ catalogue that is an assumption (``devices.toml``), fitted so that the predicted
 a measured one, and written as a catalogue of the user's own (``--devices``)."""
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 from ..errors import ConfigError
+from ..outputs import check_output_path
 from .devices import FIELDS, OPTIONAL, Device
 from .layout import Layout
 from .model import Transformer
@@ -41,8 +41,7 @@ def fit_gemm_efficiency(model: Transformer, layout: Layout, dev: Device, step_s:
 
 def write_catalogue(dev: Device, path: str, note: str, force: bool = False) -> None:
     """One device, as ``devices.toml`` holds it; never over a file the user has."""
-    if os.path.exists(path) and not force:
-        raise ConfigError(f"{path} exists; give --force to overwrite it")
+    check_output_path(path, force)
     lines = [f"# {note}", f"[{dev.key}]"]
     for field in FIELDS + OPTIONAL:
         value = getattr(dev, field)

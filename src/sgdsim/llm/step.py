@@ -88,8 +88,7 @@ def tp_collective_s(model: Transformer, lay: Layout, dev: Device) -> float:
     t = lay.tp
     if t == 1:
         return 0.0
-    link = dev.intra_Bps if lay.within_node("tp", dev.gpus_per_node) else nic_flow_Bps(lay, dev, "tp")
-    return 2 * (t - 1) / t * ACT_B * lay.mb * model.seq * model.hidden / link
+    return 2 * (t - 1) / t * ACT_B * lay.mb * model.seq * model.hidden / link_Bps(lay, dev, "tp")
 
 
 def stage_times(model: Transformer, lay: Layout, dev: Device,
@@ -129,8 +128,10 @@ def nic_flow_Bps(lay: Layout, dev: Device, dim: str) -> float:
     return dev.nic_Bps / math.ceil(flows / dev.nics_per_node)
 
 
-def dp_link_Bps(lay: Layout, dev: Device) -> float:
-    return dev.intra_Bps if lay.within_node("dp", dev.gpus_per_node) else nic_flow_Bps(lay, dev, "dp")
+def link_Bps(lay: Layout, dev: Device, dim: str) -> float:
+    """What one flow of ``dim``'s (tp, dp or pp) traffic gets: the intra-node link when every
+    group of ``dim`` fits in a node, else its share of a NIC."""
+    return dev.intra_Bps if lay.within_node(dim, dev.gpus_per_node) else nic_flow_Bps(lay, dev, dim)
 
 
 def zero_micro_batch_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, float]:
@@ -140,7 +141,7 @@ def zero_micro_batch_s(model: Transformer, lay: Layout, dev: Device) -> tuple[fl
     d = lay.dp
     if d == 1 or lay.zero < 2:
         return 0.0, 0.0
-    one = (d - 1) / d * 2 * stage_params(model, lay) / lay.v / dp_link_Bps(lay, dev)
+    one = (d - 1) / d * 2 * stage_params(model, lay) / lay.v / link_Bps(lay, dev, "dp")
     return (one if lay.zero == 3 else 0.0), one
 
 
@@ -148,8 +149,7 @@ def send_s(model: Transformer, lay: Layout, dev: Device) -> float:
     if lay.pp == 1:
         return 0.0
     across = not lay.within_node("pp", dev.gpus_per_node)  # (one crossing boundary sets the pace)
-    link = nic_flow_Bps(lay, dev, "pp") if across else dev.intra_Bps
-    return ACT_B * lay.mb * model.seq * model.hidden / (lay.tp if across else 1) / link
+    return ACT_B * lay.mb * model.seq * model.hidden / (lay.tp if across else 1) / link_Bps(lay, dev, "pp")
 
 
 def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
@@ -159,7 +159,7 @@ def dp_s(model: Transformer, lay: Layout, dev: Device, params: float) -> float:
     d = lay.dp
     if d == 1 or lay.zero == 3:
         return 0.0
-    return (1 if lay.zero == 2 else 2) * (d - 1) / d * 2 * params / dp_link_Bps(lay, dev)
+    return (1 if lay.zero == 2 else 2) * (d - 1) / d * 2 * params / link_Bps(lay, dev, "dp")
 
 
 def after_flush_s(model: Transformer, lay: Layout, dev: Device) -> tuple[float, float]:

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from .measure import DEFAULT_PRECISION, DEFAULT_REPEATS
 from .template import FLOATING
 from .timing_env import timing_settings, torch_module as _torch
 
@@ -53,13 +54,13 @@ def _measure_parser(sub) -> None:
     q.add_argument("--batch-size", type=int, default=None, help="batch size of the traced step; required with --model (default: none)")
     q.add_argument("--samples", type=int, default=100, help="grid points per operator type")
     q.add_argument("--seed", type=int, default=0, help="seed of the grid and the input data")
-    q.add_argument("--repeats", type=int, default=5,
+    q.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
                    help="differential measurements per call, at least (median and spread)")
-    q.add_argument("--precision", type=float, default=0.05,
+    q.add_argument("--precision", type=float, default=DEFAULT_PRECISION.rel,
                    help="repeat until the median's relative standard error is at most this "
-                        "(0: exactly --repeats; default 0.05)")
-    q.add_argument("--max-repeats", type=int, default=20,
-                   help="stop there even if --precision is not reached (default 20)")
+                        f"(0: exactly --repeats; default {DEFAULT_PRECISION.rel})")
+    q.add_argument("--max-repeats", type=int, default=DEFAULT_PRECISION.max_repeats,
+                   help=f"stop there even if --precision is not reached (default {DEFAULT_PRECISION.max_repeats})")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     q.add_argument("--dtype", default="float32", choices=DTYPES,

@@ -47,13 +47,13 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
     ``fit``: the device's roofline if already fitted (else fitted here, only if needed)."""
     calls = list(calls)
     keyed = [(*classify(c), call_dtype(c)) for c in calls]
-    keys = {(op, params_key(p), dt) for op, p, dt in keyed}
-    hits = db.lookup(device, keys)
+    keys = [(op, params_key(p), dt) for op, p, dt in keyed]
+    hits = db.lookup(device, set(keys))
     fwd, bwd = np.zeros(len(keyed)), np.zeros(len(keyed))
     source = ["measured"] * len(keyed)
     misses: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, (op, p, dt) in enumerate(keyed):
-        rec = hits.get((op, params_key(p), dt))
+    for i, (op, _, dt) in enumerate(keyed):
+        rec = hits.get(keys[i])
         if rec is not None:  # a bound (too short to resolve): the middle of [0, bound]
             fwd[i] = rec.fwd_s / (2 if rec.fwd_bound else 1)
             bwd[i] = rec.bwd_s / (2 if rec.bwd_bound else 1)
@@ -193,14 +193,16 @@ def step_error_rel(timed: Timed, estimators: dict) -> float:
     average (errors of one type are alike, not independent, so they are not let cancel)."""
     by_type = {op: est.stats.get("validation_error", 0.0) for (op, _), est in estimators.items()}
     roof = timed.roofline.error["fwd"]["median"] if timed.roofline and timed.roofline.error else None
-    error = {"measured": lambda op: 0.0, "estimated": lambda op: by_type.get(op, 0.0),
-             "roofline": lambda op: roof if roof is not None else 1.0,
-             "fallback": lambda op: FALLBACK_ERROR_REL, "unknown": lambda op: 0.0}
+    per_source = {"roofline": 1.0 if roof is None else roof, "fallback": FALLBACK_ERROR_REL}
+
+    def error(source: str, op: str) -> float:  # measured and unknown (0 s) calls: 0
+        return by_type.get(op, 0.0) if source == "estimated" else per_source.get(source, 0.0)
+
     times = timed.fwd + timed.bwd
     total = float(times.sum())
     if total <= 0:
         return 0.0
-    return float(sum(t * error[s](op) for t, s, op in zip(times, timed.source, timed.ops)) / total)
+    return float(sum(t * error(s, op) for t, s, op in zip(times, timed.source, timed.ops)) / total)
 
 
 def pick_target(db, target: str | None, threads: int | None) -> str:

@@ -39,17 +39,14 @@ def register(sub) -> dict:
 
 def _groups(db, args):
     from .estimate import pick_target
-    from .optypes import REGISTRY
+    from .optypes import REGISTRY, wanted_types
 
     if not 1 <= args.budget <= 3600:
         raise ConfigError(f"--budget must be in 1..3600 seconds, got {args.budget}")
     if not 0 <= args.seed < 2 ** 63:
         raise ConfigError(f"--seed must be in 0..2^63-1, got {args.seed}")
     device = pick_target(db, args.device, None)
-    wanted = None if args.op == "all" else {o.strip() for o in args.op.split(",")}
-    for op in wanted or ():
-        if op not in REGISTRY:
-            raise ConfigError(f"unknown operator type {op!r} (known: {', '.join(REGISTRY)})")
+    wanted = wanted_types(args.op)
     groups = defaultdict(list)
     for r in db.load(device=device):
         if wanted is None or r.op in wanted:

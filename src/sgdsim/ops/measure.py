@@ -48,6 +48,12 @@ class Precision:
     max_repeats: int = 0
 
 
+# how ops measure times by default (and ops retest times again): at least 5 pairs, then more
+# until the median is known to 5 %, at most 20
+DEFAULT_REPEATS = 5
+DEFAULT_PRECISION = Precision(0.05, 20)
+
+
 def steady_allocator() -> bool:
     """Fix glibc's malloc thresholds where a training process settles after its first steps.
 
@@ -252,15 +258,14 @@ def _differential(timed, n: int, repeats: int, precision: Precision = Precision(
     m = n // 2
     timed(n), timed(m)  # the allocator settles on what N copies need before the clock runs
     out = Samples([], [])
-    rep = 0
-    while rep < repeats or (rep < precision.max_repeats and not _precise(out.per_copy, precision.rel)):
+    while (rep := len(out.per_copy)) < repeats or (
+            rep < precision.max_repeats and not _precise(out.per_copy, precision.rel)):
         if rep % 2 == 0:  # alternate the order, so that neither always runs on a warmer cache
             t_n, t_m = timed(n), timed(m)
         else:
             t_m, t_n = timed(m), timed(n)
         out.per_copy.append((t_n - t_m) / (n - m))
         out.bounds.append(t_m / m)
-        rep += 1
     return out
 
 

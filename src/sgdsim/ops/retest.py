@@ -43,8 +43,8 @@ def cmd_retest(args) -> int:
     from .collect import measure_calls, this_device
     from .db import open_db
     from .records import learnable
-    from .measure import Precision
-    from .optypes import REGISTRY
+    from .measure import DEFAULT_PRECISION, DEFAULT_REPEATS
+    from .optypes import OTHER_NAME, REGISTRY, wanted_types
 
     if not 2 <= args.samples <= 10000:
         raise ConfigError(f"--samples must be in 2..10000, got {args.samples}")
@@ -56,18 +56,17 @@ def cmd_retest(args) -> int:
         if not rows:
             raise ConfigError(f"nothing measured on this machine ({device.name}) in the database: a retest "
                               "runs where the rows were measured (sgdsim ops measure first)")
-        wanted = None if args.op == "all" else {o.strip() for o in args.op.split(",")}
+        wanted = wanted_types(args.op)
         groups: dict[tuple[str, str], list] = {}
         for r in rows:
-            if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != "other":
+            if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
                 groups.setdefault((r.op, r.dtype), []).append(r)
         picked = {k: [v[i] for i in sorted(rng.choice(len(v), min(args.samples, len(v)), replace=False))]
                   for k, v in sorted(groups.items())}
         todo = [(r.op, r.params, REGISTRY[r.op].build(r.params, r.dtype)) for rs in picked.values() for r in rs]
         with Progress(len(todo), "timing again") as bar:
             again = {}
-            # as ops measure times by default: 5 pairs, more until the median is known to 5 %
-            for rec in measure_calls(todo, device, rng, 5, precision=Precision(0.05, 20)):
+            for rec in measure_calls(todo, device, rng, DEFAULT_REPEATS, precision=DEFAULT_PRECISION):
                 again[rec.key] = rec
                 bar.advance()
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'fwd median':>10} {'fwd p90':>8} {'bwd median':>10}")
@@ -83,7 +82,7 @@ def cmd_retest(args) -> int:
 def _values(stored: list, again: dict) -> dict:
     pairs = [(r, again[r.key]) for r in stored if r.key in again]
     fwd = agreement([r.fwd_s for r, _ in pairs], [a.fwd_s for _, a in pairs])
-    bwd = agreement([r.bwd_s for r, a in pairs if not (r.bwd_bound or a.bwd_bound)],
-                    [a.bwd_s for r, a in pairs if not (r.bwd_bound or a.bwd_bound)])
+    measured = [(r.bwd_s, a.bwd_s) for r, a in pairs if not (r.bwd_bound or a.bwd_bound)]
+    bwd = agreement([s for s, _ in measured], [a for _, a in measured])
     return {"rows": len(pairs), "fwd_median": fwd[0], "fwd_p90": fwd[1], "bwd_median": bwd[0],
             "bwd_p90": bwd[1], "retested_at": time.time()}

@@ -142,11 +142,11 @@ def fit_roofline(db, device: str, db_name: str = "DB") -> Roofline:
     fixed_fwd = float(np.percentile(fwd_s, FIXED_PERCENTILE))
     fixed_bwd = float(np.percentile(bwd_s[has_bwd], FIXED_PERCENTILE)) if has_bwd.any() \
         else fixed_fwd
-    flops_rate = _rate(fwd_flops[flop_bound], fwd_s[flop_bound], fixed_fwd)
+    flops_rate = rate_per_s(fwd_flops[flop_bound], fwd_s[flop_bound], fixed_fwd)
     # no memory-bound row: the bytes a FLOP-bound call moves, per second, bound the bandwidth
     # from below (such a call is slower than its bytes alone would make it)
-    mem_rate = _rate(fwd_bytes[~flop_bound], fwd_s[~flop_bound], fixed_fwd) or \
-        _rate(fwd_bytes, fwd_s, fixed_fwd)
+    mem_rate = rate_per_s(fwd_bytes[~flop_bound], fwd_s[~flop_bound], fixed_fwd) or \
+        rate_per_s(fwd_bytes, fwd_s, fixed_fwd)
     unmeasured = tuple(name for name, rate in (("flops_per_s", flops_rate),
                                                ("mem_Bps", mem_rate)) if rate is None)
     fit = Roofline(device, flops_rate or np.inf, mem_rate or np.inf, fixed_fwd, fixed_bwd,
@@ -167,7 +167,7 @@ def _rows(records) -> list[tuple[str, Work, float, float]]:
     return out
 
 
-def _rate(work, times_s, fixed_s: float) -> float | None:
+def rate_per_s(work, times_s, fixed_s: float) -> float | None:
     """Work per second beyond the fixed cost, summed over calls (time-weighted: a step's time
     is its long calls'; on the committed grid this beats the median call's rate both per
     call and per model, docs/ops.md), from calls lasting at least twice the fixed cost (in

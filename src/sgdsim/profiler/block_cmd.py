@@ -9,6 +9,7 @@ def cmd_block(args) -> int:
     from ..llm import load_transformer
     from ..llm.block_profile import block_fields, save_block
     from ..llm.torch_block import measure_block
+    from ..ops.timing_env import timing_settings, torch_module
     from ..progress import Progress, say
 
     given = [flag for flag, value in (("--batch-size", args.batch_size), ("--estimate", args.estimate),
@@ -22,11 +23,10 @@ def cmd_block(args) -> int:
     warmup = 2 if args.warmup is None else args.warmup
     if repeats < 3 or warmup < 0:
         raise ConfigError("--steps must be at least 3 and --warmup at least 0")
-    if args.threads:
-        import torch
-        torch.set_num_threads(args.threads)
+    torch = torch_module()
     device = args.device or "cpu"
-    with Progress(warmup + repeats, f"timing one block of {model.name} on {device}") as bar:
+    with timing_settings(torch, args.threads or torch.get_num_threads()), \
+            Progress(warmup + repeats, f"timing one block of {model.name} on {device}") as bar:
         times = measure_block(model, fields["tp"], fields["mb"], fields["precision"], device,
                               repeats, warmup, progress=bar.advance)
     save_block(times, args.output)

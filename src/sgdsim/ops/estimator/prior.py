@@ -11,14 +11,12 @@ import math
 
 import numpy as np
 
-FIXED_PERCENTILE = 10
+from ..optypes import REGISTRY
+from ..roofline import FIXED_PERCENTILE, FLOP_BOUND, rate_per_s, work_of
 
 
 def _work(op: str, dtype: str, params: list[dict]) -> np.ndarray:
     """(n, 2): forward and backward work of each parameter dict."""
-    from ..optypes import REGISTRY
-    from ..roofline import FLOP_BOUND, work_of
-
     out = np.zeros((len(params), 2))
     for i, p in enumerate(params):
         w = work_of(REGISTRY[op].build(p, dtype), op, p)
@@ -27,16 +25,14 @@ def _work(op: str, dtype: str, params: list[dict]) -> np.ndarray:
 
 
 def _fit_direction(work: np.ndarray, times: np.ndarray) -> list[float] | None:
-    """[fixed seconds, work per second] by Σwork / Σ(time − fixed) over the calls lasting at
-    least twice the fixed cost; None where nothing has work and a time."""
+    """[fixed seconds, work per second] as the device roofline fits them (``roofline.py``),
+    on one type's rows; None where fewer than two have work and a time."""
     ok = (work > 0) & (times > 0)
     if ok.sum() < 2:
         return None
     fixed = float(np.percentile(times[ok], FIXED_PERCENTILE))
-    for use in (ok & (times >= 2 * fixed), ok & (times > fixed)):
-        if use.any():
-            return [fixed, float(work[use].sum() / (times[use] - fixed).sum())]
-    return None
+    rate = rate_per_s(work[ok], times[ok], fixed)  # the roofline's rate, on this type's rows
+    return None if rate is None else [fixed, rate]
 
 
 def fit_prior(records, has_bwd: bool) -> dict | None:

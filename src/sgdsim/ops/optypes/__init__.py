@@ -48,4 +48,9 @@ def optype(name: str) -> OpType:
                           f"(known: {', '.join(REGISTRY)})") from None
 
 
-__all__ = ["TYPES", "REGISTRY", "SAMPLED", "OTHER_NAME", "OpType", "Params", "classify", "optype"]
+def wanted_types(text: str) -> set[str] | None:
+    """``--op``: "all" (None: every type), or a comma list of type names, each known."""
+    return None if text == "all" else {optype(name.strip()).name for name in text.split(",")}
+
+
+__all__ = ["TYPES", "REGISTRY", "SAMPLED", "OTHER_NAME", "OpType", "Params", "classify", "optype", "wanted_types"]
