@@ -108,3 +108,9 @@ def test_retest_needs_rows_measured_on_this_machine(tmp_path, capsys):
     rc = main(["ops", "retest", "--db", db])
     err = capsys.readouterr().err
     assert rc == 2 and "a retest runs where the rows were measured" in err and err.count("\n") == 1
+
+
+def test_retest_refuses_an_unknown_operator_type(database, capsys):
+    rc = main(["ops", "retest", "--db", database, "--op", "relux"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "unknown operator type 'relux'" in err and err.count("\n") == 1

@@ -48,6 +48,7 @@ def cmd_retest(args) -> int:
 
     if not 2 <= args.samples <= 10000:
         raise ConfigError(f"--samples must be in 2..10000, got {args.samples}")
+    wanted = wanted_types(args.op)  # checked before the database and the clock
     torch = torch_module()
     device = this_device(args.threads)
     rng = np.random.default_rng(args.seed)
@@ -56,7 +57,6 @@ def cmd_retest(args) -> int:
         if not rows:
             raise ConfigError(f"nothing measured on this machine ({device.name}) in the database: a retest "
                               "runs where the rows were measured (sgdsim ops measure first)")
-        wanted = wanted_types(args.op)
         groups: dict[tuple[str, str], list] = {}
         for r in rows:
             if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
