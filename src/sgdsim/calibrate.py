@@ -11,7 +11,7 @@ from .analytic.async_ps import async_ps
 from .errors import ProfileError
 from .evaluate.jobs import coarse_profile
 from .spec.limits import MAX_WORKERS, check_bandwidth
-from .predict import _profile
+from .predict import load_any_profile as _profile
 from .units import parse_bandwidth_Bps
 
 CANDIDATES = tuple(round(0.1 * i, 1) for i in range(1, 11))

@@ -65,13 +65,16 @@ def parse_worker_profile(spec: str) -> tuple[str, str, int]:
                                     lo=1, hi=MAX_WORKERS, integer=True)
 
 
-def _profile(p) -> Profile | CoarseProfile:
+def load_any_profile(p) -> Profile | CoarseProfile:
     """A profile object, a fine profile file, or a coarse profile file (format sgdsim-coarse)."""
     if isinstance(p, (Profile, CoarseProfile)):
         return p
     if str(p).endswith(".json") and _json_format(p) == "sgdsim-coarse":
         return load_coarse(str(p))
     return load_profile(p)
+
+
+_profile = load_any_profile  # the report's old name for it, until that module moves over
 
 
 def _json_format(path) -> str | None:
@@ -115,13 +118,13 @@ def _job(profile, coarse, worker_profiles) -> Job:
     if worker_profiles:
         if profile is not None or coarse is not None:
             raise ConfigError("give either a profile or --worker-profile classes, not both")
-        return Job.mixed([(n, _profile(p), c) for n, p, c in worker_profiles])
+        return Job.mixed([(n, load_any_profile(p), c) for n, p, c in worker_profiles])
     if coarse is not None:
         if profile is not None:
             raise ConfigError("give either a profile or --coarse, not both")
         return Job.of(coarse if isinstance(coarse, CoarseProfile) else parse_coarse(coarse))
     if profile is None:
         raise ConfigError("no profile given")
-    return Job.of(_profile(profile))
+    return Job.of(load_any_profile(profile))
 
 

@@ -59,13 +59,16 @@ class Progress:
 
     def _show(self) -> None:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, SpinnerColumn,
-                                   TextColumn, TimeElapsedColumn)
+                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 
         with self._lock:
             if self._closed:
                 return
+            # one item (a spinner around one call) has no remaining time to estimate
+            eta = [TextColumn("eta"), TimeRemainingColumn()] if self.total > 1 else []
             self._bar = Bar(SpinnerColumn(), TextColumn(self.label), BarColumn(),
-                            MofNCompleteColumn(), TimeElapsedColumn(), console=_console(self.stream))
+                            MofNCompleteColumn(), TimeElapsedColumn(), *eta,
+                            console=_console(self.stream))
             self._task = self._bar.add_task(self.label, total=self.total, completed=self.done)
             self._bar.start()
 
@@ -74,6 +77,13 @@ class Progress:
             self.done += n
             if self._bar is not None:
                 self._bar.update(self._task, completed=self.done, total=self.total)
+
+    def add_total(self, n: int) -> None:
+        """More items than announced (a measurement taken again)."""
+        with self._lock:
+            self.total += n
+            if self._bar is not None:
+                self._bar.update(self._task, total=self.total)
 
     def close(self) -> None:
         with self._lock:

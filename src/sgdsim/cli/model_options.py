@@ -210,12 +210,35 @@ def run_prediction(args, profile=None, report: str | None = None):
     if report is not None:
         check_output_path(report, args.force)
         check_distinct_outputs(("--report", report), *(("--timeline", t) for t in targets.values()))
+    job, classes = _warn_shaky(profile if profile is not None else args.profile, classes, args)
     points = predict(
-        profile if profile is not None else args.profile, workers=workers,
+        job, workers=workers,
         worker_profiles=classes or None, timeline=timeline is not None,
         model=args.model, coarse=args.coarse, **keywords(args), executor=executor_from(args),
         on_skip=lambda why: say(f"note: {why}; skipped"))
     return points, targets
+
+
+def _warn_shaky(job, classes, args):
+    """Load the profiles once here, so that one measured on a busy machine is warned about
+    (once each) before the prediction that rests on it."""
+    from ..predict import load_any_profile
+    from ..profiler.quality import warning_for
+
+    if isinstance(job, str) and args.coarse is None:
+        job = load_any_profile(job)
+        label = args.profile
+        warning = warning_for(job, label)
+        if warning:
+            say(warning)
+    loaded = []
+    for name, path, count in classes:
+        prof = load_any_profile(path)
+        warning = warning_for(prof, path)
+        if warning:
+            say(warning)
+        loaded.append((name, prof, count))
+    return job, loaded
 
 
 def check_relevance(args) -> None:

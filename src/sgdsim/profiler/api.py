@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..profile.model import Job, Profile
+
+if TYPE_CHECKING:
+    from .quality import Quality
 
 NEEDS_TORCH = ("sgdsim profile needs PyTorch: pip install torch==2.13.0 "
                "(then pip install -e '.[torch]')")
@@ -22,6 +26,7 @@ class ProfileRun:
     profile: Profile
     profiled_step_s: float
     plain_step_s: float
+    quality: Quality | None = None
 
     @property
     def overhead(self) -> float:
@@ -37,29 +42,32 @@ class ProfileRun:
 
 def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
                   device: str = "cpu", threads: int | None = None,
-                  overlap: bool = True) -> ProfileRun:
+                  overlap: bool = True, retries: int = 1, on_note=None,
+                  tick=None) -> ProfileRun:
     """Run ``warmup`` + ``steps`` training steps of MODEL ``spec`` with and without hooks.
 
     ``spec``: ``zoo:NAME[?key=value&...]``, ``path/to/file.py:fn`` or ``package.module:fn``
     (``fn`` returns ``(model, (inputs, target), loss_fn)``). The profile has one profiled step
-    per measured step, and the DAG of the PipeDream importer with ``overlap``.
+    per measured step that did not stall (``quality.py``), and the DAG of the PipeDream importer
+    with ``overlap``. A measurement that looks busy is taken again up to ``retries`` times and
+    the quietest kept; ``on_note(line)`` hears why; ``tick()`` follows each pair of steps.
     """
     _check_numbers(batch_size, steps, warmup, threads)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
     torch = _import_torch()
     from .build import build_profile
-    from .runner import measure
-    from .spec import load_workload
+    from .quality import drop_stalled
 
     dev = _device(torch, device)
-    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None
     old_threads = torch.get_num_threads()
     try:
         if threads:
             torch.set_num_threads(threads)
         with torch.random.fork_rng(devices=[]):  # seed our random data, not the caller's RNG
             torch.manual_seed(0)
-            work = load_workload(spec, batch_size).to(dev)
-            measured = measure(work, steps, warmup, sync)
+            measured, quality, work = _measure_quietest(torch, spec, batch_size, dev,
+                                                        (steps, warmup, retries), (on_note, tick))
         used_threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(old_threads)
@@ -69,9 +77,37 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     # Medians: on a shared machine a few steps stall for a scheduler time slice, and the
     # overhead figure should measure the hooks, not those stalls.
     profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
-    extra = {"profiler": _notes(measured, spec, (steps, warmup, used_threads), profiled, plain)}
-    return ProfileRun(profile=build_profile(measured, job, overlap, extra),
-                      profiled_step_s=profiled, plain_step_s=plain)
+    kept, dropped = drop_stalled(measured)  # as judged in _measure_quietest
+    extra = {"profiler": {**_notes(measured, spec, (steps, warmup, used_threads), profiled, plain),
+                          "quality": {**quality.to_json(), "dropped_steps": dropped}}}
+    return ProfileRun(profile=build_profile(kept, job, overlap, extra),
+                      profiled_step_s=profiled, plain_step_s=plain, quality=quality)
+
+
+def _measure_quietest(torch, spec, batch_size, dev, counts, hooks):
+    """Measure; while the machine looks busy and retries are left, measure again. Returns the
+    attempt with the fewest reasons to doubt it (then the least spread), its quality, and the
+    workload."""
+    from .quality import CpuWatch, drop_stalled, judge, recorded_s
+    from .runner import measure
+    from .spec import load_workload
+
+    (steps, warmup, retries), (on_note, tick) = counts, hooks
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None
+    work = load_workload(spec, batch_size).to(dev)
+    attempts = []
+    for attempt in range(retries + 1):
+        watch = CpuWatch().start()
+        m = measure(work, steps, warmup, sync, tick)
+        q = judge(m.plain_steps_s, m.profiled_steps_s, recorded_s(drop_stalled(m)[0]),
+                  watch.cores())
+        attempts.append((m, q))
+        if not q.shaky:
+            break
+        if attempt < retries and on_note is not None:
+            on_note(f"the machine looks busy ({'; '.join(q.reasons)}): measuring again")
+    m, q = min(attempts, key=lambda a: (len(a[1].reasons), a[1].spread))
+    return m, q, work
 
 
 def _check_numbers(batch_size, steps, warmup, threads) -> None:

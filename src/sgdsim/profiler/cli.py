@@ -32,6 +32,9 @@ def register(subparsers):
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 5)")
     p.add_argument("--device", default=None, help="cpu or cuda[:N] (default cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's own choice)")
+    p.add_argument("--retries", type=int, default=None,
+                   help="measure again up to this many times when the machine looks busy, "
+                        "keeping the quietest measurement (default 1)")
     est = p.add_argument_group("without the hardware (docs/ops.md)")
     est.add_argument("--estimate", action="store_true",
                      help="trace the step on the meta device and time its operators from the "
@@ -58,8 +61,7 @@ def register(subparsers):
 
 def cmd_profile(args) -> int:
     from ..profile.io import save_profile
-    from ..progress import say, status
-    from .api import profile_model
+    from ..progress import say
 
     from ..llm import is_description
 
@@ -77,11 +79,7 @@ def cmd_profile(args) -> int:
     args.steps = 30 if args.steps is None else args.steps
     args.warmup = 5 if args.warmup is None else args.warmup
     args.device = args.device or "cpu"
-    say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
-        f"{args.steps} measured steps, each with and without hooks")
-    with status(f"profiling {args.model}"):
-        run = profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
-                            device=args.device, threads=args.threads, overlap=args.overlap)
+    run = _measure(args)
     save_profile(run.profile, args.output, overwrite=args.force)
     prof = run.profile
     layers = len({op.layer for op in prof.ops})
@@ -89,7 +87,31 @@ def cmd_profile(args) -> int:
           f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
           f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms")
     say(run.overhead_line())
+    if run.quality is not None and run.quality.shaky:
+        from .quality import describe
+
+        say(f"warning: {describe(run.quality.to_json())}")
     return 0
+
+
+def _measure(args):
+    """Profile with a progress bar over the pairs of steps (with an ETA); a measurement taken
+    again on a busy machine adds its pairs to the bar."""
+    from ..progress import Progress, say
+    from .api import profile_model
+
+    retries = 1 if args.retries is None else args.retries
+    pairs = max(args.warmup - 1, 0) + args.steps
+    say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
+        f"{args.steps} measured steps, each with and without hooks")
+    with Progress(pairs, f"profiling {args.model} (pairs of steps)") as bar:
+        def note(line: str) -> None:
+            say(line)
+            bar.add_total(pairs)
+
+        return profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
+                             device=args.device, threads=args.threads, overlap=args.overlap,
+                             retries=retries, on_note=note, tick=bar.advance)
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
@@ -131,7 +153,7 @@ def _cmd_estimate(args) -> int:
     if not args.estimate:
         raise ConfigError("--db, --target and --dtype apply to --estimate; without it the model runs here")
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
-                        ("--device", args.device)):
+                        ("--device", args.device), ("--retries", args.retries)):
         if value is not None:
             raise ConfigError(f"{flag} applies to a measured profile; --estimate runs nothing")
     with open_db(args.db, create=False) as db:

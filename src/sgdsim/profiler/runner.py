@@ -39,7 +39,9 @@ class Measured:
     unused_params: int = 0
 
 
-def measure(work: Workload, steps: int, warmup: int, sync=None) -> Measured:
+def measure(work: Workload, steps: int, warmup: int, sync=None, tick=None) -> Measured:
+    """``tick()`` after each warm-up and measured pair of steps (a progress bar's advance)."""
+    tick = tick or (lambda: None)
     clock = time.perf_counter if sync is None else partial(synced_clock, sync)
     model = work.model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -58,11 +60,12 @@ def measure(work: Workload, steps: int, warmup: int, sync=None) -> Measured:
     for _ in range(max(warmup - 1, 0)):
         _plain_step(work, opt, clock)
         _profiled_step(work, rec, owner, clock)
-    prof, plain, times = _measured_steps(work, rec, owner, opt, clock, steps)
+        tick()
+    prof, plain, times = _measured_steps(work, rec, owner, opt, clock, steps, tick)
     return _summarise(work, rec, (owner, unused, ready), times, prof, plain)
 
 
-def _measured_steps(work, rec, owner, opt, clock, steps):
+def _measured_steps(work, rec, owner, opt, clock, steps, tick):
     """``steps`` pairs of one plain and one profiled step."""
     plain, prof, fwd, bwd, upd = [], [], [], [], []
     for i in range(steps):
@@ -75,6 +78,7 @@ def _measured_steps(work, rec, owner, opt, clock, steps):
         fwd.append(f)
         bwd.append(b)
         upd.append(u)
+        tick()
     return prof, plain, (fwd, bwd, upd)
 
 
