@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 import subprocess
 import sys
 import time
@@ -12,9 +13,9 @@ import numpy as np
 import pytest
 
 from sgdsim.cli import main
-from sgdsim.profiler.quality import (MAX_OTHERS_CORES, STALL, CpuWatch, describe, drop_stalled,
+from sgdsim.cpu_load import MAX_OTHERS_CORES, CpuWatch, busy_line
+from sgdsim.profiler.quality import (STALL, describe, drop_stalled,
                                      judge, warning_for)
-from sgdsim.profiler.runner import Measured
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESNET = os.path.join(ROOT, "examples", "profiles", "resnet50.json")
@@ -48,12 +49,18 @@ def test_each_kind_of_evidence_is_a_reason():
     assert any("spread" in r for r in judge(wide, _steps(30), np.array(_steps(30, 0.009)), 0).reasons)
 
 
+@dataclass
+class _Measured:  # the fields of profiler.runner.Measured that drop_stalled reads
+    fwd: np.ndarray
+    bwd: np.ndarray
+    upd: np.ndarray
+    profiled_steps_s: list
+
+
 def _measured(profiled):
     n = len(profiled)
-    return Measured(names=["a"], labels=["a"], deps=[()], param_bytes=[4], param_counts=[1],
-                    ready_order=[0], fwd=np.arange(n, dtype=float)[:, None],
-                    bwd=np.ones((n, 1)), upd=np.zeros((n, 1)),
-                    profiled_steps_s=profiled, plain_steps_s=profiled)
+    return _Measured(fwd=np.arange(n, dtype=float)[:, None], bwd=np.ones((n, 1)),
+                     upd=np.zeros((n, 1)), profiled_steps_s=profiled)
 
 
 def test_stalled_steps_leave_the_profile_and_are_named():
@@ -88,6 +95,8 @@ def test_cpu_watch_sees_a_busy_neighbour():
     finally:
         _stop(procs)
     assert cores is not None and cores > 0.7  # one spinning process: about one core
+    assert busy_line(cores, "measuring").startswith(f"warning: other processes used {cores:.1f}")
+    assert busy_line(MAX_OTHERS_CORES, "measuring") is None and busy_line(None, "x") is None
 
 
 torch = pytest.importorskip("torch")
@@ -137,3 +146,26 @@ def test_notes_of_other_profiles_and_hand_edited_ones():
 def test_retries_are_checked():
     assert main(["profile", MODEL, "--batch-size", "2", "--estimate", "--retries", "2",
                  "-o", "x.json"]) == 2
+
+
+def test_netbench_records_the_load_it_measured_under(capsys):
+    from sgdsim.hardware import Hardware
+    from sgdsim.lab.netbench_cli import _with_load
+
+    hw = _with_load(Hardware.nominal(1e9), MAX_OTHERS_CORES + 0.7)
+    assert hw.measured["others_cpu_cores"] == pytest.approx(MAX_OTHERS_CORES + 0.7)
+    assert "warning: other processes used" in capsys.readouterr().err
+    quiet = _with_load(Hardware.nominal(1e9), 0.01)
+    assert quiet.measured["others_cpu_cores"] == 0.01 and capsys.readouterr().err == ""
+
+
+def test_ops_measure_warns_beside_a_busy_neighbour(tmp_path, capsys):
+    procs = _neighbours(os.cpu_count() or 2)
+    try:
+        time.sleep(0.2)
+        code = main(["ops", "measure", "--grid", "relu", "--samples", "3",
+                     "--db", str(tmp_path / "ops.sqlite")])
+    finally:
+        _stop(procs)
+    assert code == 0
+    assert "warning: other processes used" in capsys.readouterr().err

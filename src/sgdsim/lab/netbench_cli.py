@@ -11,6 +11,7 @@ import json
 import os
 
 from ..analytic.two_way import check_table
+from ..cpu_load import busy_line
 from ..errors import ConfigError
 from ..outputs import check_output_path
 from ..progress import say
@@ -79,6 +80,7 @@ def _host_cpu_arguments(p, where) -> None:
 
 
 def cmd_netbench(args) -> int:
+    from ..cpu_load import CpuWatch
     from ..hardware import save_hardware
     from .netbench import measure_kwargs
 
@@ -88,8 +90,10 @@ def cmd_netbench(args) -> int:
         return _host_cpu(args)
     kw = measure_kwargs(args)
     fanout_size, joiner_size, interference_bytes = _checked_sizes(args)
+    watch = CpuWatch().start()
     m, hw = _base_hardware(args, kw)
     hw = _with_extras(hw, args, fanout_size, joiner_size, interference_bytes)
+    hw = _with_load(hw, watch.cores())
     if args.format == "json":
         print(json.dumps(hw.to_dict(), indent=1))
     else:
@@ -98,6 +102,17 @@ def cmd_netbench(args) -> int:
         save_hardware(hw, args.output, force=args.force)
         say(f"wrote {args.output}")
     return 0
+
+
+def _with_load(hw, cores: float | None):
+    """Record other processes' CPU during the measurement in the file, and warn when the
+    machine was busy (a busy sender or receiver moves fewer bytes than its link could)."""
+    busy = busy_line(cores, "netbench measured")
+    if busy:
+        say(busy)
+    if cores is None:
+        return hw
+    return dataclasses.replace(hw, measured={**hw.measured, "others_cpu_cores": round(cores, 3)})
 
 
 def _host_cpu(args) -> int:

@@ -71,6 +71,7 @@ def _measure_parser(sub) -> None:
 
 
 def cmd_measure(args) -> int:
+    from ..cpu_load import CpuWatch, busy_line
     from ..progress import Progress, say, status
     from .db import open_db
     from .measure import Precision
@@ -87,9 +88,13 @@ def cmd_measure(args) -> int:
             f"{f' ({len(skip)} already in the database)' if skip else ''}")
         failures: list[str] = []
         precision = Precision(args.precision or None, args.max_repeats)
+        watch = CpuWatch().start()
         written = _run(db, todo, (device, rng, args.repeats, failures, precision),
                        Progress(len(todo), "measuring"))
     say(f"wrote {written} record(s) to {args.db or 'the default database'}")
+    busy = busy_line(watch.cores(), "they were timed")
+    if busy:
+        say(f"{busy} (sgdsim ops measure --remeasure times them again)")
     if failures:
         say(f"{len(failures)} call(s) could not be replayed and are not in the database "
             f"(their time will come from the fallback): {'; '.join(failures[:3])}"

@@ -88,7 +88,8 @@ def _measure_quietest(torch, spec, batch_size, dev, counts, hooks):
     """Measure; while the machine looks busy and retries are left, measure again. Returns the
     attempt with the fewest reasons to doubt it (then the least spread), its quality, and the
     workload."""
-    from .quality import CpuWatch, drop_stalled, judge, recorded_s
+    from ..cpu_load import CpuWatch
+    from .quality import drop_stalled, judge, recorded_s
     from .runner import measure
     from .spec import load_workload
 

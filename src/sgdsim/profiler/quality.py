@@ -15,17 +15,16 @@ warned about by ``sgdsim predict``.
 """
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+
+from ..cpu_load import MAX_OTHERS_CORES
 
 STALL = 1.5  # a step this many times the median stalled (a quiet machine stays well under)
 MAX_STALLED = 0.10  # more than this share of stalled steps: the machine was busy
 MAX_SPREAD = 0.5  # (90th - 10th percentile) / median of the plain steps (quiet: ~0.2 at 2 ms)
 MAX_RECORDED = 1.2  # recorded forward + backward over the median profiled step
-MAX_OTHERS_CORES = 0.5  # other processes' CPU while measuring, in cores
 MIN_STEPS_TO_DROP = 10
 
 
@@ -46,41 +45,6 @@ class Quality:
 
     def to_json(self) -> dict:
         return {**asdict(self), "reasons": list(self.reasons), "shaky": self.shaky}
-
-
-class CpuWatch:
-    """Other processes' CPU between ``start()`` and ``cores()``, in cores (None off Linux)."""
-
-    def start(self) -> CpuWatch:
-        self._t0, self._busy0, self._own0 = time.perf_counter(), _busy_s(), _own_s()
-        return self
-
-    def cores(self) -> float | None:
-        busy = _busy_s()
-        if busy is None or self._busy0 is None:
-            return None
-        wall = time.perf_counter() - self._t0
-        others = (busy - self._busy0) - (_own_s() - self._own0)
-        return max(others, 0.0) / wall if wall > 0 else None
-
-
-def _busy_s() -> float | None:
-    """CPU seconds all processes have spent busy since boot (``/proc/stat``'s first line)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as fh:
-            fields = fh.readline().split()
-    except OSError:
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    ticks = [int(v) for v in fields[1:9]]
-    idle = ticks[3] + ticks[4]  # idle and iowait
-    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_s() -> float:
-    t = os.times()
-    return t.user + t.system
 
 
 def stalled_steps(steps_s) -> np.ndarray:
