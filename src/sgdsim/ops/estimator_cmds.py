@@ -72,6 +72,9 @@ def cmd_train(args) -> int:
         device, groups, registry, small = _groups(db, args)
         if small:
             say(f"skipped (fewer than {MIN_ROWS} rows): {', '.join(small)}")
+        # each type's search stops at its budget: that bounds the whole run before it starts
+        say(f"training {len(groups)} estimator(s) on {device} for up to {args.budget} s each: "
+            f"about {_duration(len(groups) * args.budget)} in all")
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
               f"principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
@@ -94,6 +97,10 @@ def cmd_train(args) -> int:
                 bar.advance()
     _summary(device, len(groups) - len(failed), failed, set_aside, args.db)
     return 0
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _summary(device: str, trained: int, failed: list[str], set_aside: list[str], db: str | None) -> None:

@@ -95,8 +95,11 @@ def cmd_profile(args) -> int:
 
 
 def _measure(args):
-    """Profile with a progress bar over the pairs of steps (with an ETA); a measurement taken
-    again on a busy machine adds its pairs to the bar."""
+    """Profile with a progress bar over the pairs of steps (with an ETA), and a line saying how
+    long it will take once the first pair is timed; a measurement taken again on a busy
+    machine adds its pairs to the bar."""
+    import time
+
     from ..progress import Progress, say
     from .api import profile_model
 
@@ -104,14 +107,27 @@ def _measure(args):
     pairs = max(args.warmup - 1, 0) + args.steps
     say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
         f"{args.steps} measured steps, each with and without hooks")
+    first: list[float] = []
     with Progress(pairs, f"profiling {args.model} (pairs of steps)") as bar:
         def note(line: str) -> None:
             say(line)
             bar.add_total(pairs)
 
+        def tick() -> None:  # the first pair also pays for loading: time the second
+            bar.advance()
+            first.append(time.perf_counter())
+            if len(first) == 2 and (first[1] - first[0]) * (pairs - 2) > 2:
+                pair_s = first[1] - first[0]
+                say(f"about {_duration(pair_s * (pairs - 2))} more (a pair of steps takes "
+                    f"{pair_s * 1e3:.0f} ms)")
+
         return profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
                              device=args.device, threads=args.threads, overlap=args.overlap,
-                             retries=retries, on_note=note, tick=bar.advance)
+                             retries=retries, on_note=note, tick=tick)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
