@@ -23,6 +23,10 @@ def register(subparsers) -> dict:
     p.add_argument("-o", "--output", default="validation-out", metavar="OUTDIR",
                    help="output folder (default validation-out/)")
     p.add_argument("--force", action="store_true", help="overwrite the files of an earlier run")
+    p.add_argument("--resume", action="store_true",
+                   help="continue a stopped run of the same GRID in OUTDIR: keep the points its "
+                        "points.csv holds and its profiles, measure the rest (default: start "
+                        "afresh, and refuse an OUTDIR holding an earlier run's files)")
     p.add_argument("--dry-run", action="store_true",
                    help="profile and predict only: no lab, nothing measured")
     p.add_argument("--models", default="all", metavar="fine,coarse,lin,cynthia",
@@ -44,14 +48,18 @@ def cmd_validate(args, *, profile_fn=None, measure_fn=None, lab_fn=None) -> int:
 
     models = parse_models(args.models)
     grid = load_grid(args.grid)
+    resume = getattr(args, "resume", False)
     if getattr(args, "measured", None):
         if args.dry_run:
             raise ConfigError("--measured replays measurements; --dry-run measures nothing: pick one")
+        if resume:
+            raise ConfigError("--measured replays an earlier run into a new OUTDIR; --resume "
+                              "continues the one in OUTDIR: pick one")
         saved_fn, measure_fn, lab_fn = replay_hooks(args.measured, grid)
         profile_fn = profile_fn or saved_fn
     result = run_validation(grid, args.output, models=models, dry_run=args.dry_run,
-                            force=args.force, profile_fn=profile_fn, measure_fn=measure_fn,
-                            lab_fn=lab_fn)
+                            force=args.force, resume=resume, profile_fn=profile_fn,
+                            measure_fn=measure_fn, lab_fn=lab_fn)
     print(summary_markdown(result, with_details=result.dry_run), end="")
     say(f"wrote {len(result.files)} files to {args.output}")
     return 0
@@ -81,19 +89,11 @@ def _saved_profiles(points_csv: str):
     """The profiles an earlier run used (``profiles/<case>.json`` next to its points.csv)."""
     import os
 
+    from .resume import saved_profiles
     from .run import default_profile
 
     folder = os.path.join(os.path.dirname(os.path.abspath(points_csv)), "profiles")
-
-    def profile(case):
-        path = os.path.join(folder, f"{case.name}.json")
-        if os.path.exists(path):
-            from ..profile.io import load_profile
-
-            return load_profile(path)
-        return default_profile(case)
-
-    return profile
+    return saved_profiles(folder, default_profile)
 
 
 def main(argv: list[str] | None = None) -> int:

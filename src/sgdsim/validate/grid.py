@@ -17,6 +17,7 @@ Every problem is one ``ConfigError`` line naming the file, the case and the key.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -120,6 +121,14 @@ class Grid:
     path: str
     description: str
     cases: tuple[Case, ...]
+
+
+def fingerprint(grid: Grid) -> str:
+    """A hash of what ``grid`` measures (every case's settings, in order): ``--resume`` uses it
+    to refuse an output folder made from another grid. Its description, comments and layout
+    do not count."""
+    text = json.dumps([c.to_dict() for c in grid.cases], sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def load_grid(path: str | os.PathLike) -> Grid:

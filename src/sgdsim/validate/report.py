@@ -7,6 +7,7 @@ mean with how many points were predicted too high, per model and per worker coun
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -14,7 +15,7 @@ import os
 from ..errors import ConfigError
 from ..evaluate.margin import MODEL_ERROR_REL, conformal_margin, coverage, run_score
 from ..evaluate.bias import bias_by_model, bias_by_workers, by_workers_json, by_workers_table, signed
-from .grid import Case
+from .grid import Case, fingerprint
 
 CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
                "interval_low", "interval_high", "fitted")
@@ -47,22 +48,67 @@ def check_targets(targets: list[str], force: bool) -> None:
 
 # ----------------------------------------------------------------------------- points
 
-def write_points(result, path: str, upto: int | None = None) -> None:
-    """One row per (case, model, workers) of the first ``upto`` cases."""
+def write_points(result, path: str) -> None:
+    """One row per (case, model, workers): every one in a dry run, else the measured ones (a
+    run writes the file after every point, so it holds what was measured when it stops)."""
+    out = io.StringIO(newline="")
+    w = csv.writer(out)
+    w.writerow(CSV_COLUMNS)
+    for cr in result.cases:
+        for p in cr.points:
+            if not result.dry_run and p.workers not in cr.measured_runs:
+                continue
+            runs = cr.measured_runs.get(p.workers, [])
+            w.writerow([p.case, p.model, p.workers, _num(p.measured), _num(p.predicted),
+                        _num(p.error_pct), ";".join(_run(x) for x in runs),
+                        _num(p.low), _num(p.high), "1" if p.fitted else ""])
+    _write_text(path, out.getvalue())
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write through a temporary file: a run stopped mid-write keeps the file's last version."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_COLUMNS)
-        for cr in result.cases[:upto]:
-            for p in cr.points:
-                runs = cr.measured_runs.get(p.workers, [])
-                w.writerow([p.case, p.model, p.workers, _num(p.measured), _num(p.predicted),
-                            _num(p.error_pct), ";".join(f"{x:.6g}" for x in runs),
-                            _num(p.low), _num(p.high), "1" if p.fitted else ""])
+    with open(path + ".part", "w", newline="", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".part", path)
 
 
 def _num(x: float | None) -> str:
     return "" if x is None else f"{x:.10g}"
+
+
+def _run(x: float) -> str:
+    """A run's examples/s, read back as the same number (``--resume`` and ``--measured``
+    compute from it what the run computed): short where that is exact."""
+    short = f"{x:.6g}"
+    return short if float(short) == x else repr(x)
+
+
+def measured_runs(path: str) -> dict[tuple[str, int], list[float]]:
+    """{(case, workers): the measured runs, examples/s} of an earlier ``points.csv`` (a row per
+    model, each with the point's runs) or of a file without a ``model`` column, whose rows
+    each add runs (``examples/lab/more_runs.py`` writes one per run)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not {"case", "workers", "measured_runs"} <= set(reader.fieldnames or ()):
+        raise ConfigError(f"{path}: not a points.csv of sgdsim validate (no case, workers and "
+                          f"measured_runs columns)")
+    per_model = "model" in (reader.fieldnames or ())
+    runs: dict[tuple[str, int], list[float]] = {}
+    try:
+        for r in rows:
+            if r.get("measured_runs"):
+                got = [float(x) for x in r["measured_runs"].split(";")]
+                key = (r["case"], int(r["workers"]))
+                runs[key] = got if per_model else runs.get(key, []) + got
+    except (KeyError, ValueError):
+        raise ConfigError(f"{path}: not a points.csv of sgdsim validate (case, workers, "
+                          f"measured_runs columns)") from None
+    return runs
 
 
 def write_plot(case_result, path: str) -> None:
@@ -100,10 +146,19 @@ def error_by_workers(points) -> dict[str, list[dict]]:
     return by_workers_json(bias_by_workers(checks(points)))
 
 
+def point_counts(result) -> tuple[int, int]:
+    """(measured, all) points, a point being one worker count of one case."""
+    return (sum(len(cr.measured_runs) for cr in result.cases),
+            sum(len(cr.case.workers) for cr in result.cases))
+
+
 def summary_dict(result) -> dict:
+    measured, total = point_counts(result)
     return {
         "format": SUMMARY_FORMAT, "version": 1, "grid": result.grid.path,
+        "grid_sha256": fingerprint(result.grid),  # --resume continues only the same grid
         "description": result.grid.description, "dry_run": result.dry_run,
+        "points_measured": measured, "points_total": total,
         "error": "predicted / measured - 1, percent",
         "overall": error_stats(result.points),
         "error_by_workers": error_by_workers(result.points),
@@ -125,10 +180,13 @@ def _case_dict(cr) -> dict:
 def summary_markdown(result, with_details: bool = True) -> str:
     g = result.grid
     head = [f"# Validation: {g.path}", ""] + ([g.description, ""] if g.description else [])
-    n = sum(len(cr.measured) for cr in result.cases)
+    n, total = point_counts(result)
     if result.dry_run:
         head += ["Dry run: predictions only, nothing measured.", ""]
     else:
+        if n < total:
+            head += [f"Incomplete: {n} of {total} points measured so far; `sgdsim validate` "
+                     "with `--resume` measures the rest.", ""]
         head += [f"{len(result.cases)} case(s), {n} measured point(s). Error = predicted / "
                  "measured − 1; the tables give the mean and max of its absolute value, its signed "
                  "mean (positive: the model predicts more than was measured) and how many points "
@@ -251,13 +309,27 @@ def write_bias_plot(result, outdir: str) -> None:
     plot_bias(checks(result.points), path, title=f"signed error by W: {result.grid.path}")
 
 
-def write_summary(result, outdir: str) -> str:
+def write_all(result, outdir: str, case_plots: bool = True) -> None:
+    """Every output of a run that ends (done or stopped): points.csv, a plot per case unless
+    ``case_plots`` is false, the summary. The profiles were written when the cases were."""
+    write_points(result, os.path.join(outdir, "points.csv"))
+    for cr in result.cases if case_plots else ():
+        write_plot(cr, os.path.join(outdir, "plots", f"{cr.case.name}.png"))
+    write_summary(result, outdir)
+
+
+def write_progress(result, outdir: str) -> None:
+    """points.csv and summary.md/.json as they stand: written after every point, so whatever
+    stops a run leaves what it measured (without plots, which take longer)."""
+    write_points(result, os.path.join(outdir, "points.csv"))
+    write_summary(result, outdir, bias_plot=False)
+
+
+def write_summary(result, outdir: str, bias_plot: bool = True) -> str:
     """Write summary.md, summary.json and the plot of the error by W; return the markdown."""
-    write_bias_plot(result, outdir)
+    if bias_plot:
+        write_bias_plot(result, outdir)
     text = summary_markdown(result)
-    with open(os.path.join(outdir, "summary.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    with open(os.path.join(outdir, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump(summary_dict(result), f, indent=1)
-        f.write("\n")
+    _write_text(os.path.join(outdir, "summary.md"), text)
+    _write_text(os.path.join(outdir, "summary.json"), json.dumps(summary_dict(result), indent=1) + "\n")
     return text

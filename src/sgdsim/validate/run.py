@@ -8,7 +8,8 @@ The three steps that need torch or root are injectable (tests pass fakes):
 - ``measure_fn(case, workers, lab) -> float`` (or anything with ``.throughput``): examples/s.
 
 Predictions for every case are made before the lab is touched, so a case the models cannot
-handle fails in seconds, not after an hour of measurements.
+handle fails in seconds, not after an hour of measurements. What was measured is on disk after
+every point, and ``resume=True`` continues a stopped run (``resume``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from ..spec import Control, Strategy
 from ..predict import predict
 from ..profile.model import Profile
 from .grid import Case, Grid
+from .report import measured_runs
+from .resume import finished_runs, keeping_finished, saved_profiles
 
 
 @dataclass(frozen=True)
@@ -97,28 +100,50 @@ def parse_models(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def run_validation(grid: Grid, outdir: str = "validation-out", *, models=MODELS,
-                   dry_run: bool = False, force: bool = False, profile_fn=None,
-                   measure_fn=None, lab_fn=None, log=None) -> ValidationResult:
-    """Run every case of ``grid`` and write the outputs (``report.output_files``) to ``outdir``."""
+                   dry_run: bool = False, force: bool = False, resume: bool = False,
+                   profile_fn=None, measure_fn=None, lab_fn=None, log=None) -> ValidationResult:
+    """Run every case of ``grid`` and write the outputs (``report.output_files``) to ``outdir``,
+    points.csv and the summary after every point; a failing point raises ``PointFailed`` once
+    the finished ones are written. ``resume``: keep the points an earlier run of the same grid
+    wrote to ``outdir``, and its profiles, and measure the rest."""
     from . import report
 
     log = log or say  # one line per case and measurement; silent under --quiet
     models = parse_models(models)
     targets = report.output_files(outdir, grid.cases)
-    report.check_targets(targets, force)  # before any work: a refusal costs nothing
+    # before any work: a refusal costs nothing
+    kept = finished_runs(grid, targets, force=force, dry_run=dry_run) if resume else None
+    if not resume:
+        report.check_targets(targets, force)
     _check_matplotlib()
+    if kept is not None:
+        profile_fn = profile_fn or saved_profiles(os.path.join(outdir, "profiles"), default_profile)
     profile_fn, measure_fn = profile_fn or default_profile, measure_fn or default_measure
     results = [_predict_case(case, profile_fn, models, outdir, log) for case in grid.cases]
     result = ValidationResult(grid=grid, cases=results, dry_run=dry_run, files=list(targets))
-    for i, cr in enumerate(results):
-        if not dry_run:
-            _measure_case(cr, measure_fn, lab_fn or default_lab, log)
-            if cr.case.calibrate:
-                _calibrate_case(cr, models, log)
-        report.write_points(result, os.path.join(outdir, "points.csv"), upto=i + 1)
-        report.write_plot(cr, os.path.join(outdir, "plots", f"{cr.case.name}.png"))
-    report.write_summary(result, outdir)
+    if not dry_run:
+        _restore(results, kept or {}, log)
+        report.write_progress(result, outdir)  # the grid's fingerprint, before the lab
+        for cr in results:
+            with keeping_finished(result, outdir, cr, log):
+                _measure_case(cr, measure_fn, lab_fn or default_lab, log,
+                              lambda: report.write_progress(result, outdir))
+                if cr.case.calibrate:
+                    _calibrate_case(cr, models, log)
+            report.write_plot(cr, os.path.join(outdir, "plots", f"{cr.case.name}.png"))
+    report.write_all(result, outdir, case_plots=dry_run)  # a measured case's is drawn above
     return result
+
+
+def _restore(results: list[CaseResult], kept: dict, log) -> None:
+    """Put back the runs of the points an earlier run finished (``--resume``)."""
+    for cr in results:
+        cr.measured_runs.update({w: kept[(cr.case.name, w)] for w in cr.case.workers
+                                 if (cr.case.name, w) in kept})
+        if cr.measured_runs:
+            log(f"[{cr.case.name}] kept {_workers_text(sorted(cr.measured_runs))} worker(s), "
+                "measured before")
+            _set_measured(cr)
 
 
 def _predict_case(case: Case, profile_fn, models, outdir: str, log) -> CaseResult:
@@ -157,19 +182,29 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
     return points, skipped
 
 
-def _measure_case(cr: CaseResult, measure_fn, lab_fn, log) -> None:
+def _measure_case(cr: CaseResult, measure_fn, lab_fn, log, saved) -> None:
+    """Measure the case's points not measured yet, in one lab; ``saved()`` after each."""
     case = cr.case
+    todo = [w for w in case.workers if w not in cr.measured_runs]
+    if not todo:
+        return  # kept from an earlier run: no lab to bring up
     with lab_fn(case) as lab:
-        for w in case.workers:
-            runs = cr.measured_runs.setdefault(w, [])
+        for w in todo:
             count = getattr(measure_fn, "runs", None)  # a replay has its own number of runs
             n = count(case, w) if count else case.repeats
+            runs: list[float] = []
             for r in range(n):
                 verb = "replaying" if getattr(measure_fn, "replay", False) else "measuring"
                 log(f"[{case.name}] {verb} {w} worker(s){_nth(r, n)}: "
                     f"{case.warmup_s:g} s warm-up + {case.duration_s - case.warmup_s:g} s")
                 runs.append(examples_per_s(measure_fn(case, w, lab)))
                 log(f"[{case.name}]   {runs[-1]:.2f} examples/s")
+            cr.measured_runs[w] = runs  # a point is kept whole: one cut short is measured again
+            _set_measured(cr)
+            saved()
+
+
+def _set_measured(cr: CaseResult) -> None:
     measured = cr.measured
     cr.points = [dataclasses.replace(p, measured=measured.get(p.workers)) for p in cr.points]
 
@@ -269,35 +304,6 @@ def pooled_runs(paths: list[str]) -> dict[tuple[str, int], list[float]]:
                                   f"already in an earlier --measured file; give each run once")
             have += got
     return pooled
-
-
-def measured_runs(path: str) -> dict[tuple[str, int], list[float]]:
-    """{(case, workers): the measured runs, examples/s} of an earlier ``points.csv`` (a row per
-    model, each with the point's runs) or of a file without a ``model`` column, whose rows
-    each add runs (``examples/lab/more_runs.py`` writes one per run)."""
-    import csv
-
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not {"case", "workers", "measured_runs"} <= set(reader.fieldnames or ()):
-        raise ConfigError(f"{path}: not a points.csv of sgdsim validate (no case, workers and "
-                          f"measured_runs columns)")
-    per_model = "model" in (reader.fieldnames or ())
-    runs: dict[tuple[str, int], list[float]] = {}
-    try:
-        for r in rows:
-            if r.get("measured_runs"):
-                got = [float(x) for x in r["measured_runs"].split(";")]
-                key = (r["case"], int(r["workers"]))
-                runs[key] = got if per_model else runs.get(key, []) + got
-    except (KeyError, ValueError):
-        raise ConfigError(f"{path}: not a points.csv of sgdsim validate (case, workers, "
-                          f"measured_runs columns)") from None
-    return runs
 
 
 def _nth(r: int, repeats: int) -> str:

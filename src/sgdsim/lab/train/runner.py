@@ -8,8 +8,9 @@ t0 + duration, stop everything. Steps whose completion time lies in (warm-up, du
 throughput = batch · Σ steps / (duration − warm-up).
 
 Children report JSON lines on stdout (``wire.emit``); their stderr goes to a temporary file
-whose last line becomes the error message if one fails. Whatever happens (an error, Ctrl-C,
-SIGTERM through the lab's handler), every child is stopped before ``run_training`` returns.
+whose last error line (not a torch warning after it: ``child_error``) becomes the message if
+one fails. Whatever happens (an error, Ctrl-C, SIGTERM through the lab's handler), every child
+is stopped before ``run_training`` returns.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from ...errors import ConfigError, SgdsimError
 from ...outputs import check_output_path
 from ...units import parse_bandwidth_bps, parse_duration_s
+from ..child_error import cause_line
 from ..cluster import LabCluster, check_prerequisites
 from .trainers import TORCH_DDP_BUCKET_MB, check_trainer
 
@@ -235,8 +237,7 @@ class _Child:
             return err["message"]
         self.err.flush()
         self.err.seek(0)
-        lines = [ln.strip() for ln in self.err.read().splitlines() if ln.strip()]
-        return lines[-1] if lines else f"exit code {self.proc.returncode}"
+        return cause_line(self.err.read(), self.proc.returncode)
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.proc.poll() is None:
