@@ -1,12 +1,12 @@
 """The HTML report: figure geometry read back from the SVG, escaping, offline-ness, refusal to
-overwrite, and a real headless Chromium screenshot showing the curves were drawn."""
+overwrite. The inputs block: test_report_inputs.py; table formats: test_report_tables.py; what
+a browser draws: test_report_browser.py."""
 from __future__ import annotations
 
 import math
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
+from html import escape
 
 import numpy as np
 import pytest
@@ -14,7 +14,8 @@ import pytest
 from sgdsim.errors import ConfigError
 from sgdsim.report import ReportInput, Series, render_html, write_html
 from sgdsim.report import svg
-from sgdsim.report.html import PERFETTO, efficiency
+from sgdsim.report.figures import efficiency
+from sgdsim.report.html import PERFETTO
 from sgdsim.spec.control import MEASURED
 
 
@@ -29,7 +30,7 @@ def point(w, thr, lo=None, hi=None, util=None, regimes=(), bottleneck="downlink"
 
 def report(*series, title="test report", **kw):
     kw.setdefault("profiles", ({"name": "toy", "path": "toy.json", "batch_size": 32},))
-    kw.setdefault("options", {"bandwidth": "10 Gbit/s"})
+    kw.setdefault("inputs", (("bandwidth", "10 Gbps (default)"),))
     return ReportInput(title=title, series=tuple(series), **kw)
 
 
@@ -54,12 +55,31 @@ def coords(attr: str) -> list[tuple[float, float]]:
     return [tuple(map(float, pair.split(","))) for pair in attr.split()]
 
 
-def by_series(root: ET.Element, tag: str, cls: str) -> dict[str, list[ET.Element]]:
+def by_series(root: ET.Element, tag: str | None, cls: str) -> dict[str, list[ET.Element]]:
+    """``tag`` None: any element (markers are circles, squares, triangles, ...)."""
     out: dict[str, list[ET.Element]] = {}
     for el in root.iter(tag):
         if el.get("class") == cls:
             out.setdefault(el.get("data-series"), []).append(el)
     return out
+
+
+def centre(el: ET.Element) -> tuple[float, float]:
+    """A marker's centre: a circle's, or a polygon's vertex mean (regular shapes)."""
+    if el.tag == "circle":
+        return float(el.get("cx")), float(el.get("cy"))
+    xy = coords(el.get("points"))
+    return sum(x for x, _ in xy) / len(xy), sum(y for _, y in xy) / len(xy)
+
+
+def plot_area(root: ET.Element, panel: int = 0) -> tuple[float, float, float, float]:
+    (rect,) = [el for el in root.iter("rect") if el.get("class") == "plot-area"
+               and el.get("data-panel") == str(panel)]
+    return tuple(float(rect.get(k)) for k in ("x", "y", "width", "height"))
+
+
+def panel_titles(root: ET.Element) -> list[str]:
+    return [t.text for t in root.iter("text") if t.get("class") == "panel-title"]
 
 
 # ----------------------------------------------------------------------------- structure
@@ -69,15 +89,19 @@ def test_each_series_is_one_polyline_with_one_marker_per_point():
     root = figure(render_html(report(a, b)), "fig-throughput")
     assert root.get("role") == "img" and root.find("title").text
     lines = by_series(root, "polyline", "series")
-    markers = by_series(root, "circle", "marker")
+    markers = by_series(root, None, "marker")
     assert {k: len(v) for k, v in lines.items()} == {"0": 1, "1": 1}
     assert {k: len(v) for k, v in markers.items()} == {"0": 5, "1": 3}
     # The curve runs left to right through its markers although the points came unsorted.
-    xy = coords(lines["0"][0].get("points"))
-    assert [x for x, _ in xy] == sorted(x for x, _ in xy)
-    assert xy == [(float(m.get("cx")), float(m.get("cy"))) for m in markers["0"]]
+    for key in "01":
+        xy = coords(lines[key][0].get("points"))
+        assert [x for x, _ in xy] == sorted(x for x, _ in xy)
+        assert np.allclose(xy, [centre(m) for m in markers[key]], atol=0.02)
+    # Colour, dash and marker shape each tell the two apart.
     assert lines["0"][0].get("stroke") == svg.PALETTE[0]
     assert lines["1"][0].get("stroke") == svg.PALETTE[1]
+    assert lines["0"][0].get("stroke-dasharray") != lines["1"][0].get("stroke-dasharray")
+    assert markers["0"][0].tag != markers["1"][0].tag
 
 
 def test_band_vertices_are_the_ci_values_mapped_through_the_axes():
@@ -86,18 +110,18 @@ def test_band_vertices_are_the_ci_values_mapped_through_the_axes():
     root = figure(render_html(report(Series("s", "toy", "fine", pts))), "fig-throughput")
     ticks = [t.text for t in root.iter("text") if t.get("class") == "ytick"]
     assert ticks == ["0", "200", "400", "600", "800", "1,000"]
-    # By hand: plot area from y=16 (1000) down to y=16+292=308 (0), so 500 sits at 162.
-    y = lambda v: 16 + 292 * (1 - v / 1000)  # noqa: E731
-    assert y(500) == 162.0
-    # x: linear from 0 (W/max/min < 16) over 72+12 .. 72+488-12 pixels.
-    x = lambda w: 84 + 464 * w / 4  # noqa: E731
+    # The plot area as drawn: 1000 at its top edge, 0 at its bottom.
+    left, top, width, height = plot_area(root)
+    y = lambda v: top + height * (1 - v / 1000)  # noqa: E731
+    # x: linear from 0 (W max/min < 16), inset by X_PAD on both sides.
+    x = lambda w: left + svg.X_PAD + (width - 2 * svg.X_PAD) * w / 4  # noqa: E731
     (band,) = by_series(root, "polygon", "band")["0"]
     expected = [(x(1), y(350)), (x(2), y(600)), (x(4), y(1000)),
                 (x(4), y(800)), (x(2), y(400)), (x(1), y(250))]
     got = coords(band.get("points"))
     assert np.allclose(got, expected, atol=0.006), got
-    marker_w2 = by_series(root, "circle", "marker")["0"][1]
-    assert float(marker_w2.get("cy")) == pytest.approx(162.0)
+    marker_w2 = by_series(root, None, "marker")["0"][1]
+    assert centre(marker_w2)[1] == pytest.approx(y(500), abs=0.006)
     assert float(band.get("fill-opacity")) < 1  # translucent
 
 
@@ -115,7 +139,7 @@ def test_linear_scaling_is_100_percent_everywhere_even_without_w1():
         == [(2, 100.0), (4, 100.0), (8, 100.0), (16, 100.0)]
     root = figure(render_html(report(lin_series(ws=(2, 4, 8, 16)))), "fig-efficiency")
     (ref,) = [el for el in root.iter("line") if el.get("class") == "reference"]
-    cys = {float(m.get("cy")) for m in by_series(root, "circle", "marker")["0"]}
+    cys = {round(centre(m)[1], 2) for m in by_series(root, None, "marker")["0"]}
     assert cys == {float(ref.get("y1"))}
     # A sublinear series drops below 100 % (sanity check that the test can fail).
     eff = efficiency(fine_series().sorted_points())
@@ -124,19 +148,42 @@ def test_linear_scaling_is_100_percent_everywhere_even_without_w1():
 
 def test_wide_worker_range_uses_a_log2_axis():
     root = figure(render_html(report(lin_series(ws=(1, 2, 4, 8, 16, 32)))), "fig-throughput")
-    xs = [float(m.get("cx")) for m in root.iter("circle")]
+    xs = [centre(m)[0] for m in by_series(root, None, "marker")["0"]]
     gaps = np.diff(xs)
     assert gaps == pytest.approx([gaps[0]] * len(gaps), abs=0.02)
     assert any("log₂" in (t.text or "") for t in root.iter("text"))
 
 
-def test_utilization_shows_each_resource_of_the_fine_series():
-    root = figure(render_html(report(lin_series(), fine_series())), "fig-utilization")
+def test_utilization_has_one_panel_per_resource_of_the_fine_series():
+    fine = fine_series()
+    root = figure(render_html(report(lin_series(), fine)), "fig-utilization")
+    # Downlink and uplink apart: one can no longer hide under the other.
+    assert panel_titles(root) == list(fine.points[0]["utilization"])
     lines = root.findall("polyline")
-    assert [ln.find("title").text for ln in lines] == ["worker", "downlink", "uplink"]
-    assert [ln.get("stroke") for ln in lines] == list(svg.PALETTE[:3])
+    assert [ln.get("data-panel") for ln in lines] == ["0", "1", "2"]
+    assert {ln.find("title").text for ln in lines} == {fine.label}
     ys = [t.text for t in root.iter("text") if t.get("class") == "ytick"]
     assert ys[0] == "0" and ys[-1] == "100"
+
+
+def test_the_bottleneck_the_table_names_is_ringed_in_its_resource_panel():
+    from sgdsim.point import SATURATED
+
+    fine = fine_series()
+    html = render_html(report(lin_series(), fine))
+    root = figure(html, "fig-utilization")
+    titles = panel_titles(root)
+    rings = {(titles[int(r.get("data-panel"))], round(float(r.get("cx")), 2))
+             for r in root.iter("circle") if r.get("class") == "ring"}
+    saturated = [p for p in fine.points if p["utilization"][p["bottleneck"]] >= SATURATED]
+    assert saturated, "the oracle needs a saturated point"
+    line = {ln.get("data-panel"): coords(ln.get("points")) for ln in root.findall("polyline")}
+    ws = sorted(p["workers"] for p in fine.points)
+    expected = {(p["bottleneck"], round(line[str(titles.index(p["bottleneck"]))]
+                                        [ws.index(p["workers"])][0], 2)) for p in saturated}
+    assert rings == expected
+    for p in saturated:  # ... and the table names the same
+        assert re.search(rf"<td class=\"num\">{p['workers']}</td>.*?<td>{p['bottleneck']}</td>", html)
 
 
 def test_nice_ticks_use_1_2_5_steps_from_zero():
@@ -155,32 +202,23 @@ def test_points_table_and_summary():
                                                                    regimes=regimes)))
     html = render_html(report(s))
     assert "best 590 examples/s at W=8" in html
-    assert "downlink (93%)" in html
-    assert "two regimes: 610 (60 %) / 560 (40 %)" in html
-    assert html.count("two regimes") == 1
+    assert "<td>downlink</td><td class=\"num\">93</td>" in html
+    assert "<td>610 (60 %) / 560 (40 %)</td>" in html
+    assert html.count("610 (60 %)") == 1
     assert "95 – 105" in html
     assert "model's own error" not in html  # points without a margin say nothing of one
 
 
-def test_the_page_says_what_it_assumed_and_shows_no_empty_regimes_column():
-    html = render_html(report(fine_series(), options={"bandwidth": "10Gbps (the default)"},
-                              profiles=({"name": "toy", "batch_size": 32},)))
-    assert "<p>Assumed: bandwidth 10Gbps (the default); toy batch 32.</p>" in html
-    assert "<th>regimes</th>" not in html  # no point ran in two regimes
+def test_the_inputs_come_first_and_no_column_stays_empty():
+    rows = (("bandwidth (each node's NIC)", "10 Gbps (default)"), ("mode", "sync"))
+    html = render_html(report(fine_series(), inputs=rows))
+    block = html[html.index('<h2 id="inputs">'):html.index("<figure>")]  # before every figure
+    for name, value in rows:
+        assert f"<td>{escape(name)}</td><td>{escape(value)}</td>" in block
+    assert "regimes" not in html  # no point ran in two regimes
     regimes = ({"throughput": 610.0, "share": 0.6}, {"throughput": 560.0, "share": 0.4})
     two = Series("toy · fine", "toy", "fine", (point(8, 590, 550, 620, regimes=regimes),))
-    assert "<th>regimes</th>" in render_html(report(two))
-
-
-def test_a_report_without_bandwidth_given_names_the_default(tmp_path):
-    from pathlib import Path
-
-    from sgdsim.cli import main
-    out = tmp_path / "r.html"
-    profile = Path(__file__).resolve().parent.parent / "examples" / "profiles" / "alexnet-nooverlap.json"
-    assert main(["predict", str(profile), "--workers", "1,2", "--quiet",
-                 "--report", str(out)]) == 0
-    assert "bandwidth 10Gbps (the default)" in out.read_text()
+    assert "<th>two regimes (examples/s, share)</th>" in render_html(report(two))
 
 
 def test_points_table_says_which_model_error_the_intervals_hold():
@@ -198,7 +236,7 @@ EVIL = "<script>alert(1)</script>"
 def test_user_text_is_escaped_everywhere():
     s = Series(EVIL, EVIL, "fine", (point(1, 10, 9, 11, util={EVIL: 0.5}, bottleneck=EVIL),))
     html = render_html(report(s, title=EVIL, profiles=({"name": EVIL, EVIL: 1},),
-                              options={EVIL: EVIL}, hardware={"x": EVIL},
+                              inputs=((EVIL, EVIL),), hardware={"x": EVIL},
                               timeline='"><img src=x onerror=alert(1)>', generated_by=EVIL))
     assert EVIL not in html
     assert "<script" not in html.lower()
@@ -284,66 +322,3 @@ def test_write_html_refuses_to_overwrite_and_checks_before_rendering(tmp_path):
     assert path.read_text().startswith("<!DOCTYPE html>")
     with pytest.raises(ConfigError, match="does not exist"):
         write_html(r, str(tmp_path / "missing" / "r.html"))
-
-
-# ----------------------------------------------------------------------------- browser
-
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if path := shutil.which(name):
-            return path
-    pytest.skip("chromium not installed (Debian package chromium)")
-
-
-def _rgb(hex_colour: str) -> np.ndarray:
-    return np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
-
-
-def _near(img: np.ndarray, rgb, tol: int = 8) -> np.ndarray:
-    return (np.abs(img.astype(int) - np.asarray(rgb)) <= tol).all(axis=-1)
-
-
-def _plot_areas(img: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """Bounding boxes (top, bottom, left, right) of the plot backgrounds, top to bottom: rows
-    rich in the plot tint, grouped across the gaps that grid lines and curves leave."""
-    bg = _near(img, _rgb(svg.PLOT_BG), tol=1)
-    rows = np.flatnonzero(bg.sum(axis=1) > 150)
-    groups = np.split(rows, np.flatnonzero(np.diff(rows) > 25) + 1) if len(rows) else []
-    boxes = []
-    for g in groups:
-        cols = np.flatnonzero(bg[g[0]:g[-1] + 1].any(axis=0))
-        boxes.append((g[0], g[-1] + 1, cols[0], cols[-1] + 1))
-    return boxes
-
-
-def test_chromium_draws_the_three_figures(tmp_path):
-    chromium = _chromium()
-    Image = pytest.importorskip("PIL.Image")
-    page = tmp_path / "report.html"
-    write_html(report(fine_series(), lin_series(), timeline="trace.json"), str(page))
-    png = tmp_path / "shot.png"
-    cmd = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           "--window-size=1200,3000", f"--user-data-dir={tmp_path / 'profile'}",
-           f"--screenshot={png}", page.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert png.exists(), f"no screenshot (rc {proc.returncode}): {proc.stderr[-2000:]}"
-    img = np.asarray(Image.open(png).convert("RGB"))
-
-    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 200, "the page looks blank"
-    boxes = _plot_areas(img)
-    assert len(boxes) == 3, f"expected 3 plot areas, found {boxes}"
-    blue, orange, green = (_rgb(c) for c in svg.PALETTE[:3])
-    regions = [img[t:b, l:r] for t, b, l, r in boxes]
-    counts = [{name: int(_near(reg, rgb).sum()) for name, rgb in
-               (("blue", blue), ("orange", orange), ("green", green))} for reg in regions]
-    throughput, eff, util = counts
-    # Throughput and efficiency: both series' curves; utilization: the fine series' three
-    # resources, green being the third resource's colour, used by no series.
-    assert throughput["blue"] > 200 and throughput["orange"] > 200 and throughput["green"] == 0
-    assert eff["blue"] > 200 and eff["orange"] > 200 and eff["green"] == 0
-    assert min(util.values()) > 200
-    # The interval band: the blue at BAND_OPACITY over the plot tint, only in the first figure.
-    band = np.round(svg.BAND_OPACITY * blue + (1 - svg.BAND_OPACITY) * _rgb(svg.PLOT_BG))
-    in_band = [int(_near(reg, band, tol=4).sum()) for reg in regions]
-    # Antialiased edges of the blue curve elsewhere blend to the same tint, but only a few.
-    assert in_band[0] > 500 and in_band[1] < in_band[0] / 20, in_band

@@ -38,7 +38,12 @@ def test_the_section_gives_each_model_s_signed_and_absolute_error_by_w(points_cs
     # fine over all: (10 − 10 + 20)/3 = +6.7 % signed, (10 + 10 + 20)/3 = 13.3 % mean |error|
     assert "fine: signed mean +6.7 %, mean |error| 13.3 %, 2 of 3 too high" in html
     assert "coarse: signed mean -5.0 %, mean |error| 5.0 %, 0 of 1 too high" in html
-    assert "+0.0 % / 10.0 % (2)" in html and "+20.0 % / 20.0 % (1)" in html  # fine at W = 2, 4
+    # fine at W = 2, 4: signed, mean |error| (%) and runs, one kind of number per column
+    head = re.findall(r"<th>(.*?)</th>", html)
+    assert head[:4] == ["workers", "fine: signed error (%)", "fine: mean |error| (%)", "fine: runs"]
+    cells = lambda w: re.findall(r'<td class="num">(.*?)</td>', re.search(  # noqa: E731
+        rf'<tr><td class="num">{w}</td>.*?</tr>', html).group(0))
+    assert cells(2)[:4] == ["2", "+0.0", "10.0", "2"] and cells(4)[:4] == ["4", "+20.0", "20.0", "1"]
     assert 'id="fig-validation"' in html and "Measured runs from mine.csv" in html
     assert len(re.findall(r"<tr>", html)) == 3  # a header and W = 2, 4
 

@@ -74,9 +74,6 @@ def load_any_profile(p) -> Profile | CoarseProfile:
     return load_profile(p)
 
 
-_profile = load_any_profile  # the report's old name for it, until that module moves over
-
-
 def _json_format(path) -> str | None:
     try:
         data = read_json(path, "profile", ProfileError)

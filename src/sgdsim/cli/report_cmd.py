@@ -1,10 +1,9 @@
 """``sgdsim report``: predictions for one or more profiles as one self-contained HTML page."""
 from __future__ import annotations
 
-
 from ..errors import ConfigError
 from ..outputs import check_output_path
-from .model_options import add_model_arguments, run_prediction
+from .model_options import add_model_arguments, keywords, run_prediction
 from ..progress import say
 
 
@@ -47,6 +46,7 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
     """``runs``: (profile path or label, points) pairs."""
     from .. import __version__
     from ..report import ReportInput, Series, write_html
+    from ..report.inputs import input_rows
 
     series, profiles = [], []
     for source, points in runs:
@@ -56,8 +56,10 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
             series.append(Series(label=f"{summary['name']} · {model}", profile=summary["name"],
                                  model=model,
                                  points=tuple(p.to_dict() for p in points if p.model == model)))
+    inputs = input_rows(prediction_specs(args), tuple(series), tuple(profiles), args.model,
+                        args.hardware)
     report = ReportInput(title="sgdsim prediction", series=tuple(series), profiles=tuple(profiles),
-                         options=_options(args), hardware=_hardware(args.hardware),
+                         inputs=inputs, hardware=_hardware(args.hardware),
                          timeline=timeline, generated_by=f"sgdsim {__version__}",
                          validation=getattr(args, "validation_points", ()),
                          validation_source=getattr(args, "validation", None) or "")
@@ -65,31 +67,26 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
     say(f"wrote {path}")
 
 
+def prediction_specs(args):
+    """The strategy, cluster and control the prediction ran with: ``predict`` builds them from
+    these very keywords (``model_options.keywords``: the options, then the hardware file's,
+    then the defaults), and the inputs block reads them rather than the options."""
+    from ..parse.keywords import specs
+    from ..report.inputs import Specs
+
+    return Specs.of(*specs(**keywords(args)), hardware=args.hardware)
+
+
 def _profile_summary(source, coarse: str | None) -> dict:
     from ..evaluate.jobs import fine_profile
-    from ..predict import _profile
+    from ..predict import load_any_profile
     from ..analytic.coarse_profile import parse_coarse
 
-    prof = fine_profile(parse_coarse(coarse) if coarse else _profile(source))
+    prof = fine_profile(parse_coarse(coarse) if coarse else load_any_profile(source))
     return {"name": prof.job.model, "path": str(source) if not coarse else f"--coarse {coarse}",
             "batch_size": prof.job.batch_size, "parameters_MB": round(prof.model_bytes() / 1e6, 2),
             "compute_ms": round(prof.mean_compute_s() * 1e3, 2), "ops": prof.n_ops,
             "overlap": prof.job.overlap}
-
-
-def _options(args) -> dict[str, str]:
-    """The options given, and the bandwidth the prediction assumed even when it was not given
-    (the default, or the hardware file's)."""
-    from ..parse.keywords import CLUSTER_KEYWORDS
-
-    skip = {"handlers", "command", "profiles", "profile", "output", "force", "quiet", "report",
-            "timeline", "format", "validation_points"}
-    given = {k.replace("_", "-"): str(v) for k, v in sorted(vars(args).items())
-             if k not in skip and v not in (None, [], False)}
-    if "bandwidth" not in given:
-        given["bandwidth"] = (f"from {args.hardware}" if getattr(args, "hardware", None)
-                              else f"{CLUSTER_KEYWORDS['bandwidth']} (the default)")
-    return given
 
 
 def _hardware(path: str | None) -> dict | None:

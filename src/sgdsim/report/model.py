@@ -40,7 +40,7 @@ class ReportInput:
     title: str
     series: tuple[Series, ...]
     profiles: tuple[dict, ...]
-    options: dict[str, str]
+    inputs: tuple[tuple[str, str], ...] = ()  # (input, value) rows (report/inputs.py)
     hardware: dict | None = None
     timeline: str | None = None
     generated_by: str = ""
@@ -50,7 +50,17 @@ class ReportInput:
     def __post_init__(self):
         object.__setattr__(self, "series", tuple(self.series))
         object.__setattr__(self, "profiles", tuple(self.profiles))
+        object.__setattr__(self, "inputs", tuple((str(k), str(v)) for k, v in self.inputs))
         check_report(self)
+
+
+def low(p: dict) -> float:
+    """A point's interval, its throughput where it has none."""
+    return p["throughput"] if p.get("ci_low") is None else p["ci_low"]
+
+
+def high(p: dict) -> float:
+    return p["throughput"] if p.get("ci_high") is None else p["ci_high"]
 
 
 def check_report(report: ReportInput) -> None:

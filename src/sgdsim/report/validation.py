@@ -14,6 +14,7 @@ from html import escape
 from ..errors import ConfigError
 from ..evaluate.bias import bias_by_model, bias_by_workers, errors_by_workers
 from . import svg
+from .tables import table
 
 COLUMNS = {"model", "workers", "measured", "predicted"}
 
@@ -48,12 +49,13 @@ def read_points(path: str) -> tuple[tuple[str, int, float, float], ...]:
 def section(points, source: str) -> str:
     """The HTML: a heading, the chart and the per-W table."""
     by_w = errors_by_workers(points)
-    lines = [svg.Line(m, svg.color(i), svg.dash(i),
-                      tuple((float(w), 100 + sum(e) / len(e)) for w, e in rows.items()))
-             for i, (m, rows) in enumerate(by_w.items())]
+    lines = tuple(svg.Line(m, svg.style(i), tuple((float(w), 100 + sum(e) / len(e))
+                                                  for w, e in rows.items()), key=i)
+                  for i, (m, rows) in enumerate(by_w.items()))
     top = max(y for ln in lines for _, y in ln.xy)
-    chart = svg.line_chart("fig-validation", "Predicted / measured (%) against workers", "workers",
-                           "predicted / measured (%)", lines, max(top, 110.0), ref_y=100.0)
+    chart = svg.small_multiples("fig-validation", "Predicted / measured (%) against workers",
+                                "workers", "predicted / measured (%)",
+                                [svg.Panel("", lines, max(top, 110.0))], ref_y=100.0)
     overall = bias_by_model(points)
     note = "; ".join(f"{m}: signed mean {b.signed_mean_error_pct:+.1f} %, mean |error| "
                      f"{b.mean_abs_error_pct:.1f} %, {b.too_high} of {b.points} too high"
@@ -65,15 +67,17 @@ def section(points, source: str) -> str:
 
 
 def _table(by_w) -> str:
+    """Per W, each model's signed and absolute mean error and its number of runs: three
+    columns a model, so each holds one kind of number."""
     models = list(by_w)
     workers = sorted({w for rows in by_w.values() for w in rows})
-    head = "".join(f"<th>{escape(m)}: signed / mean |error| (n)</th>" for m in models)
-    body = []
-    for w in workers:
-        cells = "".join(f'<td class="num">{_cell(by_w[m].get(w))}</td>' for m in models)
-        body.append(f'<tr><td class="num">{w}</td>{cells}</tr>')
-    return f"<table>\n<tr><th>workers</th>{head}</tr>\n" + "\n".join(body) + "\n</table>"
+    head = ["workers"] + [f"{m}: {what}" for m in models
+                          for what in ("signed error (%)", "mean |error| (%)", "runs")]
+    rows = [[str(w)] + [cell for m in models for cell in _cells(by_w[m].get(w))] for w in workers]
+    return table(head, rows, num_cols=set(range(len(head))))
 
 
-def _cell(b) -> str:
-    return "-" if b is None else f"{b.signed_mean_error_pct:+.1f} % / {b.mean_abs_error_pct:.1f} % ({b.points})"
+def _cells(b) -> list[str]:
+    if b is None:
+        return ["–", "–", "–"]
+    return [f"{b.signed_mean_error_pct:+.1f}", f"{b.mean_abs_error_pct:.1f}", str(b.points)]
