@@ -11,7 +11,7 @@ For every (model, batch):
   the model database, as there is no grid for them; their share of the time is reported.
 
     python examples/ops/estimate_models.py --models-db M.sqlite --grid-db G.sqlite \
-        --out docs/validation/ops/models
+        --out docs/validation/ops/models [--models zoo:mlp,zoo:resnet50]
 
 Writes models.csv, models.md and models.png under --out. Run on a quiet machine.
 """
@@ -59,11 +59,11 @@ def step_of(profile) -> float:
     return profile.mean_compute_s() + upd
 
 
-def measure_steps(steps: int, runs: int) -> dict:
+def measure_steps(steps: int, runs: int, cases) -> dict:
     """{(spec, batch): [plain step seconds, one per run]}; every case once per round."""
     out: dict = {}
     for _ in range(runs):
-        for spec, batches in CASES:
+        for spec, batches in cases:
             for b in batches:
                 real = profile_model(spec, b, steps=steps, warmup=2, threads=1).plain_step_s
                 out.setdefault((spec, b), []).append(real)
@@ -129,14 +129,20 @@ def main() -> None:
     ap.add_argument("--out", required=True, help="folder for models.csv/.md/.png")
     ap.add_argument("--steps", type=int, default=6, help="measured steps per case and run")
     ap.add_argument("--runs", type=int, default=3, help="separate measurements of each case")
+    ap.add_argument("--models", default=None,
+                    help="comma-separated subset of the cases' models (default: all six)")
     args = ap.parse_args()
+    wanted = None if args.models is None else set(args.models.split(","))
+    cases = [c for c in CASES if wanted is None or c[0] in wanted]
+    if not cases:
+        raise SystemExit(f"--models: none of {sorted(wanted)} is a case ({[c[0] for c in CASES]})")
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
     device = this_device(1).name
     t0, rows = time.perf_counter(), []
-    measured = measure_steps(args.steps, args.runs)
+    measured = measure_steps(args.steps, args.runs, cases)
     with open_db(args.models_db, create=False) as mdb, open_db(args.grid_db, create=False) as gdb:
-        for spec, batches in CASES:
+        for spec, batches in cases:
             for b in batches:
                 rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)]))
                 print(rows[-1], flush=True)

@@ -73,7 +73,7 @@ def cmd_train(args) -> int:
         if small:
             say(f"skipped (fewer than {MIN_ROWS} rows): {', '.join(small)}")
         # each type's search stops at its budget: that bounds the whole run before it starts
-        say(f"training {len(groups)} estimator(s) on {device} for up to {args.budget} s each: "
+        say(f"training {len(groups)} estimator(s) on {device} for up to {args.budget:g} s each: "
             f"about {_duration(len(groups) * args.budget)} in all")
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
               f"principal component")
