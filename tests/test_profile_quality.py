@@ -125,8 +125,12 @@ def test_a_profile_beside_busy_neighbours_is_flagged(tmp_path, capsys):
 
 def test_a_quiet_profile_is_not_flagged(tmp_path, capsys):
     out = tmp_path / "quiet.json"
+    watch = CpuWatch().start()
     assert main(["profile", MODEL, "--batch-size", "32", "--steps", "12", "--warmup", "2",
                  "-o", str(out)]) == 0
+    others = watch.cores()
+    if others is not None and others > MAX_OTHERS_CORES:  # a shared CI host, say
+        pytest.skip(f"other processes used {others:.1f} cores: no quiet profile to take here")
     quality = json.loads(out.read_text())["profiler"]["quality"]
     assert not quality["shaky"], quality["reasons"]
     main(["predict", str(out), "--workers", "1"])

@@ -99,6 +99,15 @@ def test_a_hardware_file_is_named_and_what_it_set_says_so(tmp_path):
     assert cap == bandwidth(parse_bandwidth_Bps("5Gbps"))
 
 
+def test_a_hardware_file_alone_sets_the_network(tmp_path):
+    """No other option: the report once failed here (the file was read as if flows were capped)."""
+    rows = run_report(tmp_path, "--workers", "1,2", "--hardware", HARDWARE, *QUICK)
+    arch = ARCHITECTURES.names[0]
+    expected = bandwidth(parse_bandwidth_Bps(load_hardware(HARDWARE).bandwidth_for(arch)))
+    assert rows[BANDWIDTH] == expected + FROM_FILE
+    assert rows["hardware file"] == HARDWARE
+
+
 def test_predict_report_has_the_block_too(tmp_path):
     out = tmp_path / "r.html"
     assert main(["predict", PROFILE, "--workers", "1,2", "--model", "lin", "--quiet",

@@ -48,12 +48,12 @@ class Specs:
            hardware: str | None = None) -> Specs:
         from_file = None
         if hardware:
-            cap = cluster.link.flow_cap_Bps  # a bare number is bits/s
-            # The file's measured dynamics depend on the strategy: ask for this one's.
+            # The file's measured dynamics depend on the strategy (and on whether flows are
+            # capped, not on the cap): ask for this one's.
             given = {"arch": strategy.arch, "mode": strategy.mode, "ps_count": strategy.ps_count,
-                     "sharing": strategy.sharing, "flow_cap": None if cap is None else 8 * cap}
+                     "sharing": strategy.sharing, "flow_cap": cluster.link.flow_cap_Bps}
             kw = hardware_keywords(load_hardware(hardware), given)
-            kw.pop("flow_cap")  # given to choose the dynamics; the file holds none
+            kw.pop("flow_cap", None)  # given to choose the dynamics; the file holds none
             from_file = keyword_specs(**kw)
         return cls((strategy, cluster, control), keyword_specs(), from_file)
 
