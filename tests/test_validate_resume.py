@@ -131,6 +131,15 @@ def test_the_cause_is_the_traceback_not_the_warnings_after_it():
     assert long.startswith("ValueError: x") and len(long) <= 400
 
 
+def test_the_benchmarks_name_the_cause_too():
+    """netbench's gloo and interference benchmarks and its hubs read their children's stderr
+    through ``procs.last_line``: the same cause, and a message when there is none."""
+    from sgdsim.lab.procs import last_line
+
+    assert last_line(STDERR) == ERROR
+    assert last_line(None) == "no message"
+
+
 def test_a_failing_rank_is_reported_with_its_error(tmp_path):
     """The runner's own path: a child that logs the sample to stderr and exits 1."""
     from sgdsim.lab.train.runner import _Child, _wait

@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 
 from ..errors import SgdsimError
+from .child_error import cause_line
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 5.0) -> None:
@@ -26,9 +27,9 @@ def kill_all(procs) -> None:
 
 
 def last_line(text: str | None) -> str:
-    """The last non-empty line of a child's stderr: its error message."""
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    return lines[-1] if lines else "no message"
+    """Why a benchmark's child failed, from its stderr: its last exception line, not the torch
+    warnings logged after it (``child_error``)."""
+    return cause_line(text)
 
 
 def hub_and_peers(lab, hub_argv: list[str], ready: str, what: str, peer_argv, peers: int,
