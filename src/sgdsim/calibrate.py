@@ -11,7 +11,7 @@ from .analytic.async_ps import async_ps
 from .errors import ProfileError
 from .evaluate.jobs import coarse_profile
 from .spec.limits import MAX_WORKERS, check_bandwidth
-from .predict import load_any_profile as _profile
+from .predict import load_any_profile
 from .units import parse_bandwidth_Bps
 
 CANDIDATES = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -51,7 +51,7 @@ def read_measured(path: str) -> list[tuple[int, float]]:
 def calibrate_threshold(profile, measured: list[tuple[int, float]], bandwidth) -> Calibration:
     """Error of the coarse async model for each ρ_T in {0.1, ..., 1.0}; the best minimises
     the mean absolute relative error."""
-    c = coarse_profile(_profile(profile))
+    c = coarse_profile(load_any_profile(profile))
     c.check_has_work()
     B = check_bandwidth(parse_bandwidth_Bps(bandwidth))  # the simulator's range: below it service times overflow to inf
     table = []

@@ -225,20 +225,16 @@ def _warn_shaky(job, classes, args):
     from ..predict import load_any_profile
     from ..profiler.quality import warning_for
 
-    if isinstance(job, str) and args.coarse is None:
-        job = load_any_profile(job)
-        label = args.profile
-        warning = warning_for(job, label)
-        if warning:
-            say(warning)
-    loaded = []
-    for name, path, count in classes:
+    def load(path):
         prof = load_any_profile(path)
         warning = warning_for(prof, path)
         if warning:
             say(warning)
-        loaded.append((name, prof, count))
-    return job, loaded
+        return prof
+
+    if isinstance(job, str) and args.coarse is None:
+        job = load(job)
+    return job, [(name, load(path), count) for name, path, count in classes]
 
 
 def check_relevance(args) -> None:

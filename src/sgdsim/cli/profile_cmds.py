@@ -241,11 +241,11 @@ def cmd_info(args) -> int:
           f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
     print(f"parameters {p.model_bytes() / 1e6:.2f} MB over {p.ps_count} PS; forward+backward "
           f"{p.mean_compute_s() * 1e3:.1f} ms; overlap {p.job.overlap}; profiled bandwidth {bw}")
-    notes = p.extra.get("profiler") if isinstance(p.extra, dict) else None
-    if isinstance(notes, dict) and isinstance(notes.get("quality"), dict):
-        from ..profiler.quality import describe
+    from ..profiler.quality import describe, recorded
 
-        print(f"measurement: {describe(notes['quality'])}")
+    quality = recorded(p)
+    if quality is not None:
+        print(f"measurement: {describe(quality)}")
     return 0
 
 

@@ -63,6 +63,7 @@ def cmd_train(args) -> int:
     import numpy as np
 
     from ..progress import Progress, say
+    from ..units import format_duration_s
     from .db import open_db
     from .estimator.model import train
 
@@ -74,7 +75,7 @@ def cmd_train(args) -> int:
             say(f"skipped (fewer than {MIN_ROWS} rows): {', '.join(small)}")
         # each type's search stops at its budget: that bounds the whole run before it starts
         say(f"training {len(groups)} estimator(s) on {device} for up to {args.budget:g} s each: "
-            f"about {_duration(len(groups) * args.budget)} in all")
+            f"about {format_duration_s(len(groups) * args.budget)} in all")
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
               f"principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
@@ -97,10 +98,6 @@ def cmd_train(args) -> int:
                 bar.advance()
     _summary(device, len(groups) - len(failed), failed, set_aside, args.db)
     return 0
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _summary(device: str, trained: int, failed: list[str], set_aside: list[str], db: str | None) -> None:

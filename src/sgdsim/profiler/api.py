@@ -57,7 +57,6 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
         raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
     torch = _import_torch()
     from .build import build_profile
-    from .quality import drop_stalled
 
     dev = _device(torch, device)
     old_threads = torch.get_num_threads()
@@ -66,8 +65,8 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
             torch.set_num_threads(threads)
         with torch.random.fork_rng(devices=[]):  # seed our random data, not the caller's RNG
             torch.manual_seed(0)
-            measured, quality, work = _measure_quietest(torch, spec, batch_size, dev,
-                                                        (steps, warmup, retries), (on_note, tick))
+            measured, (kept, dropped), quality, work = _measure_quietest(
+                torch, spec, batch_size, dev, (steps, warmup, retries), (on_note, tick))
         used_threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(old_threads)
@@ -77,7 +76,6 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     # Medians: on a shared machine a few steps stall for a scheduler time slice, and the
     # overhead figure should measure the hooks, not those stalls.
     profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
-    kept, dropped = drop_stalled(measured)  # as judged in _measure_quietest
     extra = {"profiler": {**_notes(measured, spec, (steps, warmup, used_threads), profiled, plain),
                           "quality": {**quality.to_json(), "dropped_steps": dropped}}}
     return ProfileRun(profile=build_profile(kept, job, overlap, extra),
@@ -86,7 +84,8 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
 
 def _measure_quietest(torch, spec, batch_size, dev, counts, hooks):
     """Measure; while the machine looks busy and retries are left, measure again. Returns the
-    attempt with the fewest reasons to doubt it (then the least spread), its quality, and the
+    attempt with the fewest reasons to doubt it (then the least spread): its measurement, that
+    without its stalled steps and their indices (``drop_stalled``), its quality; and the
     workload."""
     from ..cpu_load import CpuWatch
     from .quality import drop_stalled, judge, recorded_s
@@ -100,15 +99,15 @@ def _measure_quietest(torch, spec, batch_size, dev, counts, hooks):
     for attempt in range(retries + 1):
         watch = CpuWatch().start()
         m = measure(work, steps, warmup, sync, tick)
-        q = judge(m.plain_steps_s, m.profiled_steps_s, recorded_s(drop_stalled(m)[0]),
-                  watch.cores())
-        attempts.append((m, q))
+        kept = drop_stalled(m)
+        q = judge(m.plain_steps_s, m.profiled_steps_s, recorded_s(kept[0]), watch.cores())
+        attempts.append((m, kept, q))
         if not q.shaky:
             break
         if attempt < retries and on_note is not None:
             on_note(f"the machine looks busy ({'; '.join(q.reasons)}): measuring again")
-    m, q = min(attempts, key=lambda a: (len(a[1].reasons), a[1].spread))
-    return m, q, work
+    m, kept, q = min(attempts, key=lambda a: (len(a[2].reasons), a[2].spread))
+    return m, kept, q, work
 
 
 def _check_numbers(batch_size, steps, warmup, threads) -> None:

@@ -101,6 +101,7 @@ def _measure(args):
     import time
 
     from ..progress import Progress, say
+    from ..units import format_duration_s
     from .api import profile_model
 
     retries = 1 if args.retries is None else args.retries
@@ -118,16 +119,12 @@ def _measure(args):
             first.append(time.perf_counter())
             if len(first) == 2 and (first[1] - first[0]) * (pairs - 2) > 2:
                 pair_s = first[1] - first[0]
-                say(f"about {_duration(pair_s * (pairs - 2))} more (a pair of steps takes "
+                say(f"about {format_duration_s(pair_s * (pairs - 2))} more (a pair of steps takes "
                     f"{pair_s * 1e3:.0f} ms)")
 
         return profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
                              device=args.device, threads=args.threads, overlap=args.overlap,
                              retries=retries, on_note=note, tick=tick)
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:

@@ -115,11 +115,17 @@ def describe(quality: dict) -> str:
     return f"measured on a quiet machine [{evidence}]"
 
 
+def recorded(profile) -> dict | None:
+    """The ``profiler.quality`` a profile recorded (None: none, as for imported profiles)."""
+    extra = getattr(profile, "extra", None)
+    notes = extra.get("profiler") if isinstance(extra, dict) else None
+    quality = notes.get("quality") if isinstance(notes, dict) else None
+    return quality if isinstance(quality, dict) else None
+
+
 def warning_for(profile, label: str) -> str | None:
     """The one-line warning ``predict`` gives for a profile measured on a busy machine."""
-    notes = (getattr(profile, "extra", None) or {}).get("profiler")
-    quality = notes.get("quality") if isinstance(notes, dict) else None
-    reasons = quality.get("reasons") if isinstance(quality, dict) else None
+    reasons = (recorded(profile) or {}).get("reasons")
     if not reasons or not isinstance(reasons, list):
         return None
     return (f"warning: {label} was measured on a busy machine ({'; '.join(map(str, reasons))}); "
