@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibrate_worker import STEPS, _bisect
+from .calibrate_worker import STEPS, _bisect, job_keywords
 from .sim.stats import t95
 from .errors import ConfigError
 from .hardware import Hardware
@@ -53,8 +53,9 @@ class _Model:
     """Predicted throughput at W for a candidate B, α refitted to the smallest pilot count."""
 
     def __init__(self, profile: Profile, hw: Hardware, arch: str, mode: str, ps_count, W0: int,
-                 x0: float):
+                 x0: float, bucket_size_bytes: float | None = None):
         self.profile, self.hw, self.arch, self.mode, self.ps_count = profile, hw, arch, mode, ps_count
+        self.job = job_keywords(bucket_size_bytes)
         self.W0, self.x0 = W0, x0
         self.cache: dict[tuple, float] = {}
         self.alphas: dict[float, float] = {}  # the bisection once per candidate B, not per run
@@ -64,7 +65,7 @@ class _Model:
         if key not in self.cache:
             kw = self.hw.predict_kwargs(self.arch, self.mode, self.ps_count)
             kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps, ps_count=self.ps_count,
-                      model_error=0.0)
+                      model_error=0.0, **self.job)
             reps = 1 if W == self.W0 else REPLICATIONS
             pt = predict(self.profile, workers=[W], arch=self.arch, mode=self.mode,
                          replications=reps, steps=STEPS, **kw)[0]
@@ -141,11 +142,13 @@ def _golden(f, lo: float, hi: float, steps: int, progress) -> float:
 
 
 def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
-                    ps_count: int | None = None, progress=None) -> PilotFit:
-    """The hardware file fitted to a pilot's runs ``[(workers, examples/s), ...]``."""
+                    ps_count: int | None = None, progress=None,
+                    bucket_size_bytes: float | None = None) -> PilotFit:
+    """The hardware file fitted to a pilot's runs ``[(workers, examples/s), ...]`` (all-reduce:
+    with DDP buckets of ``bucket_size_bytes``, None: one call per layer)."""
     points = _by_workers(runs)
     W0, *others = points
-    model = _Model(profile, hw, arch, mode, ps_count, W0, float(np.mean(points[W0])))
+    model = _Model(profile, hw, arch, mode, ps_count, W0, float(np.mean(points[W0])), bucket_size_bytes)
     B0 = hw.bandwidth_for(arch)
     meas = [(W, math.log(x)) for W in others for x in points[W]]
 
@@ -162,7 +165,8 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     sd = noise / math.sqrt(sum(s * s for s in sens)) if any(sens) else math.inf
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)
-    return PilotFit(_hardware(hw, arch, b, alpha, points, sd, noise, res), b, alpha, sd, noise, res)
+    out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes)
+    return PilotFit(out, b, alpha, sd, noise, res)
 
 
 def sensitivity(model: _Model, W: int, b: float) -> float:
@@ -172,20 +176,22 @@ def sensitivity(model: _Model, W: int, b: float) -> float:
 
 
 def extrapolate(fit: PilotFit, profile: Profile, hw: Hardware, arch: str, mode: str,
-                workers, ps_count: int | None = None) -> list[tuple[int, float, float]]:
+                workers, ps_count: int | None = None,
+                bucket_size_bytes: float | None = None) -> list[tuple[int, float, float]]:
     """(W, predicted examples/s, the fit's 95 % relative uncertainty there) for each W."""
     points = fit.hardware.measured["calibration"]["pilot"]
     W0 = min(int(w) for w in points)
     x0 = float(np.mean(points[str(W0)]))
-    model = _Model(profile, hw, arch, mode, ps_count, W0, x0)
+    model = _Model(profile, hw, arch, mode, ps_count, W0, x0, bucket_size_bytes)
     return [(W, math.exp(model.log_x(W, fit.bandwidth_bps)),
              1.96 * abs(sensitivity(model, W, fit.bandwidth_bps)) * fit.sd_log_bandwidth)
             for W in workers]
 
 
 def _hardware(hw: Hardware, arch: str, b: float, alpha: float, points, sd: float, noise: float,
-              residuals) -> Hardware:
+              residuals, bucket_size_bytes: float | None) -> Hardware:
     record = {"pilot": {str(W): v for W, v in points.items()}, "arch": arch,
+              **({"bucket_size_bytes": bucket_size_bytes} if bucket_size_bytes is not None else {}),
               "fitted_bandwidth_bps": b, "fitted_alpha_s_per_byte": alpha,
               "sd_log_bandwidth": sd, "noise_rel": noise,
               "residuals_pct": [[W, r] for W, r in residuals]}

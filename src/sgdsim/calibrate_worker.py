@@ -40,12 +40,20 @@ def calibration_workers(arch: str) -> int:
 
 
 def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: float,
-                 bandwidth_bps: float | None = None, ps_count: int | None = None) -> float:
+                 bandwidth_bps: float | None = None, ps_count: int | None = None,
+                 bucket_size_bytes: float | None = None) -> float:
     """Predicted time of one worker's step with the calibration candidate applied."""
     kw = hw.predict_kwargs(arch, mode, ps_count)
-    kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"], ps_count=ps_count)
+    kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"], ps_count=ps_count,
+              **job_keywords(bucket_size_bytes))
     pt = predict(profile, workers=calibration_workers(arch), arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
     return pt.step_time_s
+
+
+def job_keywords(bucket_size_bytes: float | None) -> dict:
+    """What the measured job did that a hardware file does not hold: DDP's gradient buckets (a
+    2-rank run with 25 MiB buckets overlaps differently from one call per layer)."""
+    return {} if bucket_size_bytes is None else {"bucket_size": bucket_size_bytes}
 
 
 def run_spread_rel(step_times_s) -> float:
@@ -56,9 +64,11 @@ def run_spread_rel(step_times_s) -> float:
 
 
 def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = DEFAULT_ARCH,
-              mode: str = "async", ps_count: int | None = None) -> Hardware:
+              mode: str = "async", ps_count: int | None = None,
+              bucket_size_bytes: float | None = None) -> Hardware:
     """The hardware file with α (or the bandwidth) fitted to ``measured_step_s`` (measured with
-    ``ps_count`` parameter servers; None: the profile's).
+    ``ps_count`` parameter servers, None: the profile's; all-reduce: with DDP buckets of
+    ``bucket_size_bytes``, None: one call per layer).
 
     ``measured_step_s``: one mean step time, or those of several runs of the same job. Their
     mean is fitted; their spread becomes ``run_spread_rel``, the run-to-run noise of the real
@@ -70,7 +80,7 @@ def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = DEFAU
     measured_step_s = sum(runs) / len(runs)
 
     def step(alpha: float, bandwidth_bps: float | None = None) -> float:
-        return model_step_s(profile, hw, arch, mode, alpha, bandwidth_bps, ps_count)
+        return model_step_s(profile, hw, arch, mode, alpha, bandwidth_bps, ps_count, bucket_size_bytes)
 
     before = step(0.0)
     alpha, bw = 0.0, hw.bandwidth_for(arch)
@@ -87,6 +97,7 @@ def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = DEFAU
     after = step(alpha, bw)
     record = {"profile": profile.job.model, "batch_size": profile.job.batch_size, "arch": arch,
               "mode": mode, **({"ps_count": ps_count} if ps_count else {}),
+              **({"bucket_size_bytes": bucket_size_bytes} if bucket_size_bytes is not None else {}),
               "measured_step_s": measured_step_s, "predicted_step_s_before": before,
               "predicted_step_s_after": after}
     if len(runs) > 1:

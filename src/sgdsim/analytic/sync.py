@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ..spec import SHARINGS, Host
+from ..spec import SHARINGS, Host, Link
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 from ..topology import Topology, allreduce_s, even_buckets
@@ -78,7 +78,8 @@ def ring_allreduce_s(size_bytes, ranks: int, link_Bps: float, step_latency_s: fl
 def ring_allreduce(classes: Classes, bandwidth_Bps: float, overlap: bool | None = None,
                    step_latency_s: float = 0.0, compute_share: float = 0.0, collective: str = "ring",
                    gpus_per_node: int = 1, intra_bandwidth_Bps: float | None = None,
-                   bucket_size_bytes: float | None = None, host: Host = Host()) -> CoarseResult:
+                   bucket_size_bytes: float | None = None, host: Host = Host(),
+                   link: Link | None = None) -> CoarseResult:
     """All-reduce step time, Eq. 11: T_F + T_B + 2(K−1)M/(KB), plus the update T_S when
     the profile has one; with overlap the all-reduce hides behind the backward pass:
     T_F + max(T_B, 2(K−1)M/(KB)) + T_S. With a ring-step latency α the profile's ``messages``
@@ -90,7 +91,8 @@ def ring_allreduce(classes: Classes, bandwidth_Bps: float, overlap: bool | None 
     ``gpus_per_node`` devices (``topology/collectives/``; the flat ring with one device per
     node is Eq. 11), and with ``bucket_size_bytes`` the calls are DDP's buckets of a model known
     only by its size (``even_buckets``) instead of ``messages`` equal calls. ``host``: each
-    call also waits for its ranks' CPU (``Host.allreduce_s``), which the compute share leaves out."""
+    call also waits for its ranks' CPU (``Host.allreduce_s``), which the compute share leaves out,
+    and for the receiver's parsing of what it receives (``Link.ring_parse_s``)."""
     K, _, TF, TB, TS = _phases(classes, bandwidth_Bps)
     overlap = _overlap(classes, overlap)
     M = max(c.model_bytes for c, _ in classes)
@@ -102,6 +104,8 @@ def ring_allreduce(classes: Classes, bandwidth_Bps: float, overlap: bool | None 
     topo = Topology(bandwidth_Bps, gpus_per_node, intra_bandwidth_Bps, step_latency_s)
     TA = float(np.dot(counts, allreduce_s(collective, sizes, K, topo)))
     TH = float(np.dot(counts, np.where(sizes > 0, host.allreduce_s(sizes, K), 0.0)))
+    if link is not None:
+        TH += float(np.dot(counts, link.ring_parse_s(sizes, K)))
     T = TF + (max(TB + compute_share * TA, TA + TH) if overlap else TB + TA + TH) + TS
     label = "TPDS Eq. 11" if (collective, gpus_per_node) == ("ring", 1) else f"{collective} all-reduce"
     return _result(classes, T, {"compute": TF + TB, "allreduce": TA + TH, "update": TS},

@@ -16,6 +16,7 @@ class AllReduce:
     options = ("collective", "bucket_size", "ring_latency", "allreduce_compute_share")
     servers = False
     pulls = False
+    parse_in_call = True  # each ring step reduces what it received before it forwards it
     tcp_dynamics = False
     per_node_workers = False
 
@@ -52,6 +53,7 @@ class AllReduce:
         virtual, call = allreduce_compute_pairs(ref)
         rows[:, virtual] = config.cluster.nodes.allreduce_compute_share * rows[:, call]
         rows[:, is_up] += config.cluster.host.allreduce_s(sizes[is_up], workers)  # the ring waits on the CPU
+        rows[:, is_up] += config.cluster.link.ring_parse_s(sizes[is_up], workers)
 
     def coarse(self, classes, strategy, cluster, fractions):
         from ..analytic.sync import ring_allreduce  # see ps.py
@@ -61,4 +63,5 @@ class AllReduce:
                               compute_share=cluster.nodes.allreduce_compute_share,
                               collective=strategy.collective, gpus_per_node=cluster.nodes.gpus_per_node,
                               intra_bandwidth_Bps=cluster.nodes.intra_bandwidth_Bps,
-                              bucket_size_bytes=strategy.bucket_size_bytes, host=cluster.host)
+                              bucket_size_bytes=strategy.bucket_size_bytes, host=cluster.host,
+                              link=cluster.link)

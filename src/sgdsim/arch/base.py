@@ -20,6 +20,7 @@ class Architecture(Protocol):
     modes: tuple[str, ...]  # the modes it can run
     options: tuple[str, ...]  # its own options (CLI dests); another architecture's are refused
     pulls: bool  # workers pull parameters (downlink transfers exist)
+    parse_in_call: bool  # a transfer's receiver CPU (α·size + β) is part of the call, not its consumer's
     servers: bool  # parameter servers on nodes of their own (the planner rents them)
     tcp_dynamics: bool  # a hardware file's measured TCP dynamics were measured on its flows
     per_node_workers: bool  # with multi-device nodes, a node aggregates locally and is one worker

@@ -26,6 +26,7 @@ class ColocatedShards:
     modes = ("sync",)
     options: tuple[str, ...] = ()
     pulls = True
+    parse_in_call = False
     servers = False  # no node of their own: the planner rents none
     tcp_dynamics = False
     per_node_workers = False

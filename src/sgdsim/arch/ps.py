@@ -18,6 +18,7 @@ class ParameterServers:
     options = ("sharing", "streams", "order", "ps_count", *TCP_OPTIONS)
     servers = True
     pulls = True
+    parse_in_call = False
     tcp_dynamics = True
     per_node_workers = True
 

@@ -54,6 +54,10 @@ def _calibrate_parser(sub):
     c.add_argument("--arch", default=DEFAULT_ARCH, choices=ARCHITECTURES.names,
                    help="ps: 1 worker + 1 PS was measured; allreduce: 2 ranks")
     c.add_argument("--mode", default="async", choices=["async", "sync"], help="the mode of the measured run")
+    c.add_argument("--bucket-size", default=None, metavar="SIZE",
+                   help="--arch allreduce: the measured run's DDP gradient buckets, e.g. 25MiB "
+                        "(PyTorch's default); predict with the same --bucket-size (default: one "
+                        "call per layer)")
     c.add_argument("-o", "--output", required=True, help="the calibrated hardware file (a device "
                                                               "catalogue .toml for a large model)")
     c.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -160,24 +164,27 @@ def _calibrate_profile(args) -> int:
     from ..calibrate_worker import calibrate, summary
     from ..hardware import load_hardware, save_hardware
     from ..profile.io import load_profile
-    from ..units import parse_duration_with_unit_s
+    from ..spec import Strategy
+    from ..units import parse_duration_with_unit_s, parse_size_bytes
 
     check_output_path(args.output, args.force)
+    bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
+    Strategy(arch=args.arch, mode=args.mode, bucket_size_bytes=bucket)  # checked before the work
     prof = load_profile(args.profile)
     hw = load_hardware(args.hardware)
     if args.pilot is not None:
-        return _calibrate_pilot(args, prof, hw)
+        return _calibrate_pilot(args, prof, hw, bucket)
     if args.step_time is not None:
         steps = [parse_duration_with_unit_s(v, "--step-time") for v in args.step_time.split(",")]
     else:
         steps = [prof.job.batch_size / x for x in positive_floats(args.throughput, "--throughput")]
-    out = calibrate(prof, steps, hw, args.arch, args.mode)
+    out = calibrate(prof, steps, hw, args.arch, args.mode, bucket_size_bytes=bucket)
     save_hardware(out, args.output, force=args.force)
     print(f"{summary(out, args.arch)}; wrote {args.output}")
     return 0
 
 
-def _calibrate_pilot(args, prof, hw) -> int:
+def _calibrate_pilot(args, prof, hw, bucket: float | None) -> int:
     from ..calibrate import read_measured
     from ..calibrate_pilot import GOLDEN_STEPS, calibrate_pilot
     from ..hardware import save_hardware
@@ -186,7 +193,7 @@ def _calibrate_pilot(args, prof, hw) -> int:
     runs = read_measured(args.pilot)
     with Progress(GOLDEN_STEPS, "fitting the pilot") as bar:
         fit = calibrate_pilot(prof, runs, hw, args.arch, args.mode,
-                              progress=lambda i, n: bar.advance())
+                              progress=lambda i, n: bar.advance(), bucket_size_bytes=bucket)
     save_hardware(fit.hardware, args.output, force=args.force)
     errs = ", ".join(f"W={w} {r:+.1f} %" for w, r in fit.residuals_pct)
     print(f"pilot of {len(runs)} runs: receiver CPU {fit.alpha_s_per_byte * 1e9:.3g} ns/byte, "

@@ -173,7 +173,7 @@ def _coarse_with_overhead(p: AnyProfile, strategy: Strategy, cluster: Cluster) -
     if host.charges:
         p = arch.host_ops(fine_profile(p), host)
     if a > 0 or b > 0:
-        p = with_overhead(fine_profile(p), a, b, arch.pulls)
+        p = with_overhead(fine_profile(p), a, b, arch.pulls, pushes=not arch.parse_in_call)
     if host.charges:
         p = arch.charge_host(p, host)
     return coarse_profile(p)

@@ -37,18 +37,20 @@ def overhead_targets(profile: Profile) -> list[tuple[int, int]]:
 
 
 def with_overhead(profile: Profile, alpha_s_per_byte: float, beta_s: float,
-                  pulls: bool = True, source: str = "--overhead-alpha/--overhead-beta") -> Profile:
+                  pulls: bool = True, source: str = "--overhead-alpha/--overhead-beta",
+                  pushes: bool = True) -> Profile:
     """Charge ``α·size + β`` per message to the compute op that consumes it (ICPE §3.2.1:
     deserialising received tensors is CPU work of the receiver, not link time). An
     architecture without pulls (all-reduce: ``pulls`` False) has no downlink transfers, so
-    nothing is charged for them."""
+    nothing is charged for them; one that parses inside its calls (``pushes`` False) charges
+    its pushes in the call's time instead (``AllReduce.transfer_durations``)."""
     if not (alpha_s_per_byte >= 0 and beta_s >= 0):
         raise ConfigError(f"overheads must be non-negative, got alpha {alpha_s_per_byte}, beta {beta_s}")
-    if alpha_s_per_byte == 0 and beta_s == 0:
+    if (alpha_s_per_byte == 0 and beta_s == 0) or not (pulls or pushes):
         return profile
     extra = np.zeros(profile.n_ops)
     for c, t in overhead_targets(profile):
-        if not pulls and profile.ops[c].resource == DOWNLINK:
+        if not (pulls if profile.ops[c].resource == DOWNLINK else pushes):
             continue
         extra[t] += alpha_s_per_byte * profile.ops[c].size_bytes + beta_s
     record = {"transform": "overhead", "alpha_s_per_byte": alpha_s_per_byte, "beta_s": beta_s,

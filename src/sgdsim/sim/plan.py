@@ -125,7 +125,8 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
     link = config.cluster.link
     a, b = link.overhead_alpha_s_per_byte, link.overhead_beta_s
     arch, host = config.strategy.architecture, config.cluster.host
-    rows = np.concatenate([_jittered(arch.charge_host(with_overhead(c.profile, a, b, arch.pulls), host).durations_s,
+    rows = np.concatenate([_jittered(arch.charge_host(with_overhead(c.profile, a, b, arch.pulls,
+                                                                    pushes=not arch.parse_in_call), host).durations_s,
                                      config) for c in classes])
     slowdown = compute_slowdown(W, config.cluster.nodes.host_cores, config.strategy.mode)
     if slowdown > 1.0:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ConfigError
 from .host import Host
 from .limits import (MAX_CONTENTION, MAX_CV, MAX_GPUS_PER_NODE, MAX_HOST_CORES,
@@ -38,6 +40,16 @@ class Link:
         check_range(self.overhead_alpha_s_per_byte, "--overhead-alpha", 0.0,
                     MAX_OVERHEAD_ALPHA_S_PER_BYTE, text=f"in [0, {MAX_OVERHEAD_ALPHA_S_PER_BYTE:g}] s/byte")
         check_duration(self.overhead_beta_s, "--overhead-beta")
+
+    def ring_parse_s(self, size_bytes, ranks: int):
+        """The receiver's CPU in one all-reduce call of ``size_bytes`` over ``ranks``: α per byte
+        of the 2(N−1)/N·S a rank receives, which each ring step parses (reduces) before it
+        forwards it, and β once per call; a layer of 0 bytes makes no call."""
+        size = np.asarray(size_bytes, np.float64)
+        if ranks < 2:
+            return np.zeros_like(size)
+        share = 2.0 * (ranks - 1) / ranks
+        return np.where(size > 0, self.overhead_alpha_s_per_byte * share * size + self.overhead_beta_s, 0.0)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from ..spec.registries import DEFAULT_ARCH
 from ..calibrate_worker import calibration_workers
 from ..errors import ConfigError
 from ..predict import parse_workers
-from ..units import format_bps, parse_bandwidth_bps, parse_duration_s
+from ..units import format_bps, parse_bandwidth_bps, parse_duration_s, parse_size_bytes
 
 TOP_KEYS = ("description", "defaults", "case")
 REQUIRED = ("model", "batch_size", "bandwidth", "workers")
@@ -37,7 +37,7 @@ OPTIONAL = {"name": None, "arch": DEFAULT_ARCH, "mode": "async", "overlap": Fals
             "warmup": "5s", "sharing": None, "predict_bandwidth": None, "profile": None,
             "profile_steps": 20, "hardware": None, "repeats": 1, "replications": "auto",
             "calibrate": False, "ps_count": 1, "tcp_dynamics": None, "trainer": "lab",
-            "pilot": None}
+            "pilot": None, "bucket_size": None}
 KEYS = REQUIRED + tuple(OPTIONAL)
 LAB_PREFIX = "lab:"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -74,6 +74,7 @@ class Case:
     tcp_dynamics: bool | None = None  # the file's TCP dynamics: None the default, True + stalls, False none
     trainer: str = "lab"          # the lab's implementation: "lab" (fitted on) or "torch" (held out)
     pilot: tuple[int, ...] | None = None  # calibrate on these worker counts jointly (calibrate_pilot)
+    bucket_size_bytes: float | None = None  # DDP's gradient buckets in the models (None: a call per layer)
     hardware_spec: object = field(default=None, repr=False, compare=False)  # the file, loaded
 
     @property
@@ -92,7 +93,8 @@ class Case:
         net = self.model_hardware().predict_kwargs(self.arch, self.mode, self.ps_count, self.sharing,
                                                    self.tcp_dynamics)
         return {**net, "bandwidth": self.predict_bandwidth_bps or net["bandwidth"],
-                **({"ps_count": self.ps_count} if self.ps_count > 1 else {})}
+                **({"ps_count": self.ps_count} if self.ps_count > 1 else {}),
+                **({"bucket_size": self.bucket_size_bytes} if self.bucket_size_bytes is not None else {})}
 
     def model_hardware(self):
         """The ``hardware`` file, or the lab's nominal link rate when there is none."""
@@ -107,12 +109,15 @@ class Case:
                 f"{arch} {self.mode}, {overlap}, workers {_workers_text(self.workers)}, "
                 f"runs of {self.duration_s:g} s ({self.warmup_s:g} s warm-up)"
                 + (f" ×{self.repeats}" if self.repeats > 1 else "")
+                + (f", DDP buckets of {self.bucket_size_bytes / 2**20:g} MiB" if self.bucket_size_bytes else "")
                 + (f", {self.trainer} trainer" if self.trainer != "lab" else ""))
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["workers"] = list(self.workers)
         del d["hardware_spec"]  # the path in ``hardware`` names it
+        if d["bucket_size_bytes"] is None:
+            del d["bucket_size_bytes"]  # grids from before the key keep their fingerprint
         return d
 
 
@@ -206,7 +211,7 @@ def _case(d: dict, where: str, base: str) -> Case:
 
 def _build(v: dict, base: str) -> Case:
     from ..lab.train.runner import ARCHS as LAB_ARCHS  # what the lab trains for real (imported
-    from ..lab.train.trainers import TRAINERS, check_trainer  # late: a grid needs no lab)
+    from ..lab.train.trainers import TRAINERS, check_bucket, check_trainer  # late: a grid needs no lab)
 
     arch = _choice(v, "arch", LAB_ARCHS)
     mode = _choice(v, "mode", ("async", "sync"))
@@ -233,6 +238,8 @@ def _build(v: dict, base: str) -> Case:
                           f"'workers' (it is measured first and fitted)")
     trainer = _choice(v, "trainer", TRAINERS)
     check_trainer(trainer, arch, overlap, ps_count, None, 0.0)
+    bucket = None if v["bucket_size"] is None else _size(v, "bucket_size")
+    check_bucket(trainer, arch, overlap, bucket)
     hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))
     hardware_spec = _hardware(hw_path)
     case = Case(
@@ -248,7 +255,7 @@ def _build(v: dict, base: str) -> Case:
         repeats=_int(v, "repeats", 1),
         replications=None if v["replications"] == "auto" else _int(v, "replications", 1),
         calibrate=calibrate, ps_count=ps_count, tcp_dynamics=dynamics, trainer=trainer,
-        pilot=pilot)
+        pilot=pilot, bucket_size_bytes=bucket)
     return case
 
 
@@ -319,6 +326,15 @@ def _bandwidth(v: dict, key: str) -> float:
         raise ConfigError(f"'{key}' must be a bandwidth like \"100Mbps\", got {v[key]!r}")
     try:
         return parse_bandwidth_bps(v[key])
+    except ConfigError as exc:
+        raise ConfigError(f"'{key}': {exc}") from None
+
+
+def _size(v: dict, key: str) -> float:
+    if isinstance(v[key], bool):
+        raise ConfigError(f"'{key}' must be a size like \"25MiB\", got {v[key]!r}")
+    try:
+        return parse_size_bytes(v[key])
     except ConfigError as exc:
         raise ConfigError(f"'{key}': {exc}") from None
 

@@ -250,7 +250,8 @@ def pilot_hardware(case: Case, profile, runs: dict[int, list[float]]):
     prof = profile if isinstance(profile, Profile) else to_profile(profile)
     pilot = [(w, x) for w in case.pilot for x in runs[w]]
     return calibrate_pilot(prof, pilot, case.model_hardware(), case.arch, case.mode,
-                           case.ps_count if case.ps_count > 1 else None).hardware
+                           case.ps_count if case.ps_count > 1 else None,
+                           bucket_size_bytes=case.bucket_size_bytes).hardware
 
 
 def calibrated_hardware(case: Case, profile, runs: dict[int, list[float]]):
@@ -262,7 +263,7 @@ def calibrated_hardware(case: Case, profile, runs: dict[int, list[float]]):
     # the runs' spread counts too; a run's examples/s are those of all W0 workers (ranks)
     steps = [W0 * prof.job.batch_size / x for x in runs[W0]]
     return W0, calibrate(prof, steps, case.model_hardware(), case.arch, case.mode,
-                         case.ps_count if case.ps_count > 1 else None)
+                         case.ps_count if case.ps_count > 1 else None, case.bucket_size_bytes)
 
 
 def measured_from_csv(paths, grid: Grid):

@@ -20,8 +20,7 @@ import torch.distributed as dist
 
 from . import wire
 from .models import call_model, load_workload, param_layers
-
-DDP_BUCKET_MB = 4  # several buckets per model, so the overlap is visible on a 10-40 MB model
+from .trainers import LAB_DDP_BUCKET_MB as DDP_BUCKET_MB
 
 
 def _start_time(rank: int) -> float:

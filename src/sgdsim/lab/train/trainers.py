@@ -11,6 +11,30 @@ from ...errors import ConfigError
 
 TRAINERS = ("lab", "torch")
 TORCH_DDP_BUCKET_MB = 25.0
+LAB_DDP_BUCKET_MB = 4.0  # several buckets per model, so the overlap is visible on a 10-40 MB model
+MiB = 1024 * 1024  # DDP's bucket_cap_mb counts MiB
+
+
+def ddp_bucket_bytes(trainer: str, arch: str, overlap: bool) -> float | None:
+    """The gradient buckets the lab's all-reduce runs with: DDP's when it overlaps (the torch
+    trainer always does), None for the lab trainer's one call per layer after the backward."""
+    if arch != "allreduce" or not (overlap or trainer == "torch"):
+        return None
+    return (TORCH_DDP_BUCKET_MB if trainer == "torch" else LAB_DDP_BUCKET_MB) * MiB
+
+
+def check_bucket(trainer: str, arch: str, overlap: bool, bucket_size_bytes: float | None) -> None:
+    """A grid's ``bucket_size`` states what the lab runs, or is left out (one call per layer in
+    the models, as before): a size the lab does not run would compare two different jobs."""
+    if bucket_size_bytes is None:
+        return
+    runs = ddp_bucket_bytes(trainer, arch, overlap)
+    if runs is None:
+        raise ConfigError("'bucket_size' applies to an all-reduce that overlaps (DDP's buckets); "
+                          "this case's all-reduces one call per layer")
+    if bucket_size_bytes != runs:
+        raise ConfigError(f"'bucket_size': the {trainer} trainer's DDP runs buckets of "
+                          f"{runs / MiB:g}MiB, so state \"{runs / MiB:g}MiB\" or leave it out")
 
 
 def check_trainer(trainer, arch: str, overlap: bool, ps_count: int, record_profile,
