@@ -147,9 +147,15 @@ def test_notes_of_other_profiles_and_hand_edited_ones():
     assert line.startswith("measured on a quiet machine") and "1 stalled step(s) left out" in line
 
 
-def test_retries_are_checked():
+def test_retries_are_checked(tmp_path, capsys):
     assert main(["profile", MODEL, "--batch-size", "2", "--estimate", "--retries", "2",
                  "-o", "x.json"]) == 2
+    capsys.readouterr()
+    out = tmp_path / "p.json"
+    assert main(["profile", MODEL, "--batch-size", "2", "--retries", "-1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["sgdsim: error: --retries must be an integer >= 0, got -1"]  # before any work
+    assert not out.exists()
 
 
 def test_netbench_records_the_load_it_measured_under(capsys):

@@ -187,7 +187,11 @@ def test_a_failed_point_keeps_the_finished_ones_and_resume_measures_the_rest(
     assert rest.calls == POINTS[2:] and rest.opened == ["ps", "ring"]
     assert (out / "points.csv").read_text() == (tmp_path / "whole" / "points.csv").read_text()
     again = json.loads((out / "summary.json").read_text())
-    assert again == json.loads((tmp_path / "whole" / "summary.json").read_text())
+    whole_summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    assert list(whole_summary["inputs_sha256"]) == [str(tmp_path / "prof.json")]
+    assert whole_summary["inputs_sha256"] == summary["inputs_sha256"]
+    assert again["inputs_sha256"] == {}  # the profile was deleted: nothing left to hash
+    assert again == {**whole_summary, "inputs_sha256": {}}  # otherwise the uninterrupted run's
     assert "Incomplete" not in (out / "summary.md").read_text()
 
     done = Lab()  # nothing left: no lab is brought up, the summary is the same
@@ -229,6 +233,24 @@ def test_the_api_names_the_failed_point(tmp_path, grid):
 
 
 # ----------------------------------------------------------------------------- refusals
+
+def test_resume_refuses_an_input_file_edited_since(tmp_path, grid, monkeypatch, capsys):
+    out = tmp_path / "out"
+    assert validate(monkeypatch, Lab(fail_at=2), grid, "-o", out) == 2
+    capsys.readouterr()
+    before = files(out)
+    prof = tmp_path / "prof.json"
+    kept = prof.read_bytes()
+    prof.write_bytes(kept + b"\n")  # any edit: the kept points came from the old contents
+    lab = Lab()
+    assert validate(monkeypatch, lab, grid, "-o", out, "--resume") == 2
+    err = error_line(capsys)
+    assert str(prof) in err and "changed since" in err and "--force" in err
+    assert lab.calls == [] and files(out) == before
+    prof.write_bytes(kept)  # as it was: the run goes on
+    assert validate(monkeypatch, lab, grid, "-o", out, "--resume") == 0
+    assert lab.calls == POINTS[1:]
+
 
 def test_resume_refuses_another_grid(tmp_path, grid, monkeypatch, capsys):
     out = tmp_path / "out"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from ..errors import ProfileError
+from ..errors import ConfigError, ProfileError
 from ..outputs import check_output_path
 
 
@@ -105,6 +105,8 @@ def _measure(args):
     from .api import profile_model
 
     retries = 1 if args.retries is None else args.retries
+    if retries < 0:  # before the "profiling ..." line: nothing starts that is refused
+        raise ConfigError(f"--retries must be an integer >= 0, got {retries}")
     pairs = max(args.warmup - 1, 0) + args.steps
     say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
         f"{args.steps} measured steps, each with and without hooks")
@@ -157,7 +159,6 @@ def _check_output(path: str, force: bool) -> None:
 
 
 def _cmd_estimate(args) -> int:
-    from ..errors import ConfigError
     from ..ops.estimate import estimate_profile, pick_target
     from ..ops.db import open_db
     from ..profile.io import save_profile

@@ -136,6 +136,25 @@ def fingerprint(grid: Grid) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def input_files(grid: Grid) -> dict[str, str]:
+    """{path: sha256 of its contents} of the profile and hardware files the grid's cases name
+    and that exist: ``--resume`` refuses to continue a run whose inputs were edited since."""
+    out = {}
+    for case in grid.cases:
+        for path in (case.profile, case.hardware):
+            if path and path not in out and (sha := file_sha256(path)) is not None:
+                out[path] = sha
+    return out
+
+
+def file_sha256(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
 def load_grid(path: str | os.PathLike) -> Grid:
     """Read and check a grid file (``.toml`` or ``.json``)."""
     path = os.fspath(path)

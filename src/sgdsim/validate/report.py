@@ -15,7 +15,7 @@ import os
 from ..errors import ConfigError
 from ..evaluate.margin import MODEL_ERROR_REL, conformal_margin, coverage, run_score
 from ..evaluate.bias import bias_by_model, bias_by_workers, by_workers_json, by_workers_table, signed
-from .grid import Case, fingerprint
+from .grid import Case, fingerprint, input_files
 
 CSV_COLUMNS = ("case", "model", "workers", "measured", "predicted", "error_pct", "measured_runs",
                "interval_low", "interval_high", "fitted")
@@ -157,6 +157,7 @@ def summary_dict(result) -> dict:
     return {
         "format": SUMMARY_FORMAT, "version": 1, "grid": result.grid.path,
         "grid_sha256": fingerprint(result.grid),  # --resume continues only the same grid
+        "inputs_sha256": input_files(result.grid),  # ... with the same profile and hardware files
         "description": result.grid.description, "dry_run": result.dry_run,
         "points_measured": measured, "points_total": total,
         "error": "predicted / measured - 1, percent",

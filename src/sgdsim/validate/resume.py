@@ -14,7 +14,7 @@ import os
 
 from ..errors import ConfigError, SgdsimError
 from . import report
-from .grid import Grid, fingerprint
+from .grid import Grid, file_sha256, fingerprint
 
 
 class PointFailed(SgdsimError):
@@ -50,8 +50,20 @@ def finished_runs(grid: Grid, targets: list[str], *, force: bool = False,
         raise ConfigError(f"{outdir} was made from another grid ({summary.get('grid')}, as it "
                           f"was then), not {grid.path}: --resume continues the same grid; "
                           "start afresh with --force or write to another -o folder")
+    _check_inputs(summary.get("inputs_sha256") or {}, outdir)
     points = os.path.join(outdir, "points.csv")
     return report.measured_runs(points) if os.path.exists(points) else {}
+
+
+def _check_inputs(recorded: dict, outdir: str) -> None:
+    """A profile or hardware file edited since the stopped run: the kept points were predicted
+    from the old one. A file gone since is fine (the run kept the profiles it used)."""
+    for path, sha in recorded.items():
+        now = file_sha256(path) if isinstance(path, str) else None
+        if now is not None and now != sha:
+            raise ConfigError(f"{path} changed since the run in {outdir} stopped: its kept points "
+                              "were predicted from the file as it was; start afresh with --force "
+                              "or write to another -o folder")
 
 
 def _summary(path: str) -> dict:
