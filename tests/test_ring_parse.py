@@ -112,6 +112,23 @@ def test_cli_calibrate_takes_the_buckets_and_refuses_them_elsewhere(tmp_path):
         assert not (tmp_path / "x.json").exists()
 
 
+def test_predict_says_when_the_file_was_calibrated_with_other_buckets(tmp_path):
+    prof = layered_profile(SIZES, FWDS, BWDS, overlap=True, batch=16)
+    save_profile(prof, str(tmp_path / "p.json"))
+    save_hardware(_hw(), str(tmp_path / "hw.json"))
+    r = _cli("calibrate", str(tmp_path / "p.json"), "--hardware", str(tmp_path / "hw.json"), "--mode", "sync",
+             "--arch", "allreduce", "--throughput", "20", "--bucket-size", "25MiB", "-o", str(tmp_path / "o.json"))
+    assert r.returncode == 0, r.stderr
+    run = ["predict", str(tmp_path / "p.json"), "--hardware", str(tmp_path / "o.json"), "--arch", "allreduce",
+           "--mode", "sync", "--workers", "2", "--replications", "1"]
+    warned = [line for line in _cli(*run).stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [f"warning: {tmp_path / 'o.json'} was calibrated on a run with DDP buckets of 25MiB; "
+                      "this prediction has one call per layer (--bucket-size 25MiB predicts the same job)"]
+    assert "warning:" not in _cli(*run, "--bucket-size", "25MiB").stderr
+    other = _cli(*run, "--bucket-size", "4MiB")
+    assert other.returncode == 0 and "this prediction has DDP buckets of 4MiB" in other.stderr
+
+
 # ---------------------------------------------------------------- the grid's bucket_size
 
 CASE = """

@@ -162,3 +162,18 @@ def test_parse_number_says_what_is_wrong(value, integer, message):
 def test_a_finite_number_times_its_unit_can_still_overflow(fn, text):
     with pytest.raises(ConfigError):  # once returned inf
         fn(text)
+
+
+@given(st.integers(min_value=1, max_value=10**12))
+def test_a_formatted_size_reads_back_within_its_digits(n):
+    from sgdsim.units import format_size_bytes
+
+    assert parse_size_bytes(format_size_bytes(n)) == pytest.approx(n, rel=5e-4)
+
+
+@pytest.mark.parametrize("n,text", [(25 * 2**20, "25MiB"), (1.5 * 2**20, "1.5MiB"), (4096, "4KiB"),
+                                    (28e6, "28MB"), (553e6, "553MB"), (1e9, "1GB"), (3, "3B")])
+def test_sizes_are_written_as_users_give_them(n, text):
+    from sgdsim.units import format_size_bytes
+
+    assert format_size_bytes(n) == text and parse_size_bytes(text) == n

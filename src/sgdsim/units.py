@@ -180,6 +180,19 @@ def format_bps(bps: float) -> str:
     return f"{bps:g}bps"
 
 
+def format_size_bytes(n: float) -> str:
+    """A size in bytes as users give it, exact where it can be: 26214400 -> '25MiB',
+    28e6 -> '28MB' (both read back by ``parse_size_bytes``)."""
+    for unit, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        v = n / mult
+        if 1 <= v < 1024 and v * 100 == round(v * 100):
+            return f"{v:g}{unit}"
+    for unit, mult in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= mult:
+            return f"{n / mult:.4g}{unit}"
+    return f"{n:g}B"
+
+
 def format_duration_s(seconds: float) -> str:
     """42 s, 17.3 min, 2.4 h, 3.1 d."""
     if not math.isfinite(seconds):

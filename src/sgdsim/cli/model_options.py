@@ -290,7 +290,27 @@ def keywords(args) -> dict:
 
     hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
     given = {k: getattr(args, k) for k in KEYWORDS if k != "timeline" and hasattr(args, k)}
+    _warn_other_buckets(hw, args)
     return hardware_keywords(hw, given)
+
+
+def _warn_other_buckets(hw, args) -> None:
+    """A file calibrated on a DDP run with buckets, used for a prediction with others (or one
+    call per layer): the fitted CPU per byte explains another job's overlap. Said, not refused:
+    comparing bucket sizes is a legitimate use."""
+    from ..units import format_size_bytes as format_size, parse_size_bytes
+
+    cal = hw.measured.get("calibration") if isinstance(hw.measured, dict) else None
+    if not isinstance(cal, dict) or cal.get("arch") != args.arch or "collective" not in ARCHITECTURES[args.arch].options:
+        return
+    fitted = cal.get("bucket_size_bytes")
+    wanted = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
+    if fitted != wanted:
+        def text(b):
+            return "one call per layer" if b is None else f"DDP buckets of {format_size(b)}"
+        say(f"warning: {args.hardware} was calibrated on a run with {text(fitted)}; this prediction "
+            f"has {text(wanted)}" + (f" (--bucket-size {format_size(fitted)} predicts the same job)"
+                                     if fitted is not None else ""))
 
 
 def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
