@@ -234,11 +234,16 @@ def test_the_api_names_the_failed_point(tmp_path, grid):
 
 # ----------------------------------------------------------------------------- refusals
 
-def test_resume_refuses_an_input_file_edited_since(tmp_path, grid, monkeypatch, capsys):
+def _stopped_after_one_point(tmp_path, grid, monkeypatch, capsys):
+    """A run that stopped at point 2 of 4: its folder and the files in it."""
     out = tmp_path / "out"
     assert validate(monkeypatch, Lab(fail_at=2), grid, "-o", out) == 2
     capsys.readouterr()
-    before = files(out)
+    return out, files(out)
+
+
+def test_resume_refuses_an_input_file_edited_since(tmp_path, grid, monkeypatch, capsys):
+    out, before = _stopped_after_one_point(tmp_path, grid, monkeypatch, capsys)
     prof = tmp_path / "prof.json"
     kept = prof.read_bytes()
     prof.write_bytes(kept + b"\n")  # any edit: the kept points came from the old contents
@@ -253,10 +258,7 @@ def test_resume_refuses_an_input_file_edited_since(tmp_path, grid, monkeypatch, 
 
 
 def test_resume_refuses_another_grid(tmp_path, grid, monkeypatch, capsys):
-    out = tmp_path / "out"
-    assert validate(monkeypatch, Lab(fail_at=2), grid, "-o", out) == 2
-    capsys.readouterr()
-    before = files(out)
+    out, before = _stopped_after_one_point(tmp_path, grid, monkeypatch, capsys)
     other = tmp_path / "other.toml"
     other.write_text(GRID.replace('workers = "1-3"', 'workers = "1-4"'), encoding="utf-8")
     lab = Lab()

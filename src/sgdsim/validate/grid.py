@@ -340,31 +340,26 @@ def _int(v: dict, key: str, low: int) -> int:
     return x
 
 
-def _bandwidth(v: dict, key: str) -> float:
+def _quantity(v: dict, key: str, parse, like: str) -> float:
+    """A human quantity at the grid's edge ("100Mbps", "25MiB", "20s"), the key named on error."""
     if isinstance(v[key], bool):
-        raise ConfigError(f"'{key}' must be a bandwidth like \"100Mbps\", got {v[key]!r}")
+        raise ConfigError(f"'{key}' must be a {like}, got {v[key]!r}")
     try:
-        return parse_bandwidth_bps(v[key])
+        return parse(v[key])
     except ConfigError as exc:
         raise ConfigError(f"'{key}': {exc}") from None
+
+
+def _bandwidth(v: dict, key: str) -> float:
+    return _quantity(v, key, parse_bandwidth_bps, 'bandwidth like "100Mbps"')
 
 
 def _size(v: dict, key: str) -> float:
-    if isinstance(v[key], bool):
-        raise ConfigError(f"'{key}' must be a size like \"25MiB\", got {v[key]!r}")
-    try:
-        return parse_size_bytes(v[key])
-    except ConfigError as exc:
-        raise ConfigError(f"'{key}': {exc}") from None
+    return _quantity(v, key, parse_size_bytes, 'size like "25MiB"')
 
 
 def _duration(v: dict, key: str, positive: bool = False) -> float:
-    if isinstance(v[key], bool):
-        raise ConfigError(f"'{key}' must be a duration like \"20s\", got {v[key]!r}")
-    try:
-        s = parse_duration_s(v[key])
-    except ConfigError as exc:
-        raise ConfigError(f"'{key}': {exc}") from None
+    s = _quantity(v, key, parse_duration_s, 'duration like "20s"')
     if positive and not s > 0:
         raise ConfigError(f"'{key}' must be positive, got {v[key]!r}")
     return s
