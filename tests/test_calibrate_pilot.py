@@ -129,3 +129,33 @@ def test_a_pilot_calibrated_file_widens_every_interval_by_its_fit(tmp_path):
         p = r.throughput
         h = (r.ci_high - p) / p
         assert g.ci_high == pytest.approx(p * (1 + math.hypot(h, math.hypot(error, u))), rel=1e-9)
+
+
+def _ring_truth(W, bw_bps, alpha):
+    return sgdsim.predict(_profile(), workers=[W], arch="allreduce", mode="sync", bandwidth=bw_bps,
+                          overhead_alpha=alpha, replications=1, steps=200, model_error=0.0)[0].throughput
+
+
+def test_an_all_reduce_pilot_does_not_split_link_and_cpu_and_needs_not_to():
+    """The ring pays α and 1/B per byte alike, so any split that fits W = 2 predicts every W
+    the same: the fit's uncertainty is 0, not the infinity of a flat objective."""
+    runs = [(W, _ring_truth(W, 0.9 * B_bps, 2e-9)) for W in (2, 4)]
+    fit = calibrate_pilot(_profile(), runs, _hw(), "allreduce", "sync")
+    assert fit.sd_log_bandwidth == 0.0 and fit.hardware.fit_uncertainty_rel == 0.0
+    (w, x, u), = extrapolate(fit, _profile(), _hw(), "allreduce", "sync", [8])
+    assert x == pytest.approx(_ring_truth(8, 0.9 * B_bps, 2e-9), rel=1e-3) and u == 0.0
+
+
+class _Flat:
+    """A model whose pilot counts (W <= 2) do not depend on B but larger counts do."""
+
+    def log_x(self, W, b):
+        return 0.0 if W <= 2 else math.log(b)
+
+
+def test_a_pilot_that_does_not_pin_what_larger_counts_need_is_refused():
+    from sgdsim.calibrate_pilot import _sd_log_bandwidth
+
+    with pytest.raises(ConfigError, match="add runs at a larger worker count"):
+        _sd_log_bandwidth(_Flat(), 1e8, 0.02, [0.0], 2)
+    assert _sd_log_bandwidth(_Flat(), 1e8, 0.02, [0.5], 2) == pytest.approx(0.04)

@@ -15,6 +15,10 @@ The fit's uncertainty: with per-run relative noise σ (the runs' pooled spread a
 worker counts, else the fit's residual, never below ``MIN_NOISE_REL``), log B is known to
 sd = σ / sqrt(Σ s²), s being d log x / d log B at each fitted run (α refitted along). A
 prediction at W then moves by 1.96 · |d log x(W) / d log B| · sd (95 %): ``extrapolate``.
+An all-reduce pays its link time and receiver CPU alike, per byte of each call: every split
+fitted to the smallest count predicts every count the same, so B is not searched and sd is 0
+(the other counts' residuals are reported). Elsewhere, a pilot whose runs do not depend on B
+while larger counts do is refused.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ REPLICATIONS = 8       # fixed, so that the objective is smooth in B (async poin
 SPAN = (0.5, 1.25)     # B searched within these factors of the hardware file's
 GOLDEN_STEPS = 18      # (0.618^18 of the span: 0.02 % of B)
 DELTA = 0.02           # relative step of B for the derivatives
+UNIDENTIFIED = 1e-6    # |d log x / d log B| below this: the throughput does not depend on B
 
 
 @dataclass(frozen=True)
@@ -156,17 +161,47 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
         b = math.exp(log_b)
         return sum((model.log_x(W, b) - y) ** 2 for W, y in meas)
 
-    log_b = _golden(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0), GOLDEN_STEPS,
-                    progress or (lambda i, n: None))
-    b, alpha = math.exp(log_b), model.alpha(math.exp(log_b))
+    if ARCHITECTURES[arch].parse_in_call:  # B and α are one per-byte cost there: nothing to search
+        b = _ring_bandwidth(model, B0)
+    else:
+        b = math.exp(_golden(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0), GOLDEN_STEPS,
+                             progress or (lambda i, n: None)))
+    alpha = model.alpha(b)
     residuals = [model.log_x(W, b) - y for W, y in meas]
-    sens = [sensitivity(model, W, b) for W, _ in meas]
     noise = _noise(points, residuals)
-    sd = noise / math.sqrt(sum(s * s for s in sens)) if any(sens) else math.inf
+    sd = 0.0 if ARCHITECTURES[arch].parse_in_call else \
+        _sd_log_bandwidth(model, b, noise, [sensitivity(model, W, b) for W, _ in meas], max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)
     out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes)
     return PilotFit(out, b, alpha, sd, noise, res)
+
+
+def _ring_bandwidth(model: _Model, B0: float) -> float:
+    """An all-reduce's link time and receiver CPU are both per byte of each call (2(N−1)/N·S),
+    so every B with α ≥ 0 fitted to the smallest count predicts every count the same: keep the
+    file's B unless even α = 0 is too slow there, then the B at which it fits with α = 0."""
+    if model.alpha(B0) > 0 or model.throughput(model.W0, B0, 0.0) >= model.x0:
+        return B0
+    top = 16 * B0
+    if model.throughput(model.W0, top, 0.0) < model.x0:
+        raise ConfigError(f"the pilot's {model.W0} ranks ran faster than the profile's computation "
+                          "allows: is it the same job and batch size?")
+    return _bisect(lambda B: model.throughput(model.W0, B, 0.0), model.x0, B0, top, rising=True)
+
+
+def _sd_log_bandwidth(model: _Model, b: float, noise: float, sens: list[float], top: int) -> float:
+    """sd of log B; 0 where no pilot run and no larger count depends on B (with α refitted).
+    Where the pilot does not pin B but larger worker counts depend on it, the pilot cannot be
+    extrapolated: one line says so."""
+    norm = math.sqrt(sum(s * s for s in sens))
+    if norm >= UNIDENTIFIED:
+        return noise / norm
+    ahead = max(abs(sensitivity(model, W, b)) for W in (2 * top, 4 * top))
+    if ahead < UNIDENTIFIED:
+        return 0.0
+    raise ConfigError(f"the pilot's worker counts do not pin the link's goodput, which "
+                      f"{4 * top} workers depend on: add runs at a larger worker count")
 
 
 def sensitivity(model: _Model, W: int, b: float) -> float:

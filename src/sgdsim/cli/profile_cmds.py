@@ -196,8 +196,10 @@ def _calibrate_pilot(args, prof, hw, bucket: float | None) -> int:
                               progress=lambda i, n: bar.advance(), bucket_size_bytes=bucket)
     save_hardware(fit.hardware, args.output, force=args.force)
     errs = ", ".join(f"W={w} {r:+.1f} %" for w, r in fit.residuals_pct)
+    known = (f"±{1.96 * fit.sd_log_bandwidth:.1%}, 95 %" if fit.sd_log_bandwidth > 0 else
+             "these runs do not tell it from the receiver CPU, and no prediction depends on the split")
     print(f"pilot of {len(runs)} runs: receiver CPU {fit.alpha_s_per_byte * 1e9:.3g} ns/byte, "
-          f"goodput {fit.bandwidth_bps / 1e6:.4g} Mbit/s (±{1.96 * fit.sd_log_bandwidth:.1%}, 95 %); "
+          f"goodput {fit.bandwidth_bps / 1e6:.4g} Mbit/s ({known}); "
           f"fit error {errs}; wrote {args.output}")
     return 0
 
