@@ -120,6 +120,8 @@ def test_pure_python_gives_the_compiled_answers_to_the_bit(tmp_path):
          "config": {**base, "mode": "async", "sharing": "ps", "seed": 13, "host_contention": (0.1, 0.2), **tcp}},
         {"classes": [["slow", paths["slow"], 3]],
          "config": {**base, "arch": "allreduce", "mode": "sync", "seed": 17}},
+        {"classes": [["fast", paths["fast"], 3]],  # shared cores: compute re-timed as others start and end
+         "config": {**base, "mode": "sync", "sharing": "fcfs", "host_cores": 1, "seed": 19}},
     ]
     env = dict(os.environ, SGDSIM_PURE_PYTHON="1")
     src = str(Path(sgdsim.__file__).resolve().parents[1])

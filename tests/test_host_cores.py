@@ -1,5 +1,7 @@
 """Workers sharing one host's cores (topology/hosts.py). Oracles: Eq. 11 and Eqs. 7-9 with the
-compute stretched by W/K by hand; W <= K and async unchanged; the hardware file and CLI edges."""
+compute stretched by W/K by hand (workers computing together); a hand timeline of workers that
+compute at different times (the simulator shares the cores among those computing); W <= K and
+async unchanged; the hardware file and CLI edges."""
 from __future__ import annotations
 
 import json
@@ -43,6 +45,18 @@ def test_sync_ps_with_ps_sharing_is_eq_7_with_stretched_compute():
     coarse = sgdsim.predict(PROF, model="coarse", **kw)[0]
     assert fine.step_time_s == pytest.approx(want, rel=1e-9)
     assert coarse.step_time_s == pytest.approx(want, rel=1e-9)
+
+
+def test_sync_workers_that_compute_at_different_times_share_the_cores_only_then():
+    """Hand timeline, K = 1, two sync workers, FCFS links at 1 MB/s, one 1 MB layer, 1.5 s of
+    compute. Pulls [0, 1] and [1, 2]; worker 0 computes alone on [1, 2] (1 s of work), then both
+    at half speed to 3 (worker 0 done), worker 1 alone from 3 to 4; pushes [3, 4] and [4, 5]:
+    a 5 s step. Without shared cores 4.5 s; the static max(1, W/K) stretch would say 6 s."""
+    prof = layered_profile([1e6], [0.5], [1.0], overlap=False, batch=1)
+    kw = dict(workers=2, bandwidth=8e6, mode="sync", sharing="fcfs", steps=20, warmup=2, replications=1)
+    assert sgdsim.predict(prof, host_cores=1, **kw)[0].step_time_s == pytest.approx(5.0, rel=1e-9)
+    assert sgdsim.predict(prof, **kw)[0].step_time_s == pytest.approx(4.5, rel=1e-9)
+    assert sgdsim.predict(prof, host_cores=2, **kw)[0].step_time_s == pytest.approx(4.5, rel=1e-9)
 
 
 def test_async_is_not_slowed():

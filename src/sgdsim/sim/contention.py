@@ -1,8 +1,9 @@
-"""Compute slowed by other workers' transfers on the same host (``topology/hosts.py``).
+"""Compute slowed by other workers on the same host (``topology/hosts.py``).
 
 While other workers on its host pull or push, a worker's compute runs at 1 / (1 + a·pulling +
-b·pushing) of its speed (``S.contention`` = (a, b)); a running compute op is re-timed from the
-work it has left whenever that count changes. Off (a = b = 0) unless the cluster states it.
+b·pushing) of its speed (``S.contention`` = (a, b, K)); while n workers compute on its K shared
+cores (K > 0), at most K / n of it (processor sharing). A running compute op is re-timed from
+the work it has left whenever a count changes. Off (a = b = K = 0) unless the cluster states it.
 """
 from __future__ import annotations
 
@@ -18,7 +19,18 @@ if TYPE_CHECKING:
 
 @core
 def contended(S: State) -> bool:
-    return S.contention[0] > 0.0 or S.contention[1] > 0.0
+    return S.contention[0] > 0.0 or S.contention[1] > 0.0 or S.contention[2] > 0.0
+
+
+@core
+def cores_shared(S: State) -> bool:
+    return S.contention[2] > 0.0
+
+
+@core
+def computing(S: State, step: int) -> None:
+    """A worker's compute op started (+1) or ended (−1) on the shared cores."""
+    S.transferring[2] += step
 
 
 @core
@@ -35,10 +47,15 @@ def moved(S: State, l: int, w: int, step: int) -> None:
 @core
 def compute_speed(S: State, w: int) -> float:
     """Worker w's compute speed while the other workers on its host transfer: 1 / (1 + a·pulling
-    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink."""
+    + b·pushing), counting each other worker with a flow on a PS downlink, on an uplink; times
+    K / n while n > K workers compute on the K shared cores."""
     others_pulling = S.transferring[0] - (1 if S.moving[w * 2] > 0 else 0)
     others_pushing = S.transferring[1] - (1 if S.moving[w * 2 + 1] > 0 else 0)
-    return 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
+    speed = 1.0 / (1.0 + S.contention[0] * others_pulling + S.contention[1] * others_pushing)
+    n = S.transferring[2]
+    if S.contention[2] > 0.0 and n > S.contention[2]:
+        speed *= S.contention[2] / n
+    return speed
 
 
 @core

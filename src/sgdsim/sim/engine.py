@@ -22,7 +22,7 @@ from ..compiled import F64, core, core_inline
 from .flows import Links
 from .heap import Heaps, heap_pop, heap_set
 from .kernel import Kernel, next_seq, pop_next, retire, schedule
-from .contention import contended, compute_speed, moved, restretch
+from .contention import computing, contended, compute_speed, cores_shared, moved, restretch
 from .links import add_flow, advance, continue_flow, next_flow, next_time, remove_flow
 from .sharing.fair import apply_due_boost, coupled, joined_due, set_rate
 from .stalls import INCUMBENT, draw, moving, pause, resume, stall_s
@@ -110,6 +110,8 @@ def _event(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, timer: int, now: f
         if P.res_shared[r]:  # the item says whose op it is
             w, done = done // P.n_ops, done % P.n_ops
         _chunk_end(S, timer, w, r, done, now)
+        if r == 0 and cores_shared(S):
+            computing(S, -1)  # one fewer computes: the others speed up (below, unless w goes on)
         l = -1
     else:
         l = timer - WR
@@ -117,6 +119,8 @@ def _event(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, timer: int, now: f
     if done >= 0:
         _complete_op(P, S, K, LK, Q, w, done, now)
     _try_start(P, S, K, LK, Q, w, r, now)
+    if l < 0 and r == 0 and cores_shared(S) and S.run_op[w * P.R] < 0:
+        restretch(P, S, K, now)
     if l >= 0 and S.run_op[w * P.R + r] < 0:  # else it went on with the next chunk, re-timing l
         if LK.join_delay_s[l & 1] > 0.0:  # a boost timer may still be pending: it must not fire
             schedule(K, w * P.R + r, np.inf)
@@ -219,7 +223,11 @@ def _try_start(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, r: int
     if l < 0:
         d = P.dur[S.w_row[w] * P.n_ops + op]
         if r == 0 and contended(S):  # the worker's compute, on a host others transfer through
-            S.c_work[slot], S.c_since[slot] = d, now
+            S.c_work[slot], S.c_since[slot], S.c_speed[slot] = d, now, 1.0
+            if cores_shared(S):  # one more computes: every running compute op is re-timed
+                computing(S, 1)
+                restretch(P, S, K, now)
+                return
             S.c_speed[slot] = compute_speed(S, w)
             d /= S.c_speed[slot]
         schedule(K, slot, now + d)

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..placement import layer_bytes, least_loaded
 from ..profile.model import COMPUTE, DOWNLINK, PS, UPLINK, WORKER, Profile
 from ..profile.transforms import allreduce_compute_pairs, with_overhead
-from ..topology import compute_slowdown
+from ..topology import compute_slowdown, shared_cores
 from ..compiled import F64, I64
 from .config import SimConfig, WorkerClass
 from .contract import chains, contract, contract_durations, reduce_layout
@@ -128,7 +128,9 @@ def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarra
     rows = np.concatenate([_jittered(arch.charge_host(with_overhead(c.profile, a, b, arch.pulls,
                                                                     pushes=not arch.parse_in_call), host).durations_s,
                                      config) for c in classes])
-    slowdown = compute_slowdown(W, config.cluster.nodes.host_cores, config.strategy.mode)
+    host_cores, mode = config.cluster.nodes.host_cores, config.strategy.mode
+    dynamic = shared_cores(W, sum(c.count for c in classes), host_cores, mode)
+    slowdown = 1.0 if dynamic else compute_slowdown(W, host_cores, mode)  # else the engine shares them
     if slowdown > 1.0:
         ref = classes[0].profile
         rows[:, [op.kind == COMPUTE and op.resource == WORKER for op in ref.ops]] *= slowdown

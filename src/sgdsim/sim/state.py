@@ -50,12 +50,13 @@ SAMPLES_PER_WORKER = 256
 
 
 def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int,
-               contention=(0.0, 0.0)) -> State:
-    """``contention``: compute slower per other worker pulling, pushing (``topology/hosts.py``);
+               contention=(0.0, 0.0, 0.0)) -> State:
+    """``contention``: compute slower per other worker pulling, pushing (``topology/hosts.py``),
+    and the cores the workers' compute shares (0: not shared; ``topology.shared_cores``);
     ``c_work``/``c_since``/``c_speed``: each running compute op's work left (s alone), when that
     was counted, and its speed since (``contention.restretch``); ``moving``: each worker's flows
     on downlinks and on uplinks, ``transferring``: how many workers have any (pulling,
-    pushing), kept only while contention is on (``contention.moved``)."""
+    pushing), and how many compute (``contention.computing``), kept only while contention is on."""
     W, n, R = plan.W, plan.n_ops, plan.R
     i64, f64 = np.int64, np.float64
     tl = max(2, timeline_capacity)
@@ -72,9 +73,10 @@ def make_state(plan, n_links: int, comp_capacity: int, timeline_capacity: int,
         tl_on=np.array([1 if timeline_capacity > 0 else 0], i64),
         tl_w=np.zeros(tl, i64), tl_r=np.zeros(tl, i64), tl_op=np.zeros(tl, i64),
         tl_t0=np.zeros(tl, f64), tl_t1=np.zeros(tl, f64), tl_step=np.zeros(tl, i64),
-        contention=np.asarray(contention, f64), c_work=np.zeros(W * R, f64),
+        contention=np.asarray(tuple(contention) + (0.0,) * (3 - len(contention)), f64),
+        c_work=np.zeros(W * R, f64),
         c_since=np.zeros(W * R, f64), c_speed=np.ones(W * R, f64),
-        moving=np.zeros(2 * W, i64), transferring=np.zeros(2, i64),
+        moving=np.zeros(2 * W, i64), transferring=np.zeros(3, i64),
     )
 
 

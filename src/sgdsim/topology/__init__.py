@@ -7,7 +7,7 @@
 """
 from .buckets import DDP_FIRST_BUCKET_BYTES, bucket_sizes, even_buckets, with_buckets
 from .collectives import COLLECTIVES, allreduce_s
-from .hosts import compute_slowdown, slowed_classes
+from .hosts import compute_slowdown, shared_cores, slowed_classes
 from .model import Topology
 
-__all__ = ["COLLECTIVES", "DDP_FIRST_BUCKET_BYTES", "Topology", "allreduce_s", "bucket_sizes", "compute_slowdown", "even_buckets", "slowed_classes", "with_buckets"]
+__all__ = ["COLLECTIVES", "DDP_FIRST_BUCKET_BYTES", "Topology", "allreduce_s", "bucket_sizes", "compute_slowdown", "shared_cores", "even_buckets", "slowed_classes", "with_buckets"]

@@ -1,8 +1,12 @@
 """Workers that share one host's cores (the lab: every namespace on one 2-core VM).
 
-In synchronous training every worker computes at the same time (the step's barrier, or the
-all-reduce calls that keep the ranks in lock-step), so W workers on K shared cores each run
-at K/W of a core while W > K: compute takes max(1, W/K) times its profiled duration. 8
+In synchronous training the workers compute at about the same time (the step's barrier, or
+the all-reduce calls that keep the ranks in lock-step), so W workers on K shared cores each run
+at K/W of a core while W > K: compute takes max(1, W/K) times its profiled duration. That is
+the coarse model's stretch and the simulator's for ranks simulated once; the simulator,
+simulating each worker, shares the cores among those computing at each moment instead
+(``shared_cores``; ``sim/contention.py``), since sync PS workers whose pulls end at different
+times compute partly apart. 8
 all-reduce ranks of the lab's 10 MB CNN at batch 32 compute 8 × 73 ms at once on 2 cores:
 292 ms instead of 73 on a ~2 s step (docs/validation/README.md). Asynchronous workers compute
 at different times, so their compute-against-compute contention is not modelled (on most of
@@ -20,6 +24,16 @@ still pulls, the one behind while the other pushes.
 from __future__ import annotations
 
 import dataclasses
+
+
+def shared_cores(workers: int, simulated: int, host_cores: int | None, mode: str) -> int:
+    """K when the simulator shares the host's K cores among the workers computing at each
+    moment (``sim/contention.py``): synchronous workers outnumbering the cores, each simulated
+    (a job whose identical ranks are simulated once cannot see who computes; it keeps
+    ``compute_slowdown``, exact for ranks in lock-step); else 0."""
+    if host_cores is None or mode != "sync" or workers <= host_cores or simulated != workers:
+        return 0
+    return host_cores
 
 
 def compute_slowdown(workers: int, host_cores: int | None, mode: str) -> float:
