@@ -59,6 +59,16 @@ def test_sync_workers_that_compute_at_different_times_share_the_cores_only_then(
     assert sgdsim.predict(prof, host_cores=2, **kw)[0].step_time_s == pytest.approx(4.5, rel=1e-9)
 
 
+def test_the_engine_shares_the_cores_only_where_it_can_see_and_afford_it():
+    from sgdsim.topology import shared_cores
+    from sgdsim.topology.hosts import SHARED_CORES_MAX_WORKERS as MAX
+
+    assert shared_cores(8, 8, 2, "sync") == 2 and shared_cores(MAX, MAX, 2, "sync") == 2
+    assert shared_cores(MAX + 1, MAX + 1, 2, "sync") == 0  # the O(W) re-timing: the stretch instead
+    assert shared_cores(8, 1, 2, "sync") == 0  # identical ranks simulated once: lock-step, the stretch
+    assert shared_cores(8, 8, 2, "async") == shared_cores(2, 2, 2, "sync") == shared_cores(8, 8, None, "sync") == 0
+
+
 def test_async_is_not_slowed():
     kw = dict(workers=4, bandwidth=BW, mode="async", seed=3, steps=30, warmup=2, replications=2)
     assert sgdsim.predict(PROF, host_cores=1, **kw)[0].throughput == \
