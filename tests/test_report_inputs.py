@@ -142,3 +142,38 @@ def test_the_block_is_escaped_and_first():
     series = (Series("t · fine", "t", "fine", ({"workers": 1, "throughput": 1.0},)),)
     html = render_html(ReportInput("t", series, (), inputs=((evil, evil),)))
     assert evil not in html and inputs_block(html) == {evil: evil}
+
+
+def _slower_copy(tmp_path) -> str:
+    """The same DAG as PROFILE, every duration doubled: a second worker class."""
+    from dataclasses import replace as _replace
+
+    from sgdsim.profile.io import load_profile, save_profile
+
+    prof = load_profile(PROFILE)
+    path = str(tmp_path / "slow.json")
+    save_profile(_replace(prof, durations_s=prof.durations_s * 2), path)
+    return path
+
+
+def load_profile_batch(path: str) -> int:
+    from sgdsim.profile.io import load_profile
+
+    return load_profile(path).job.batch_size
+
+
+def test_a_heterogeneous_job_is_reported_with_a_row_per_class(tmp_path, capsys):
+    """predict --report ended in 'profile coarse: cannot read file' after the prediction; report
+    refused a job given only as --worker-profile classes."""
+    slow = _slower_copy(tmp_path)
+    classes = ["--worker-profile", f"fast={PROFILE}:2", "--worker-profile", f"slow={slow}:1"]
+    for command in (["predict", *classes, "--report"], ["report", *classes, "-o"]):
+        out = tmp_path / f"{command[0]}.html"
+        assert main([*command, str(out), "--model", "coarse", "--quiet"]) == 0, capsys.readouterr().err
+        rows = inputs_block(out.read_text())
+        batch = load_profile_batch(PROFILE)
+        assert rows["profiles"] == f"fast ×2 ({PROFILE}, batch {batch}); slow ×1 ({slow}, batch {batch})"
+        assert rows["workers"] == "3"
+        assert "fast ×2 + slow ×1 · coarse" in out.read_text()
+    assert main(["report", PROFILE, *classes, "-o", str(tmp_path / "x.html")]) == 2
+    assert "one of them" in capsys.readouterr().err and not (tmp_path / "x.html").exists()

@@ -15,7 +15,8 @@ def register(sub) -> dict:
                     "examples/profiles/resnet50.json examples/profiles/vgg16.json --model all "
                     "--workers 1-16 -o report.html")
     r.add_argument("profiles", nargs="*", metavar="PROFILE",
-                   help="profile JSON files (or give --coarse)")
+                   help="profile JSON files (or give --coarse, or a heterogeneous job's "
+                        "--worker-profile classes)")
     add_model_arguments(r)
     r.add_argument("-o", "--output", required=True, metavar="FILE.html", help="the report to write")
     r.add_argument("--force", action="store_true", help="overwrite an existing report")
@@ -32,10 +33,11 @@ def cmd_report(args) -> int:
         from ..report.validation import read_points
 
         args.validation_points = read_points(args.validation)  # a bad file fails before any work
-    if not args.profiles and not args.coarse:
-        raise ConfigError("give at least one PROFILE (or --coarse)")
-    if args.profiles and args.coarse:
-        raise ConfigError("give either profiles or --coarse, not both")
+    given = [bool(args.profiles), bool(args.coarse), bool(args.worker_profile)]
+    if not any(given):
+        raise ConfigError("give at least one PROFILE (or --coarse, or --worker-profile classes)")
+    if sum(given) > 1:
+        raise ConfigError("give profiles, --coarse or --worker-profile classes: one of them")
     args.timeline, args.profile = None, None
     runs = [(p, run_prediction(args, profile=p)[0]) for p in args.profiles or [None]]
     write_report(args, [(p or "coarse", pts) for p, pts in runs], args.output, None)
@@ -50,10 +52,14 @@ def write_report(args, runs, path: str, timeline: str | None) -> None:
 
     series, profiles = [], []
     for source, points in runs:
-        summary = _profile_summary(source, args.coarse)
-        profiles.append(summary)
+        if args.worker_profile:  # one heterogeneous job: a row per worker class
+            summaries = [_class_summary(spec) for spec in args.worker_profile]
+        else:
+            summaries = [_profile_summary(source, args.coarse)]
+        profiles += summaries
+        name = " + ".join(s["name"] for s in summaries)
         for model in dict.fromkeys(p.model for p in points):
-            series.append(Series(label=f"{summary['name']} · {model}", profile=summary["name"],
+            series.append(Series(label=f"{name} · {model}", profile=name,
                                  model=model,
                                  points=tuple(p.to_dict() for p in points if p.model == model)))
     inputs = input_rows(prediction_specs(args), tuple(series), tuple(profiles), args.model,
@@ -87,6 +93,14 @@ def _profile_summary(source, coarse: str | None) -> dict:
             "batch_size": prof.job.batch_size, "parameters_MB": round(prof.model_bytes() / 1e6, 2),
             "compute_ms": round(prof.mean_compute_s() * 1e3, 2), "ops": prof.n_ops,
             "overlap": prof.job.overlap}
+
+
+def _class_summary(spec: str) -> dict:
+    """A heterogeneous job's worker class (``--worker-profile CLASS=PROFILE.json:COUNT``)."""
+    from ..predict import parse_worker_profile
+
+    name, path, count = parse_worker_profile(spec)
+    return {**_profile_summary(path, None), "name": f"{name} ×{count}"}
 
 
 def _hardware(path: str | None) -> dict | None:
