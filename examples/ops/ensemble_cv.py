@@ -8,16 +8,13 @@ does; "ensemble" predicts the geometric mean of the two. Forward-time |error| of
 """
 from __future__ import annotations
 
-import argparse
 import copy
-from collections import defaultdict
 
 import numpy as np
+from prior_cv import cv_arguments, load_groups  # beside this script
 
-from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.model import train
 from sgdsim.ops.optypes import REGISTRY
-from sgdsim.ops.records import learnable
 
 
 def fold_errors(recs, op: str, k: int, fold, seed: int, budget: float):
@@ -35,18 +32,8 @@ def fold_errors(recs, op: str, k: int, fold, seed: int, budget: float):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("db")
-    ap.add_argument("--budget", type=float, default=5.0)
-    ap.add_argument("--folds", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    with open_db(args.db, create=False) as db:
-        (device,) = [d.name for d in db.devices()]
-        groups = defaultdict(list)
-        for r in learnable(db.load(device=device))[0]:
-            if r.op in REGISTRY and r.op != "other":
-                groups[(r.op, r.dtype)].append(r)
+    args = cv_arguments(__doc__.splitlines()[0])
+    _, groups, _ = load_groups(args.db)
     print("| operator | rows | median error, auto | ensemble | mean, auto | ensemble |")
     print("|---|---:|---:|---:|---:|---:|")
     for (op, dtype), recs in sorted(groups.items()):

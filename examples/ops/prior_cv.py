@@ -24,20 +24,31 @@ def errors(est, rows) -> np.ndarray:
     return np.abs(fwd / np.array([r.fwd_s for r in rows]) - 1)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("db")
-    ap.add_argument("--budget", type=float, default=5.0)
-    ap.add_argument("--folds", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    with open_db(args.db, create=False) as db:
+def load_groups(path: str):
+    """(device, {(op, dtype): measurements}, {(op, dtype): test-retest}) of a one-device DB."""
+    with open_db(path, create=False) as db:
         (device,) = [d.name for d in db.devices()]
         groups = defaultdict(list)
         for r in learnable(db.load(device=device))[0]:
             if r.op in REGISTRY and r.op != "other":
                 groups[(r.op, r.dtype)].append(r)
         retests = {k[1:]: v for k, v in db.load_retests().items() if k[0] == device}
+    return device, groups, retests
+
+
+def cv_arguments(description: str) -> argparse.Namespace:
+    """DB, --budget (s per model), --folds, --seed: what both cross-validations take."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("db")
+    ap.add_argument("--budget", type=float, default=5.0)
+    ap.add_argument("--folds", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = cv_arguments(__doc__.splitlines()[0])
+    device, groups, retests = load_groups(args.db)
     print(f"Device: {device}; {args.folds}-fold, budget {args.budget:g} s per model, seed {args.seed}\n")
     print("| operator | rows | median error, MLP | auto | mean, MLP | auto | prior chosen | test-retest median "
           "| auto within 1.5x |")
