@@ -20,6 +20,14 @@ from sgdsim.sim import WorkerClass, simulate
 from simcfg import simcfg
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "profiles"
+# a validation grid's defaults for tests that replace the lab: a small lab model, short runs
+LAB_DEFAULTS = """[defaults]
+model = "lab:mlp-20mb"
+batch_size = 16
+bandwidth = "100Mbps"
+duration = "3s"
+warmup = "1s"
+"""
 
 Chunk = namedtuple("Chunk", "worker resource op start end step")
 

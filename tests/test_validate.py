@@ -18,20 +18,15 @@ from sgdsim.evaluate.margin import MODEL_ERROR_REL, coverage, run_score
 from sgdsim.profile.io import save_profile
 from sgdsim.validate import load_grid, parse_models, predict_case, run_validation
 from sgdsim.validate.cli import cmd_validate, main, register
+from conftest import LAB_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS = ROOT / "examples" / "grids"
 PROFILE = parse_coarse("size=2MB,fwd=20ms,bwd=40ms,batch=16")
 FACTOR = 1.1
-GRID = """
+GRID = f"""
 description = "test grid"
-[defaults]
-model = "lab:mlp-20mb"
-batch_size = 16
-bandwidth = "100Mbps"
-duration = "3s"
-warmup = "1s"
-[[case]]
+{LAB_DEFAULTS}[[case]]
 name = "async"
 workers = "1-3"
 [[case]]

@@ -21,15 +21,10 @@ from sgdsim.validate import load_grid, run_validation
 from sgdsim.validate import run as run_module
 from sgdsim.validate.cli import main
 from sgdsim.validate.resume import PointFailed
+from conftest import LAB_DEFAULTS
 
-GRID = """
-[defaults]
-model = "lab:mlp-20mb"
-batch_size = 16
-bandwidth = "100Mbps"
-duration = "3s"
-warmup = "1s"
-profile = "prof.json"
+GRID = f"""
+{LAB_DEFAULTS}profile = "prof.json"
 [[case]]
 name = "ps"
 workers = "1-3"

@@ -16,6 +16,7 @@ from sgdsim.validate import CaseResult, Point, ValidationResult, load_grid, run_
 from sgdsim.evaluate.bias import (Bias, bias_by_model, bias_by_workers, by_workers_json,
                                   by_workers_table, error_pct, errors_by_workers)
 from sgdsim.validate.report import summary_dict, summary_markdown, write_summary
+from conftest import LAB_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -84,15 +85,9 @@ def test_by_workers_table():
 
 # ----------------------------------------------------------------------------- summary
 
-GRID = """
+GRID = f"""
 description = "bias test"
-[defaults]
-model = "lab:mlp-20mb"
-batch_size = 16
-bandwidth = "100Mbps"
-duration = "3s"
-warmup = "1s"
-[[case]]
+{LAB_DEFAULTS}[[case]]
 name = "a"
 workers = [1, 2, 4]
 [[case]]

@@ -161,7 +161,8 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
         b = math.exp(log_b)
         return sum((model.log_x(W, b) - y) ** 2 for W, y in meas)
 
-    if ARCHITECTURES[arch].parse_in_call:  # B and α are one per-byte cost there: nothing to search
+    one_cost = ARCHITECTURES[arch].parse_in_call  # B and α are one per-byte cost: nothing to search
+    if one_cost:
         b = _ring_bandwidth(model, B0)
     else:
         b = math.exp(_golden(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0), GOLDEN_STEPS,
@@ -169,7 +170,7 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     alpha = model.alpha(b)
     residuals = [model.log_x(W, b) - y for W, y in meas]
     noise = _noise(points, residuals)
-    sd = 0.0 if ARCHITECTURES[arch].parse_in_call else \
+    sd = 0.0 if one_cost else \
         _sd_log_bandwidth(model, b, noise, [sensitivity(model, W, b) for W, _ in meas], max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)

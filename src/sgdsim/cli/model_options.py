@@ -196,9 +196,10 @@ def _run_arguments(q) -> None:
     add_executor_arguments(q)
 
 
-def run_prediction(args, profile=None, report: str | None = None):
+def run_prediction(args, profile=None, report: str | None = None, notes: bool = True):
     """Check everything (options, output files) before any work, then predict. Returns the
-    points and the timeline files to write (by worker count)."""
+    points and the timeline files to write (by worker count). ``notes``: say what the inputs
+    warn of (a command predicting several profiles says it once)."""
     from ..predict import parse_worker_profile, parse_workers, predict
 
     check_relevance(args)
@@ -211,10 +212,13 @@ def run_prediction(args, profile=None, report: str | None = None):
         check_output_path(report, args.force)
         check_distinct_outputs(("--report", report), *(("--timeline", t) for t in targets.values()))
     job, classes = _warn_shaky(profile if profile is not None else args.profile, classes, args)
+    hw = hardware(args)
+    if notes:
+        _warn_other_buckets(args, hw)
     points = predict(
         job, workers=workers,
         worker_profiles=classes or None, timeline=timeline is not None,
-        model=args.model, coarse=args.coarse, **keywords(args), executor=executor_from(args),
+        model=args.model, coarse=args.coarse, **keywords(args, hw), executor=executor_from(args),
         on_skip=lambda why: say(f"note: {why}; skipped"))
     return points, targets
 
@@ -280,25 +284,30 @@ def _arch_options() -> list[str]:
     return list(dict.fromkeys(o for a in ARCHITECTURES.values() for o in a.options if o not in pairs))
 
 
-def keywords(args) -> dict:
+def hardware(args):
+    """The --hardware file, or the nominal 10 Gbit/s network without one."""
+    from ..hardware import Hardware, load_hardware
+
+    return load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
+
+
+def keywords(args, hw=None) -> dict:
     """The prediction's keywords: the options given, then the --hardware file's, then the
     defaults (``parse/keywords.py``). An option's dest is its keyword's name; ``--timeline``
-    is a file here, the keyword a switch, so it is passed apart."""
-    from ..hardware import Hardware, load_hardware
+    is a file here, the keyword a switch, so it is passed apart. ``hw``: the file, if read."""
     from ..parse.hardware import hardware_keywords
     from ..parse.keywords import KEYWORDS
 
-    hw = load_hardware(args.hardware) if args.hardware else Hardware.nominal(10e9)
+    hw = hw if hw is not None else hardware(args)
     given = {k: getattr(args, k) for k in KEYWORDS if k != "timeline" and hasattr(args, k)}
-    _warn_other_buckets(hw, args)
     return hardware_keywords(hw, given)
 
 
-def _warn_other_buckets(hw, args) -> None:
+def _warn_other_buckets(args, hw) -> None:
     """A file calibrated on a DDP run with buckets, used for a prediction with others (or one
     call per layer): the fitted CPU per byte explains another job's overlap. Said, not refused:
     comparing bucket sizes is a legitimate use."""
-    from ..units import format_size_bytes as format_size, parse_size_bytes
+    from ..units import format_size_bytes, parse_size_bytes
 
     cal = hw.measured.get("calibration") if isinstance(hw.measured, dict) else None
     if not isinstance(cal, dict) or cal.get("arch") != args.arch or "collective" not in ARCHITECTURES[args.arch].options:
@@ -307,9 +316,9 @@ def _warn_other_buckets(hw, args) -> None:
     wanted = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
     if fitted != wanted:
         def text(b):
-            return "one call per layer" if b is None else f"DDP buckets of {format_size(b)}"
+            return "one call per layer" if b is None else f"DDP buckets of {format_size_bytes(b)}"
         say(f"warning: {args.hardware} was calibrated on a run with {text(fitted)}; this prediction "
-            f"has {text(wanted)}" + (f" (--bucket-size {format_size(fitted)} predicts the same job)"
+            f"has {text(wanted)}" + (f" (--bucket-size {format_size_bytes(fitted)} predicts the same job)"
                                      if fitted is not None else ""))
 
 

@@ -39,7 +39,8 @@ def cmd_report(args) -> int:
     if sum(given) > 1:
         raise ConfigError("give profiles, --coarse or --worker-profile classes: one of them")
     args.timeline, args.profile = None, None
-    runs = [(p, run_prediction(args, profile=p)[0]) for p in args.profiles or [None]]
+    runs = [(p, run_prediction(args, profile=p, notes=i == 0)[0])
+            for i, p in enumerate(args.profiles or [None])]
     write_report(args, [(p or "coarse", pts) for p, pts in runs], args.output, None)
     return 0
 

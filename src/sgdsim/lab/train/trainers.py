@@ -8,6 +8,7 @@ buckets), held out from every fit.
 from __future__ import annotations
 
 from ...errors import ConfigError
+from ...units import format_size_bytes
 
 TRAINERS = ("lab", "torch")
 TORCH_DDP_BUCKET_MB = 25.0
@@ -33,8 +34,9 @@ def check_bucket(trainer: str, arch: str, overlap: bool, bucket_size_bytes: floa
         raise ConfigError("'bucket_size' applies to an all-reduce that overlaps (DDP's buckets); "
                           "this case's all-reduces one call per layer")
     if bucket_size_bytes != runs:
-        raise ConfigError(f"'bucket_size': the {trainer} trainer's DDP runs buckets of "
-                          f"{runs / MiB:g}MiB, so state \"{runs / MiB:g}MiB\" or leave it out")
+        size = format_size_bytes(runs)
+        raise ConfigError(f"'bucket_size': the {trainer} trainer's DDP runs buckets of {size}, so "
+                          f"state \"{size}\" or leave it out")
 
 
 def check_trainer(trainer, arch: str, overlap: bool, ps_count: int, record_profile,
