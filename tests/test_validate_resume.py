@@ -252,6 +252,17 @@ def test_resume_refuses_an_input_file_edited_since(tmp_path, grid, monkeypatch, 
     assert lab.calls == POINTS[1:]
 
 
+def test_the_summary_names_inputs_from_where_the_run_started(tmp_path, grid, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # the grid and its profile lie below: no absolute path is written
+    out, before = _stopped_after_one_point(tmp_path, grid, monkeypatch, capsys)
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["inputs_sha256"]) == ["prof.json"]
+    assert {c["config"]["profile"] for c in summary["cases"]} == {"prof.json"}
+    (tmp_path / "prof.json").write_text((tmp_path / "prof.json").read_text() + "\n")
+    assert validate(monkeypatch, Lab(), grid, "-o", out, "--resume") == 2  # still checked
+    assert "changed since" in error_line(capsys) and files(out) == before
+
+
 def test_resume_refuses_another_grid(tmp_path, grid, monkeypatch, capsys):
     out, before = _stopped_after_one_point(tmp_path, grid, monkeypatch, capsys)
     other = tmp_path / "other.toml"

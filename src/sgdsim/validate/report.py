@@ -157,7 +157,7 @@ def summary_dict(result) -> dict:
     return {
         "format": SUMMARY_FORMAT, "version": 1, "grid": result.grid.path,
         "grid_sha256": fingerprint(result.grid),  # --resume continues only the same grid
-        "inputs_sha256": input_files(result.grid),  # ... with the same profile and hardware files
+        "inputs_sha256": {shown_path(p): sha for p, sha in input_files(result.grid).items()},
         "description": result.grid.description, "dry_run": result.dry_run,
         "points_measured": measured, "points_total": total,
         "error": "predicted / measured - 1, percent",
@@ -168,12 +168,21 @@ def summary_dict(result) -> dict:
     }
 
 
+def shown_path(path: str) -> str:
+    """A file the summary names, relative to where the run was started when it lies below it:
+    a summary committed from a checkout names no path of the machine it was made on (grid
+    files are read by absolute path). ``--resume`` reads them from the same place."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def _case_dict(cr) -> dict:
     rows = []
     for w in cr.case.workers:
         preds = {p.model: p.predicted for p in cr.points if p.workers == w}
         rows.append({"workers": w, "measured": cr.measured.get(w), "predicted": preds})
-    return {"name": cr.case.name, "config": cr.case.to_dict(), "errors": error_stats(cr.points),
+    config = {k: shown_path(v) if k in ("profile", "hardware") and v else v for k, v in cr.case.to_dict().items()}
+    return {"name": cr.case.name, "config": config, "errors": error_stats(cr.points),
             "skipped": list(cr.skipped), "points": rows,
             **({"calibration": cr.calibration} if cr.calibration else {})}
 

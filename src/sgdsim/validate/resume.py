@@ -57,7 +57,8 @@ def finished_runs(grid: Grid, targets: list[str], *, force: bool = False,
 
 def _check_inputs(recorded: dict, outdir: str) -> None:
     """A profile or hardware file edited since the stopped run: the kept points were predicted
-    from the old one. A file gone since is fine (the run kept the profiles it used)."""
+    from the old one. A file gone since is fine (the run kept the profiles it used); a relative
+    path is read from where the command runs, as the summary wrote it (``shown_path``)."""
     for path, sha in recorded.items():
         now = file_sha256(path) if isinstance(path, str) else None
         if now is not None and now != sha:
