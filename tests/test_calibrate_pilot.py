@@ -159,3 +159,34 @@ def test_a_pilot_that_does_not_pin_what_larger_counts_need_is_refused():
     with pytest.raises(ConfigError, match="add runs at a larger worker count"):
         _sd_log_bandwidth(_Flat(), 1e8, 0.02, [0.0], 2)
     assert _sd_log_bandwidth(_Flat(), 1e8, 0.02, [0.5], 2) == pytest.approx(0.04)
+
+
+def test_the_search_for_b_finds_the_deeper_of_two_minima():
+    """An async point's throughput can jump with B, so the objective can have two wells:
+    golden section alone settles into the first it brackets; the grid first finds the deeper."""
+    from sgdsim.calibrate_pilot import _golden, _search
+
+    def f(x):
+        return min((x - 0.2) ** 2 + 0.02, 3 * (x - 0.85) ** 2)
+
+    assert _golden(f, 0.0, 1.0, 30, lambda i, n: None) == pytest.approx(0.2, abs=1e-3)
+    seen = []
+    assert _search(f, 0.0, 1.0, lambda i, n: seen.append((i, n))) == pytest.approx(0.85, abs=1e-3)
+    assert seen[-1][0] == seen[-1][1]  # progress reaches its end
+
+
+def test_the_smallest_count_weighs_in_when_even_no_cpu_is_too_slow_there():
+    """W = 1 ran 3 % faster than the model allows at B* with α = 0: fitting B to the other
+    counts alone (B*) leaves W = 1 3 % off; the joint fit trades the errors and its summed
+    squared log-error is the smaller."""
+    B = 0.9 * B_bps
+    runs = [(W, _truth(W, B, 0.0) * (1.03 if W == 1 else 1.0)) for W in (1, 2, 4)]
+    fit = calibrate_pilot(_profile(), runs, _hw(), "ps", "sync")
+    assert fit.alpha_s_per_byte == 0.0
+
+    def sse(b):
+        return sum(math.log(_truth(W, b, 0.0) / x) ** 2 for W, x in runs)
+
+    res = dict(fit.residuals_pct)
+    assert fit.bandwidth_bps > B * 1.001 and -3.0 < res[1] < -0.1 and res[2] > 0.0
+    assert sse(fit.bandwidth_bps) < sse(B)

@@ -8,8 +8,10 @@ with W. A pilot at two or more worker counts can. Two physical parameters are fi
   fitted so that the smallest pilot count is predicted exactly (its runs are the pilot's
   most numerous and least noisy);
 - the link's goodput B, which the workers share: chosen, with α refitted at every candidate,
-  to minimise the squared log-errors of the larger pilot counts' runs (golden-section search
-  over log B in [0.5, 1.25] × the hardware file's value).
+  to minimise the squared log-errors of all the pilot's runs (the smallest count's are zero
+  unless even α = 0 is too slow there, and then they weigh against the others'), searched over
+  log B in [0.5, 1.25] × the hardware file's value on a grid, then by golden section around
+  the grid's best point (an async throughput can jump with B: ``_search``).
 
 The fit's uncertainty: with per-run relative noise σ (the runs' pooled spread at repeated
 worker counts, else the fit's residual, never below ``MIN_NOISE_REL``), log B is known to
@@ -39,7 +41,8 @@ from .spec import ARCHITECTURES
 MIN_NOISE_REL = 0.02   # a run's throughput is not known better than this (lab repeats: 1-5 %)
 REPLICATIONS = 8       # fixed, so that the objective is smooth in B (async points vary by start)
 SPAN = (0.5, 1.25)     # B searched within these factors of the hardware file's
-GOLDEN_STEPS = 18      # (0.618^18 of the span: 0.02 % of B)
+GRID_POINTS = 21       # log B on a grid first (3.5 % of B apart over the span) ...
+GOLDEN_STEPS = 14      # ... then golden section within the best point's two neighbours (0.01 % of B)
 DELTA = 0.02           # relative step of B for the derivatives
 UNIDENTIFIED = 1e-6    # |d log x / d log B| below this: the throughput does not depend on B
 
@@ -112,7 +115,7 @@ def _noise(points: dict[int, list[float]], residuals: list[float]) -> float:
     spreads = [np.std(np.log(v), ddof=1) for v in points.values() if len(v) > 1]
     if spreads:
         return max(MIN_NOISE_REL, float(np.sqrt(np.mean(np.square(spreads)))))
-    dof = max(1, len(residuals) - 1)
+    dof = max(1, len(residuals) - 2)  # B and α fitted
     return max(MIN_NOISE_REL, math.sqrt(sum(r * r for r in residuals) / dof))
 
 
@@ -126,6 +129,21 @@ def _run_spread(points: dict[int, list[float]], default):
     sd = math.sqrt(sum(float(np.sum((v - v.mean()) ** 2)) for v in repeated) / dof)
     n = min(len(v) for v in repeated)
     return min(0.99, t95(dof) * sd * math.sqrt(1 + 1 / n))
+
+
+def _search(f, lo: float, hi: float, progress) -> float:
+    """The minimum of ``f`` over [lo, hi]: the best of a grid, then golden section around it.
+    An async point's throughput can jump with B (two workers fall from lock-step into
+    interleaving within a few per cent of B), so ``f`` has local minima that golden section
+    alone settles into."""
+    xs = np.linspace(lo, hi, GRID_POINTS)
+    fs = []
+    for i, x in enumerate(xs):
+        progress(i + 1, GRID_POINTS + GOLDEN_STEPS)
+        fs.append(f(float(x)))
+    i = int(np.argmin(fs))
+    a, b = float(xs[max(i - 1, 0)]), float(xs[min(i + 1, GRID_POINTS - 1)])
+    return _golden(f, a, b, GOLDEN_STEPS, lambda k, n: progress(GRID_POINTS + k, GRID_POINTS + n))
 
 
 def _golden(f, lo: float, hi: float, steps: int, progress) -> float:
@@ -152,26 +170,27 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     """The hardware file fitted to a pilot's runs ``[(workers, examples/s), ...]`` (all-reduce:
     with DDP buckets of ``bucket_size_bytes``, None: one call per layer)."""
     points = _by_workers(runs)
-    W0, *others = points
+    W0 = next(iter(points))
     model = _Model(profile, hw, arch, mode, ps_count, W0, float(np.mean(points[W0])), bucket_size_bytes)
     B0 = hw.bandwidth_for(arch)
-    meas = [(W, math.log(x)) for W in others for x in points[W]]
+    # every run counts: α refitted makes W0's exact, except where even α = 0 is too slow there
+    joint = [(W, math.log(x)) for W in points for x in points[W]]
 
     def loss(log_b: float) -> float:
         b = math.exp(log_b)
-        return sum((model.log_x(W, b) - y) ** 2 for W, y in meas)
+        return sum((model.log_x(W, b) - y) ** 2 for W, y in joint)
 
     one_cost = ARCHITECTURES[arch].parse_in_call  # B and α are one per-byte cost: nothing to search
     if one_cost:
         b = _ring_bandwidth(model, B0)
     else:
-        b = math.exp(_golden(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0), GOLDEN_STEPS,
+        b = math.exp(_search(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0),
                              progress or (lambda i, n: None)))
     alpha = model.alpha(b)
-    residuals = [model.log_x(W, b) - y for W, y in meas]
+    residuals = [model.log_x(W, b) - y for W, y in joint]
     noise = _noise(points, residuals)
     sd = 0.0 if one_cost else \
-        _sd_log_bandwidth(model, b, noise, [sensitivity(model, W, b) for W, _ in meas], max(points))
+        _sd_log_bandwidth(model, b, noise, [sensitivity(model, W, b) for W, _ in joint], max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)
     out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes)
