@@ -490,6 +490,22 @@ def test_measured_replays_an_earlier_run_without_the_lab(tmp_path, capsys):
         cmd_validate(args)
 
 
+def test_a_scripted_replay_can_keep_to_some_models(tmp_path):
+    """``validate.cli.replay`` (the lab scripts' replay of a grid object) with ``models``
+    predicts those models only, and the same runs as the command's replay."""
+    from sgdsim.validate.cli import replay
+    from sgdsim.validate.grid import load_grid
+
+    run(tmp_path)
+    out = replay(load_grid(str(tmp_path / "grid.toml")), str(tmp_path / "out" / "points.csv"),
+                 str(tmp_path / "coarse"), models=("coarse",))
+    points = [p for cr in out.cases for p in cr.points]
+    assert points and {p.model for p in points} == {"coarse"}
+    old = {(r["case"], int(r["workers"])): float(r["measured"])
+           for r in read_csv(tmp_path / "out" / "points.csv") if r["model"] == "coarse"}
+    assert {(p.case, p.workers): p.measured for p in points} == pytest.approx(old, rel=1e-5)
+
+
 def test_measured_pools_later_runs_of_the_same_points(tmp_path):
     """``--measured A --measured B``: B's runs of a point follow A's, the measurement is the mean
     of all of them, and points B does not have keep A's runs; a file pooled twice is refused."""

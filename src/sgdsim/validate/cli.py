@@ -75,14 +75,14 @@ def replay_hooks(points_csv, grid):
     return (_saved_profiles(paths[0]), *measured_from_csv(paths, grid))
 
 
-def replay(grid, points_csv, output: str):
-    """``sgdsim validate GRID -o OUTPUT --measured POINTS.csv --force`` for a grid object (the
-    lab scripts change its cases first), quietly; returns the result."""
-    from .run import run_validation
+def replay(grid, points_csv, output: str, models=None):
+    """``sgdsim validate GRID -o OUTPUT --measured POINTS.csv --force [--models M,...]`` for a
+    grid object (the lab scripts change its cases first), quietly; returns the result."""
+    from .run import MODELS, run_validation
 
     profile_fn, measure_fn, lab_fn = replay_hooks(points_csv, grid)
-    return run_validation(grid, output, force=True, log=lambda *a: None, profile_fn=profile_fn,
-                          measure_fn=measure_fn, lab_fn=lab_fn)
+    return run_validation(grid, output, models=models or MODELS, force=True, log=lambda *a: None,
+                          profile_fn=profile_fn, measure_fn=measure_fn, lab_fn=lab_fn)
 
 
 def _saved_profiles(points_csv: str):
