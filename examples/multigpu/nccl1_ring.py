@@ -1,0 +1,74 @@
+"""The DGX-1 P100 NCCL rows again, with the ring NCCL 1.x would have built (a hypothesis check).
+
+TensorFlow 1.x built its NCCL ops from an NCCL 1.x source tree in 2017 (its workspace.bzl
+pinned ``nccl_archive`` to commits of github.com/nvidia/nccl's 1.x line). NCCL 1.x builds
+one ring, in the order of the devices' NVML indices (``src/core.cu``: ``orderRanks`` sorts by
+``sortId``, "Order by nvml index"), and a neighbour it cannot reach peer-to-peer is reached
+through zero-copy host memory. On a DGX-1 (hybrid cube-mesh: GPUs 0-3 and 4-7 each fully
+connected by one NVLink per pair, GPU i linked to GPU i + 4), the ring 0-1-...-7-0 crosses
+3 -> 4 and 7 -> 0, pairs with no NVLink, on different CPU sockets. So the ring's bandwidth per
+direction is its slowest hop: one P100 NVLink (20 GB/s) at 2 and 4 GPUs, the PCIe path
+(12 GB/s, the page's PCIe figure) at 8, instead of the 80 GB/s of four links.
+
+    python examples/multigpu/nccl1_ring.py      # a few seconds; prints the rows before and after
+"""
+from __future__ import annotations
+
+import csv
+import os
+
+import published
+
+ONE_NVLINK_P100, PCIE = "20GB/s", published.PCIE3
+
+
+def dgx1_linked(a: int, b: int) -> bool:
+    """One NVLink between GPUs a and b of a DGX-1 (P100) hybrid cube-mesh."""
+    return a != b and (a // 4 == b // 4 or abs(a - b) == 4)
+
+
+def ring_hop_bandwidth(gpus: int) -> str:
+    """Per-direction bandwidth of NCCL 1.x's single ring over GPUs 0..gpus-1 in index order:
+    its slowest hop."""
+    hops = [(i, (i + 1) % gpus) for i in range(gpus)]
+    return ONE_NVLINK_P100 if all(dgx1_linked(a, b) for a, b in hops) else PCIE
+
+
+def at(row: dict, intra: str) -> float:
+    """The row's coarse prediction with the ring's per-direction bandwidth ``intra``."""
+    setup = published.SETUPS["tfbench-dgx1-p100"]
+    setup["intra"] = intra
+    try:
+        return published.predict_row(row, fine=False, host=True)["coarse"]
+    finally:
+        setup["intra"] = published.NVLINK_P100
+
+
+def fitting_rate(row: dict, measured: float) -> float:
+    """The ring bandwidth (B/s) at which the prediction equals the measurement (bisection in
+    log between 0.1 and 80 GB/s)."""
+    lo, hi = 1e8, 8e10
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if at(row, f"{mid:.6g}B/s") < measured else (lo, mid)
+    return (lo * hi) ** 0.5
+
+
+def main() -> None:
+    rows = [r for r in csv.DictReader(open(os.path.join(published.ROOT, "docs", "validation",
+                                                        "multigpu", "points.csv"), encoding="utf-8"))
+            if r["source_id"] == "tfbench-dgx1-p100" and r["arch"] == "allreduce"]
+    print("| model | batch | GPUs | measured | ring (per direction) | before | after | ring rate that "
+          "would fit |\n|---|---:|---:|---:|---|---:|---:|---:|")
+    for r in rows:
+        gpus, meas = int(r["total_gpus"]), float(r["throughput_examples_per_s"])
+        before = published.predict_row(r, fine=False, host=True)["coarse"]
+        ring = ring_hop_bandwidth(gpus)
+        after = at(r, ring)
+        fit = f"{fitting_rate(r, meas) / 1e9:.1f} GB/s" if after > meas else "-"
+        print(f"| {r['model']} | {r['batch_per_gpu']} | {gpus} | {meas:g} | {ring} | "
+              f"{100 * (before / meas - 1):+.1f} % | {100 * (after / meas - 1):+.1f} % | {fit} |")
+
+
+if __name__ == "__main__":
+    main()
