@@ -122,6 +122,21 @@ def log_inputs(params: list[dict], layout: Layout) -> np.ndarray:
     return np.stack(cols, axis=1) if cols else np.zeros((len(params), 0))
 
 
+def bounded_inputs(params: list[dict], layout: Layout) -> np.ndarray:
+    """``log_inputs`` clamped above at the training maximum too: a learned correction of the
+    roofline prior then holds still outside the grid, and the prior alone carries the scaling
+    there (a quadratic in log space would otherwise run away)."""
+    logx = log_inputs(params, layout)
+    highs = np.array([n.high for n in layout.numeric])
+    return np.minimum(logx, highs) if logx.shape[1] else logx  # an unknown (inf) high: no clamp
+
+
+def pairwise(logx: np.ndarray) -> np.ndarray:
+    """Products of every pair of columns, squares included: the quadratic terms."""
+    i, j = np.triu_indices(logx.shape[1])
+    return logx[:, i] * logx[:, j]
+
+
 def one_hot(params: list[dict], layout: Layout) -> np.ndarray:
     """Mode columns; a value unseen in training is all zeros (no mode in particular)."""
     cols = []

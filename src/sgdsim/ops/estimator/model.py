@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import ConfigError
-from .features import Layout, layout_of, log_inputs, one_hot, pc_text
+from .features import Layout, bounded_inputs, layout_of, log_inputs, one_hot, pairwise, pc_text
 from ..records import learnable
 from .prior import check_prior, fit_prior, prior_times
-from .search import Fitter, choose_pc, fine_tune, screen, search_arch
+from .search import QUADRATIC, Fitter, choose_pc, fine_tune, screen, search_arch
 
 FORMAT = "sgdsim-op-estimator/1"
 VALIDATION = 0.2  # share of the training rows that scores the searches
@@ -47,13 +47,15 @@ class OpEstimator:
     stats: dict = field(default_factory=dict)
     # a roofline the MLP corrects (``prior.py``): the MLP learns log(time / prior); None: time
     prior: dict | None = None
+    # the correction is a quadratic in the log inputs (held at the grid's edges), not a network
+    quadratic: bool = False
 
     def predict(self, params: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """Forward and backward seconds, one each per parameter dict."""
         if not params:
             return np.zeros(0), np.zeros(0)
         self._check_names(params)
-        x = (encode(params, self.layout, self.pc) - self.x_mean) / self.x_std
+        x = (encode(params, self.layout, self.pc, self.quadratic) - self.x_mean) / self.x_std
         y = np.exp(forward(x, self.weights, self.biases) * self.y_std + self.y_mean)
         if self.prior is not None:
             y = y * prior_times(self.op, self.dtype, params, self.prior)[:, :y.shape[1]]
@@ -82,6 +84,7 @@ class OpEstimator:
             "weights": [w.tolist() for w in self.weights],
             "biases": [b.tolist() for b in self.biases], "has_bwd": self.has_bwd,
             "zero_bwd": [list(z) for z in self.zero_bwd], "prior": self.prior,
+            **({"quadratic": True} if self.quadratic else {}),
             "stats": {k: v for k, v in self.stats.items() if k not in VOLATILE}},
             sort_keys=True)
 
@@ -97,7 +100,7 @@ class OpEstimator:
                       *(_array(d[k], 1) for k in ("x_mean", "x_std", "y_mean", "y_std")),
                       [_array(w, 2) for w in d["weights"]], [_array(b, 1) for b in d["biases"]],
                       bool(d["has_bwd"]), tuple((str(m), str(v)) for m, v in d["zero_bwd"]),
-                      dict(d["stats"]), check_prior(d.get("prior")))
+                      dict(d["stats"]), check_prior(d.get("prior")), d.get("quadratic", False) is True)
             _check(est)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"not a valid sgdsim operator estimator: "
@@ -122,7 +125,8 @@ def _check(est: OpEstimator) -> None:
     if est.pc is not None and (len(est.pc) != len(est.layout.numeric) or
                                any(e not in n.allowed for e, n in zip(est.pc, est.layout.numeric))):
         raise ValueError("principal component does not match the parameters")
-    width = est.layout.width + (1 if est.pc else 0)
+    n = len(est.layout.numeric)
+    width = est.layout.width + (1 if est.pc else 0) + (n * (n + 1) // 2 if est.quadratic else 0)
     if est.x_mean.shape != (width,) or est.x_std.shape != (width,) or np.any(est.x_std <= 0):
         raise ValueError(f"input scaler is not {width} positive columns")
     if len(est.weights) != len(est.biases) or not est.weights:
@@ -144,12 +148,15 @@ def forward(x: np.ndarray, weights, biases) -> np.ndarray:
     return (h @ weights[-1] + biases[-1]).reshape(len(x), -1)
 
 
-def encode(params: list[dict], layout: Layout, pc) -> np.ndarray:
-    """Input rows: log numeric parameters, mode one-hots, then log PC (if any)."""
-    logx = log_inputs(params, layout)
+def encode(params: list[dict], layout: Layout, pc, quadratic: bool = False) -> np.ndarray:
+    """Input rows: log numeric parameters, mode one-hots, then log PC (if any); ``quadratic``:
+    the log parameters held within the grid's range, and their pairwise products last."""
+    logx = bounded_inputs(params, layout) if quadratic else log_inputs(params, layout)
     cols = [logx, one_hot(params, layout)]
     if pc:
         cols.append((logx @ np.array(pc, dtype=float))[:, None])
+    if quadratic:
+        cols.append(pairwise(logx))
     return np.hstack(cols)
 
 
@@ -230,20 +237,34 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     else:
         first = fitter.fit(x, arch, int(rng.integers(2 ** 31 - 1)), force=True)
         tried = fine_tune(fitter, x, rng, [first])
-    best = tried[0]
+    best = _quadratic_if_better(fitter, tried[0], params, layout, pc, prior)
+    quadratic = best.arch == QUADRATIC
     xm, xs, ym, ys = best.scaler
     return OpEstimator(
         records[0].op, records[0].dtype, layout, pc, xm, xs, ym, ys,
         [np.array(w) for w in best.model.coefs_], [np.array(b) for b in best.model.intercepts_],
-        has_bwd, zero_bwd, prior=prior, stats={
+        has_bwd, zero_bwd, prior=prior, quadratic=quadratic, stats={
             "samples": len(records), "set_aside": set_aside, "validation_rows": n_val,
-            "validation_error": best.err, "arch": f"L{best.arch[0]}N{best.arch[1]}",
+            "validation_error": best.err,
+            "arch": "quad" if quadratic else f"L{best.arch[0]}N{best.arch[1]}",
             "alpha": best.alpha, "pc": pc_text(layout, pc),
             "pc_judged": [[pc_text(layout, e), err] for e, err in judged],
             "trainings": fitter.trainings,
             "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
             "budget_hit": fitter.budget_hit, "rng_state": state,
             "train_s": time.perf_counter() - start})
+
+
+def _quadratic_if_better(fitter: Fitter, best, params, layout: Layout, pc, prior):
+    """With a roofline prior, the best network's trial or a quadratic ridge correction of the
+    prior (``Fitter.fit_ridge``), whichever scores lower on the validation rows. On this
+    machine's grid a quadratic correction beat the networks' for most types (docs/ops.md):
+    with 30 rows a type, a network has more weights than the data can pin. Only beside a
+    prior: the correction is held at the grid's edges, so the prior must carry the scaling."""
+    if prior is None or not layout.numeric:
+        return best
+    ridge = fitter.fit_ridge(encode(params, layout, pc, quadratic=True))
+    return ridge if ridge.err < best.err else best
 
 
 def _learnable(records) -> tuple[list, int]:
