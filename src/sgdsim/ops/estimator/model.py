@@ -226,18 +226,8 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     n_val = max(2, int(round(VALIDATION * len(records))))
     fitter = Fitter(y, times, mask, order[n_val:], order[:n_val], budget_s, clock_stop)
 
-    pc, judged = None, []
-    if use_pc and layout.numeric:
-        logx, modes = log_inputs(params, layout), one_hot(params, layout)
-        ranked = screen(logx[fitter.tr], modes[fitter.tr], y[fitter.tr], layout)
-        pc, judged = choose_pc(fitter, logx, modes, ranked, rng)
-    x = encode(params, layout, pc)
-    if arch is None:
-        tried = search_arch(fitter, x, rng, [])
-    else:
-        first = fitter.fit(x, arch, int(rng.integers(2 ** 31 - 1)), force=True)
-        tried = fine_tune(fitter, x, rng, [first])
-    best = _quadratic_if_better(fitter, tried[0], params, layout, pc, prior)
+    pc, judged, best = _networks(fitter, params, layout, y, rng, use_pc, arch)
+    best = _quadratic_if_better(fitter, best, params, layout, pc, prior)
     quadratic = best.arch == QUADRATIC
     xm, xs, ym, ys = best.scaler
     return OpEstimator(
@@ -253,6 +243,23 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
             "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
             "budget_hit": fitter.budget_hit, "rng_state": state,
             "train_s": time.perf_counter() - start})
+
+
+def _networks(fitter: Fitter, params, layout: Layout, y, rng, use_pc: bool, arch):
+    """The PC search (``use_pc``), then the architecture search (or fine-tuning of ``arch``):
+    (PC, the PC finalists judged, the best network's trial)."""
+    pc, judged = None, []
+    if use_pc and layout.numeric:
+        logx, modes = log_inputs(params, layout), one_hot(params, layout)
+        ranked = screen(logx[fitter.tr], modes[fitter.tr], y[fitter.tr], layout)
+        pc, judged = choose_pc(fitter, logx, modes, ranked, rng)
+    x = encode(params, layout, pc)
+    if arch is None:
+        tried = search_arch(fitter, x, rng, [])
+    else:
+        first = fitter.fit(x, arch, int(rng.integers(2 ** 31 - 1)), force=True)
+        tried = fine_tune(fitter, x, rng, [first])
+    return pc, judged, tried[0]
 
 
 def _quadratic_if_better(fitter: Fitter, best, params, layout: Layout, pc, prior):
