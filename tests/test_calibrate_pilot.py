@@ -173,6 +173,9 @@ def test_the_search_for_b_finds_the_deeper_of_two_minima():
     seen = []
     assert _search(f, 0.0, 1.0, lambda i, n: seen.append((i, n))) == pytest.approx(0.85, abs=1e-3)
     assert seen[-1][0] == seen[-1][1]  # progress reaches its end
+    # the CLI's bar is sized by SEARCH_STEPS: every call counts one of them, none beyond
+    from sgdsim.calibrate_pilot import SEARCH_STEPS
+    assert [i for i, _ in seen] == list(range(1, SEARCH_STEPS + 1)) and {n for _, n in seen} == {SEARCH_STEPS}
 
 
 def test_the_smallest_count_weighs_in_when_even_no_cpu_is_too_slow_there():

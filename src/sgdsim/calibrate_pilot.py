@@ -43,6 +43,7 @@ REPLICATIONS = 8       # fixed, so that the objective is smooth in B (async poin
 SPAN = (0.5, 1.25)     # B searched within these factors of the hardware file's
 GRID_POINTS = 21       # log B on a grid first (3.5 % of B apart over the span) ...
 GOLDEN_STEPS = 14      # ... then golden section within the best point's two neighbours (0.01 % of B)
+SEARCH_STEPS = GRID_POINTS + GOLDEN_STEPS  # the search's evaluations, as its progress counts them
 DELTA = 0.02           # relative step of B for the derivatives
 UNIDENTIFIED = 1e-6    # |d log x / d log B| below this: the throughput does not depend on B
 
@@ -139,7 +140,7 @@ def _search(f, lo: float, hi: float, progress) -> float:
     xs = np.linspace(lo, hi, GRID_POINTS)
     fs = []
     for i, x in enumerate(xs):
-        progress(i + 1, GRID_POINTS + GOLDEN_STEPS)
+        progress(i + 1, SEARCH_STEPS)
         fs.append(f(float(x)))
     i = int(np.argmin(fs))
     a, b = float(xs[max(i - 1, 0)]), float(xs[min(i + 1, GRID_POINTS - 1)])

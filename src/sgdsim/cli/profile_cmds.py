@@ -186,12 +186,12 @@ def _calibrate_profile(args) -> int:
 
 def _calibrate_pilot(args, prof, hw, bucket: float | None) -> int:
     from ..calibrate import read_measured
-    from ..calibrate_pilot import GOLDEN_STEPS, calibrate_pilot
+    from ..calibrate_pilot import SEARCH_STEPS, calibrate_pilot
     from ..hardware import save_hardware
     from ..progress import Progress
 
     runs = read_measured(args.pilot)
-    with Progress(GOLDEN_STEPS, "fitting the pilot") as bar:
+    with Progress(SEARCH_STEPS, "fitting the pilot") as bar:
         fit = calibrate_pilot(prof, runs, hw, args.arch, args.mode,
                               progress=lambda i, n: bar.advance(), bucket_size_bytes=bucket)
     save_hardware(fit.hardware, args.output, force=args.force)
