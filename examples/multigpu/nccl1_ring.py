@@ -36,12 +36,8 @@ def ring_hop_bandwidth(gpus: int) -> str:
 
 def at(row: dict, intra: str) -> float:
     """The row's coarse prediction with the ring's per-direction bandwidth ``intra``."""
-    setup = published.SETUPS["tfbench-dgx1-p100"]
-    setup["intra"] = intra
-    try:
+    with published.setup_changed(row["source_id"], intra=intra):
         return published.predict_row(row, fine=False, host=True)["coarse"]
-    finally:
-        setup["intra"] = published.NVLINK_P100
 
 
 def fitting_rate(row: dict, measured: float) -> float:

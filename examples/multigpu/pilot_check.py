@@ -24,17 +24,12 @@ from sgdsim.units import parse_bandwidth_Bps
 def predict(row: dict, scale: float) -> float:
     """The row's coarse prediction with its node's bandwidths times ``scale``."""
     setup = published.SETUPS[row["source_id"]]
-    saved = dict(setup)
+    node = {k: setup[k] for k in ("intra", "ps_link") if k in setup}
     if row["arch"] == "allreduce" and "intra" not in setup:
-        setup["intra"] = published.intra_for(row, setup)
-    for key in ("intra", "ps_link"):
-        if key in setup:
-            setup[key] = f"{parse_bandwidth_Bps(setup[key]) * scale:.6g}B/s"
-    try:
+        node["intra"] = published.intra_for(row, setup)
+    scaled = {k: f"{parse_bandwidth_Bps(v) * scale:.6g}B/s" for k, v in node.items()}
+    with published.setup_changed(row["source_id"], **scaled):
         return published.predict_row(row, fine=False, host=True)["coarse"]
-    finally:
-        setup.clear()
-        setup.update(saved)
 
 
 def fitted_scale(pilot: dict) -> float:

@@ -14,6 +14,7 @@ the assumptions of ``SETUPS`` below (every one is also written into the report).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import functools
 import os
@@ -71,6 +72,20 @@ ASSUMPTIONS = [
     "then push to as many PS as nodes (sharded, one per node), sync; the PS links are 10 Gbit/s "
     "each (the co-located PS shares its node's NIC with that node's worker: not modelled).",
 ]
+
+
+@contextlib.contextmanager
+def setup_changed(source: str, **changes):
+    """``SETUPS[source]`` with ``changes`` while the block runs (the what-if checks of
+    ``nccl1_ring.py`` and ``pilot_check.py``), as it was afterwards."""
+    setup = SETUPS[source]
+    saved = dict(setup)
+    setup.update(changes)
+    try:
+        yield setup
+    finally:
+        setup.clear()
+        setup.update(saved)
 
 
 def intra_for(row: dict, setup: dict) -> str:

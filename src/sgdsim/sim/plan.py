@@ -56,6 +56,7 @@ class PlanInfo:
     worker_class: tuple[str, ...]
     op_ps: np.ndarray
     op_index: np.ndarray  # profile index of each plan op (a folded chain's first op)
+    shared_cores: int = 0  # K when the engine shares a host's K cores among computing workers
 
 
 def resource_index(resource: str, ps: int) -> int:
@@ -121,16 +122,15 @@ def _jittered(durations_s: np.ndarray, config: SimConfig) -> np.ndarray:
     return (durations_s[None] * factor).reshape(-1, durations_s.shape[1])
 
 
-def _durations(classes, config: SimConfig, W: int, link_Bps: float) -> np.ndarray:
+def _durations(classes, config: SimConfig, W: int, link_Bps: float, cores: int) -> np.ndarray:
     link = config.cluster.link
     a, b = link.overhead_alpha_s_per_byte, link.overhead_beta_s
     arch, host = config.strategy.architecture, config.cluster.host
     rows = np.concatenate([_jittered(arch.charge_host(with_overhead(c.profile, a, b, arch.pulls,
                                                                     pushes=not arch.parse_in_call), host).durations_s,
                                      config) for c in classes])
-    host_cores, mode = config.cluster.nodes.host_cores, config.strategy.mode
-    dynamic = shared_cores(W, sum(c.count for c in classes), host_cores, mode)
-    slowdown = 1.0 if dynamic else compute_slowdown(W, host_cores, mode)  # else the engine shares them
+    # cores shared by the engine: no static stretch
+    slowdown = 1.0 if cores else compute_slowdown(W, config.cluster.nodes.host_cores, config.strategy.mode)
     if slowdown > 1.0:
         ref = classes[0].profile
         rows[:, [op.kind == COMPUTE and op.resource == WORKER for op in ref.ops]] *= slowdown
@@ -225,7 +225,8 @@ def build_plan(classes: list[WorkerClass], config: SimConfig,
     link = config.cluster.link
     bw = link.bandwidth_Bps
     cap = min(bw, link.flow_cap_Bps or bw)
-    dur = _durations(classes, config, workers or W, cap)
+    cores = shared_cores(workers or W, W, config.cluster.nodes.host_cores, config.strategy.mode)
+    dur = _durations(classes, config, workers or W, cap, cores)
     if t.groups is not None:
         dur = contract_durations(t.groups, dur, t.reduce)
     keep = t.keep
@@ -251,6 +252,6 @@ def build_plan(classes: list[WorkerClass], config: SimConfig,
         n_perm=t.ranks.shape[0],
         worker_batch=np.array([classes[k].profile.job.batch_size for k in worker_cls], np.float64),
         worker_class=tuple(classes[k].name for k in worker_cls), op_ps=t.op_ps,
-        op_index=keep,
+        op_index=keep, shared_cores=cores,
     )
     return plan, info, np.full(len(t.link_res), bw), np.full(len(t.link_res), cap)

@@ -19,7 +19,6 @@ from .links import make_links
 from .plan import build_plan
 from .stalls import stall_pool
 from .symmetry import mirrored, simulated
-from ..topology import shared_cores
 from .state import SAMPLES_PER_WORKER, for_backend, make_state
 from .stats import Estimate, estimate, lognormal_factors
 
@@ -90,9 +89,8 @@ class _Sim:
         caps[:R][plan.res_shared == 1] = W * n  # a shared resource's queue (worker 0's) holds everyone's
         self.Q = for_backend(make_heaps(W * R, n, W * n, caps))
         tl = TIMELINE_CHUNK if config.timeline else 0
-        nodes = config.cluster.nodes
-        cores = shared_cores(workers or W, W, nodes.host_cores, config.strategy.mode)
-        self.S = for_backend(make_state(plan, L, 1024, tl, (*nodes.host_contention, float(cores))))
+        self.S = for_backend(make_state(plan, L, 1024, tl, (*config.cluster.nodes.host_contention,
+                                                             float(self.info.shared_cores))))
         self.plan, self.timeline_parts = plan, []
         self.classes_ref = classes[0].profile
         self._refill()

@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from . import wire
 from .models import call_model, load_workload, param_layers
-from .trainers import LAB_DDP_BUCKET_MB as DDP_BUCKET_MB
+from .trainers import LAB_DDP_BUCKET_MB
 
 
 def _start_time(rank: int) -> float:
@@ -69,7 +69,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rank", type=int, required=True)
     ap.add_argument("--world", type=int, required=True)
     ap.add_argument("--overlap", action="store_true")
-    ap.add_argument("--bucket-mb", type=float, default=DDP_BUCKET_MB,
+    ap.add_argument("--bucket-mb", type=float, default=LAB_DDP_BUCKET_MB,
                     help="DDP's bucket size with --overlap (PyTorch's own default is 25)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
