@@ -69,6 +69,13 @@ def test_a_bad_pilot_is_one_line(runs, message):
         calibrate_pilot(_profile(), runs, _hw(), "ps", "sync")
 
 
+def test_an_all_reduce_pilot_with_a_lone_rank_is_refused():
+    """One rank all-reduces nothing: its run says nothing of the link, and fitting it gave a
+    W = 1 residual of +13871 %."""
+    with pytest.raises(ConfigError, match="needs runs at 2 or more workers; drop the W=1 runs"):
+        calibrate_pilot(_profile(), [(1, 10.0), (2, 18.0)], _hw(), "allreduce", "sync")
+
+
 def test_cli_pilot_writes_the_fitted_file_and_never_overwrites(tmp_path, capsys):
     prof, hw_path, out = tmp_path / "p.json", tmp_path / "hw.json", tmp_path / "cal.json"
     save_profile(_profile(), str(prof))
@@ -106,6 +113,18 @@ def test_a_grid_s_pilot_is_two_of_its_worker_counts_with_calibration(tmp_path, e
     else:
         with pytest.raises(ConfigError, match="'pilot' lists two or more"):
             load_grid(str(grid))
+
+
+def test_a_grid_s_all_reduce_pilot_starts_at_two_ranks(tmp_path):
+    from sgdsim.validate.grid import load_grid
+
+    grid = tmp_path / "g.toml"
+    grid.write_text('[[case]]\nmodel = "lab:mlp-5mb"\nbatch_size = 16\nbandwidth = "100Mbps"\n'
+                    'arch = "allreduce"\nmode = "sync"\nworkers = "1,2,4"\ncalibrate = true\npilot = "1,2"\n')
+    with pytest.raises(ConfigError, match="'pilot': an allreduce pilot needs runs at 2 or more workers"):
+        load_grid(str(grid))
+    grid.write_text(grid.read_text().replace('pilot = "1,2"', 'pilot = "2,4"'))
+    assert load_grid(str(grid)).cases[0].pilot == (2, 4)
 
 
 def test_a_pilot_calibrated_file_widens_every_interval_by_its_fit(tmp_path):

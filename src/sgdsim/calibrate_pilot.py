@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibrate_worker import STEPS, _bisect, job_keywords
+from .calibrate_worker import STEPS, _bisect, calibration_workers, job_keywords
 from .sim.stats import t95
 from .errors import ConfigError
 from .hardware import Hardware
@@ -172,6 +172,9 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     with DDP buckets of ``bucket_size_bytes``, None: one call per layer)."""
     points = _by_workers(runs)
     W0 = next(iter(points))
+    if W0 < calibration_workers(arch):  # a lone rank has nothing to all-reduce: no link in its time
+        raise ConfigError(f"a pilot of --arch {arch} needs runs at {calibration_workers(arch)} or more "
+                          f"workers; drop the W={W0} runs")
     model = _Model(profile, hw, arch, mode, ps_count, W0, float(np.mean(points[W0])), bucket_size_bytes)
     B0 = hw.bandwidth_for(arch)
     # every run counts: α refitted makes W0's exact, except where even α = 0 is too slow there

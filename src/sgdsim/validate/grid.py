@@ -252,6 +252,9 @@ def _build(v: dict, base: str) -> Case:
     if pilot is not None and (len(pilot) < 2 or not set(pilot) <= set(workers) or not calibrate):
         raise ConfigError("'pilot' lists two or more of the case's 'workers' to calibrate on "
                           "jointly, with calibrate = true")
+    if pilot is not None and min(pilot) < calibration_workers(arch):
+        raise ConfigError(f"'pilot': an {arch} pilot needs runs at {calibration_workers(arch)} or more "
+                          f"workers (calibrate_pilot), not {min(pilot)}")
     if calibrate and calibration_workers(arch) not in workers:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
