@@ -228,6 +228,21 @@ def _case(d: dict, where: str, base: str) -> Case:
     return case
 
 
+def _pilot(v: dict, workers, calibrate: bool, arch: str) -> tuple[int, ...] | None:
+    """The worker counts to calibrate on jointly: two or more of ``workers``, from the
+    smallest count a calibration can fit (2 ranks for an all-reduce)."""
+    if v["pilot"] is None:
+        return None
+    pilot = _workers(v["pilot"])
+    if len(pilot) < 2 or not set(pilot) <= set(workers) or not calibrate:
+        raise ConfigError("'pilot' lists two or more of the case's 'workers' to calibrate on "
+                          "jointly, with calibrate = true")
+    if min(pilot) < calibration_workers(arch):
+        raise ConfigError(f"'pilot': an {arch} pilot needs runs at {calibration_workers(arch)} or more "
+                          f"workers (calibrate_pilot), not {min(pilot)}")
+    return pilot
+
+
 def _build(v: dict, base: str) -> Case:
     from ..lab.train.runner import ARCHS as LAB_ARCHS  # what the lab trains for real (imported
     from ..lab.train.trainers import TRAINERS, check_bucket, check_trainer  # late: a grid needs no lab)
@@ -248,13 +263,7 @@ def _build(v: dict, base: str) -> Case:
     ps_count = _int(v, "ps_count", 1)
     if "ps_count" not in spec.options and ps_count > 1:
         raise ConfigError("'ps_count' applies to arch = \"ps\", not all-reduce")
-    pilot = None if v["pilot"] is None else _workers(v["pilot"])
-    if pilot is not None and (len(pilot) < 2 or not set(pilot) <= set(workers) or not calibrate):
-        raise ConfigError("'pilot' lists two or more of the case's 'workers' to calibrate on "
-                          "jointly, with calibrate = true")
-    if pilot is not None and min(pilot) < calibration_workers(arch):
-        raise ConfigError(f"'pilot': an {arch} pilot needs runs at {calibration_workers(arch)} or more "
-                          f"workers (calibrate_pilot), not {min(pilot)}")
+    pilot = _pilot(v, workers, calibrate, arch)
     if calibrate and calibration_workers(arch) not in workers:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
