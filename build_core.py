@@ -240,6 +240,22 @@ def truth_locals(fn: ast.FunctionDef) -> list[str]:
     return sorted(name for name, truth in seen.items() if truth)
 
 
+def typed_locals(fn: ast.FunctionDef, where: str) -> list[str]:
+    """Locals annotated where first assigned (``right: int = a < b``): C variables of that
+    type, where Cython's inference would give a Python object (a sum of truth values)."""
+    return [f"cdef {c_type(node.annotation, where)} {node.target.id}" for node in ast.walk(fn)
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
+
+
+class _Unannotate(ast.NodeTransformer):
+    """``x: int = v`` becomes ``x = v``: its declaration is emitted with the others."""
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if node.value is None:
+            raise BuildError(f"a local declared without a value, line {node.lineno}")
+        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+
+
 def emit_function(m: Module, fn: ast.FunctionDef, modules) -> str:
     where = f"{m.key}.{fn.name}"
     inline = "".join(DECORATORS[ast.unparse(d)] for d in fn.decorator_list if ast.unparse(d) in DECORATORS)
@@ -248,7 +264,8 @@ def emit_function(m: Module, fn: ast.FunctionDef, modules) -> str:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
     q = Qualify(m, modules, local_names(fn))
-    decls = [f"cdef bint {name}" for name in truth_locals(fn)]
+    decls = [f"cdef bint {name}" for name in truth_locals(fn)] + typed_locals(fn, where)
+    body = [_Unannotate().visit(stmt) for stmt in body]
     text = "\n".join(decls + [ast.unparse(q.visit(stmt)) for stmt in body]) or "pass"
     sig = f"cdef {inline}{c_type(fn.returns, where)} {m.key}__{fn.name}({args}) noexcept nogil:"
     return sig + "\n" + textwrap.indent(text, "    ") + "\n"

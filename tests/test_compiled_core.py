@@ -212,3 +212,23 @@ def test_a_typed_view_never_copies_an_array_the_core_writes():
     compiled.CORE.Heaps(H)  # the right dtypes: views over the same memory
     with pytest.raises(TypeError, match="key: the compiled core needs a contiguous float64 array"):
         compiled.CORE.Heaps(H._replace(key=np.zeros(8, np.float32)))
+
+
+def test_an_annotated_local_is_a_c_variable_and_needs_a_value():
+    """``right: int = (a < b) | (c < d)``: Cython would infer a Python object for the sum of
+    truth values (and refuse it without the GIL); the annotation makes it an int64_t."""
+    bc = _build_core()
+    m = _module(bc, """
+        @core
+        def f(a: float, b: float) -> int:
+            right: int = (a < b) | (b < a)
+            return 2 + right
+    """)
+    bc.read({"m": m})
+    text = bc.emit_function(m, m.functions["f"], {"m": m})
+    assert "    cdef int64_t right\n" in text and "    right = (a < b) | (b < a)\n" in text
+    assert "right: int" not in text
+    bare = _module(bc, "@core\ndef f(a: float) -> int:\n    right: int\n    return 1\n")
+    bc.read({"m": bare})
+    with pytest.raises(bc.BuildError, match="declared without a value"):
+        bc.emit_function(bare, bare.functions["f"], {"m": bare})

@@ -40,49 +40,62 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
 
 
 @core
-def _less(H: Heaps, a: int, b: int) -> bool:
-    ka = H.key[a]
-    kb = H.key[b]
-    if ka != kb:
-        return ka < kb
-    return H.seq[a] < H.seq[b]
+def _put(H: Heaps, b: int, i: int, key: float, seq: int, item: int) -> None:
+    H.key[b + i] = key
+    H.seq[b + i] = seq
+    H.item[b + i] = item
+    H.pos[item] = i
 
 
 @core
-def _swap(H: Heaps, b: int, i: int, j: int) -> None:
-    a, c = b + i, b + j
-    k, s, it = H.key[a], H.seq[a], H.item[a]
-    H.key[a], H.seq[a], H.item[a] = H.key[c], H.seq[c], H.item[c]
-    H.key[c], H.seq[c], H.item[c] = k, s, it
-    H.pos[H.item[a]] = i
-    H.pos[H.item[c]] = j
-
-
-@core
-def _sift_up(H: Heaps, b: int, i: int) -> None:
+def _sift_up(H: Heaps, b: int, i: int, key: float, seq: int, item: int) -> None:
+    """Place (key, seq, item) at slot i or above: parents larger than it move down into the
+    hole it leaves, one write each, instead of swapping at every level."""
     while i > 0:
         parent = (i - 1) >> 1
-        if _less(H, b + i, b + parent):
-            _swap(H, b, i, parent)
+        kp = H.key[b + parent]
+        if key < kp or (key == kp and seq < H.seq[b + parent]):
+            _put(H, b, i, kp, H.seq[b + parent], H.item[b + parent])
             i = parent
         else:
             break
+    _put(H, b, i, key, seq, item)
 
 
 @core
-def _sift_down(H: Heaps, b: int, n: int, i: int) -> None:
+def _sift_down(H: Heaps, b: int, n: int, i: int, key: float, seq: int, item: int) -> None:
+    """Place (key, seq, item) at slot i or below, the smaller child moving up at each level.
+    The child is chosen by arithmetic, not a branch: which child is smaller is a coin toss
+    the processor cannot predict."""
     while True:
-        left = 2 * i + 1
-        if left >= n:
+        c = 2 * i + 1
+        if c >= n:
             break
-        child = left
-        if left + 1 < n and _less(H, b + left + 1, b + left):
-            child = left + 1
-        if _less(H, b + child, b + i):
-            _swap(H, b, i, child)
-            i = child
+        if c + 1 < n:
+            kl = H.key[b + c]
+            kr = H.key[b + c + 1]
+            right: int = (kr < kl) | ((kr == kl) & (H.seq[b + c + 1] < H.seq[b + c]))
+            c += right
+        kc = H.key[b + c]
+        if kc < key or (kc == key and H.seq[b + c] < seq):
+            _put(H, b, i, kc, H.seq[b + c], H.item[b + c])
+            i = c
         else:
             break
+    _put(H, b, i, key, seq, item)
+
+
+@core
+def _place(H: Heaps, b: int, n: int, i: int, key: float, seq: int, item: int) -> None:
+    """Put (key, seq, item) into the hole at slot i of a heap of n entries: up if it is
+    smaller than its parent, else down."""
+    if i > 0:
+        parent = (i - 1) >> 1
+        kp = H.key[b + parent]
+        if key < kp or (key == kp and seq < H.seq[b + parent]):
+            _sift_up(H, b, i, key, seq, item)
+            return
+    _sift_down(H, b, n, i, key, seq, item)
 
 
 @core
@@ -93,16 +106,9 @@ def heap_set(H: Heaps, h: int, item: int, key: float, seq: int) -> None:
     if i < 0:
         i = H.size[h]
         H.size[h] = i + 1
-        H.item[b + i] = item
-        H.pos[item] = i
-        H.key[b + i] = key
-        H.seq[b + i] = seq
-        _sift_up(H, b, i)
+        _sift_up(H, b, i, key, seq, item)
         return
-    H.key[b + i] = key
-    H.seq[b + i] = seq
-    _sift_up(H, b, i)
-    _sift_down(H, b, H.size[h], H.pos[item])
+    _place(H, b, H.size[h], i, key, seq, item)
 
 
 @core
@@ -116,13 +122,7 @@ def heap_remove(H: Heaps, h: int, item: int) -> None:
     H.size[h] = last
     H.pos[item] = -1
     if i != last:
-        H.key[b + i] = H.key[b + last]
-        H.seq[b + i] = H.seq[b + last]
-        moved = H.item[b + last]
-        H.item[b + i] = moved
-        H.pos[moved] = i
-        _sift_up(H, b, i)
-        _sift_down(H, b, last, H.pos[moved])
+        _place(H, b, last, i, H.key[b + last], H.seq[b + last], H.item[b + last])
 
 
 @core
