@@ -190,3 +190,17 @@ def test_estimates_for_values_the_estimator_never_saw_are_flagged():
     top = max(r.params["m"] for r in records)  # and a size beyond the largest trained
     big = time_calls([mm.build(dict(seen, m=4 * top), "float32")], EmptyDB(), "dev", est)
     assert big.unseen == {"mm": [f"m={4 * top} (trained up to {top})"]}
+
+
+def test_the_matmul_grid_samples_what_models_use():
+    """Widths mostly multiples of 16 and rows of 8, as models' layers are (the BLAS runs them
+    faster); some odd ones on purpose; every point still quick to time."""
+    rng = np.random.default_rng(5)
+    for name in ("addmm", "mm", "bmm"):
+        draws = [REGISTRY[name].sample(rng) for _ in range(400)]
+        widths = [d[k] for d in draws for k in ("k", "n") if d[k] >= 16]
+        rows = [d["m"] for d in draws if d["m"] >= 8]
+        assert 0.7 < sum(w % 16 == 0 for w in widths) / len(widths) < 0.95, name
+        assert 0.7 < sum(m % 8 == 0 for m in rows) / len(rows) < 0.95, name
+        assert min(d["m"] for d in draws) < 8 and min(d["k"] for d in draws) >= 8, name
+        assert all(d["m"] * d["k"] * d["n"] * d.get("b", 1) <= 3e8 for d in draws), name

@@ -28,6 +28,18 @@ def log_int(rng: np.random.Generator, low: int, high: int) -> int:
     return int(round(float(np.exp(rng.uniform(np.log(low), np.log(high))))))
 
 
+def aligned_int(rng: np.random.Generator, low: int, high: int, multiple: int = 16,
+                odd: float = 0.2) -> int:
+    """Log-uniform in [low, high], rounded to a multiple of ``multiple`` but for a share
+    ``odd`` of draws: models' widths are multiples of 16 (channels, hidden sizes, heads' dims),
+    which the BLAS and oneDNN kernels run faster than the odd sizes a plain log-uniform draw
+    gives mostly. Values below ``multiple`` stay as drawn (a batch of 2, a bias of 10)."""
+    v = log_int(rng, low, high)
+    if v < multiple or rng.random() < odd:
+        return v
+    return min(high, multiple * round(v / multiple)) if high >= multiple else v
+
+
 def grad(flag) -> bool:
     return bool(int(flag))
 
