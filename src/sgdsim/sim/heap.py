@@ -40,6 +40,12 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
 
 
 @core
+def _before(ka: float, sa: int, kb: float, sb: int) -> bool:
+    """(ka, sa) comes before (kb, sb): the heaps' order, ties on key broken by seq."""
+    return ka < kb or (ka == kb and sa < sb)
+
+
+@core
 def _put(H: Heaps, b: int, i: int, key: float, seq: int, item: int) -> None:
     H.key[b + i] = key
     H.seq[b + i] = seq
@@ -54,7 +60,7 @@ def _sift_up(H: Heaps, b: int, i: int, key: float, seq: int, item: int) -> None:
     while i > 0:
         parent = (i - 1) >> 1
         kp = H.key[b + parent]
-        if key < kp or (key == kp and seq < H.seq[b + parent]):
+        if _before(key, seq, kp, H.seq[b + parent]):
             _put(H, b, i, kp, H.seq[b + parent], H.item[b + parent])
             i = parent
         else:
@@ -77,7 +83,7 @@ def _sift_down(H: Heaps, b: int, n: int, i: int, key: float, seq: int, item: int
             right: int = (kr < kl) | ((kr == kl) & (H.seq[b + c + 1] < H.seq[b + c]))
             c += right
         kc = H.key[b + c]
-        if kc < key or (kc == key and H.seq[b + c] < seq):
+        if _before(kc, H.seq[b + c], key, seq):
             _put(H, b, i, kc, H.seq[b + c], H.item[b + c])
             i = c
         else:
@@ -92,7 +98,7 @@ def _place(H: Heaps, b: int, n: int, i: int, key: float, seq: int, item: int) ->
     if i > 0:
         parent = (i - 1) >> 1
         kp = H.key[b + parent]
-        if key < kp or (key == kp and seq < H.seq[b + parent]):
+        if _before(key, seq, kp, H.seq[b + parent]):
             _sift_up(H, b, i, key, seq, item)
             return
     _sift_down(H, b, n, i, key, seq, item)

@@ -137,6 +137,11 @@ def pairwise(logx: np.ndarray) -> np.ndarray:
     return logx[:, i] * logx[:, j]
 
 
+def n_pairwise(n: int) -> int:
+    """How many columns ``pairwise`` makes of ``n``."""
+    return n * (n + 1) // 2
+
+
 def one_hot(params: list[dict], layout: Layout) -> np.ndarray:
     """Mode columns; a value unseen in training is all zeros (no mode in particular)."""
     cols = []

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import ConfigError
-from .features import Layout, bounded_inputs, layout_of, log_inputs, one_hot, pairwise, pc_text
+from .features import (Layout, bounded_inputs, layout_of, log_inputs, n_pairwise, one_hot,
+                       pairwise, pc_text)
 from ..records import learnable
 from .prior import check_prior, fit_prior, prior_times
 from .search import QUADRATIC, Fitter, choose_pc, fine_tune, screen, search_arch
@@ -125,8 +126,8 @@ def _check(est: OpEstimator) -> None:
     if est.pc is not None and (len(est.pc) != len(est.layout.numeric) or
                                any(e not in n.allowed for e, n in zip(est.pc, est.layout.numeric))):
         raise ValueError("principal component does not match the parameters")
-    n = len(est.layout.numeric)
-    width = est.layout.width + (1 if est.pc else 0) + (n * (n + 1) // 2 if est.quadratic else 0)
+    quadratic = n_pairwise(len(est.layout.numeric)) if est.quadratic else 0
+    width = est.layout.width + (1 if est.pc else 0) + quadratic
     if est.x_mean.shape != (width,) or est.x_std.shape != (width,) or np.any(est.x_std <= 0):
         raise ValueError(f"input scaler is not {width} positive columns")
     if len(est.weights) != len(est.biases) or not est.weights:

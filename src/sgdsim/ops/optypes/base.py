@@ -37,7 +37,7 @@ def aligned_int(rng: np.random.Generator, low: int, high: int, multiple: int = 1
     v = log_int(rng, low, high)
     if v < multiple or rng.random() < odd:
         return v
-    return min(high, multiple * round(v / multiple)) if high >= multiple else v
+    return min(high, multiple * round(v / multiple))
 
 
 def grad(flag) -> bool:
