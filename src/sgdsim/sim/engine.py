@@ -207,13 +207,17 @@ def _slot(P: Plan, w: int, r: int) -> int:  # worker w's slot of resource r: its
 
 @core_inline
 def _try_start(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, r: int, now: float) -> None:
-    """Start the next chunk on (w, r) if the resource is idle and something is queued."""
+    """Start the next chunk on (w, r) if the resource is idle and something is queued. Most
+    calls find it busy or its queue empty: that test is inlined, the start is not."""
     slot = _slot(P, w, r)
-    if S.run_op[slot] >= 0:
-        return
+    if S.run_op[slot] < 0 and Q.size[slot] > 0:
+        _start_next(P, S, K, LK, Q, w, r, slot, now)
+
+
+@core
+def _start_next(P: Plan, S: State, K: Kernel, LK: Links, Q: Heaps, w: int, r: int, slot: int, now: float) -> None:
+    """Pop (w, r)'s next ready chunk and start it: a compute op's timer, or its transfer."""
     item = heap_pop(Q, slot)
-    if item < 0:
-        return
     if P.res_shared[r]:  # whoever is first in the shared queue; the slot keeps the item
         w = item // P.n_ops
     op = item - w * P.n_ops
