@@ -121,8 +121,7 @@ def remaining(LK: Links, l: int, f: int) -> float:
     """Bytes left of flow f's current chunk (exact at the link's last update)."""
     if LK.weight[f] == 0.0:
         return LK.rem[f]
-    i = LK.served.pos[f]
-    return (LK.served.key[LK.served.base[l] + i] - LK.V[l]) * LK.weight[f]
+    return (LK.served.key[LK.served.pos[f]] - LK.V[l]) * LK.weight[f]
 
 
 @core

@@ -2,11 +2,16 @@
 
 Used for the kernel's timers, each link's flows (ordered by virtual finish tag) and each
 (worker, resource) ready queue. An entry is (key, seq, item): ties on key are broken by seq so
-runs are deterministic. ``pos[item]`` is the slot of item within its heap (-1 when absent),
+runs are deterministic. ``pos[item]`` is the slot of item in the arrays (-1 when absent),
 which gives O(log n) update and removal of any item.
 
-Heap ``h`` occupies slots ``base[h] .. base[h] + capacity`` (``capacities[h]`` where given);
-``size[h]`` is its length.
+Heap ``h`` owns slots ``base[h] .. base[h] + cap[h]`` (``capacities[h]`` where given); its
+``size[h]`` entries start ``head[h]`` slots in. A ready queue mostly receives its items in
+the order it serves them (a step's pulls, a backward pass's pushes): while every insert comes
+after the last entry (``ordered[h]``), the entries stay sorted, which is also a heap, and a
+pop takes the first one by moving ``head`` instead of sifting the last entry down from the
+root. The first insert out of order ends that until the heap is empty again. Any order of
+(key, seq) pops the same items in the same order: only the cost differs.
 """
 from __future__ import annotations
 
@@ -24,6 +29,9 @@ class Heaps(NamedTuple):
     pos: I64
     base: I64
     size: I64
+    head: I64
+    cap: I64
+    ordered: I64
 
 
 def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> Heaps:
@@ -36,6 +44,9 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
         pos=np.full(n_items, -1, np.int64),
         base=np.concatenate([[0], np.cumsum(caps)[:-1]]).astype(np.int64),
         size=np.zeros(n_heaps, np.int64),
+        head=np.zeros(n_heaps, np.int64),
+        cap=caps.copy(),
+        ordered=np.ones(n_heaps, np.int64),
     )
 
 
@@ -50,7 +61,7 @@ def _put(H: Heaps, b: int, i: int, key: float, seq: int, item: int) -> None:
     H.key[b + i] = key
     H.seq[b + i] = seq
     H.item[b + i] = item
-    H.pos[item] = i
+    H.pos[item] = b + i
 
 
 @core
@@ -107,26 +118,56 @@ def _place(H: Heaps, b: int, n: int, i: int, key: float, seq: int, item: int) ->
 @core
 def heap_set(H: Heaps, h: int, item: int, key: float, seq: int) -> None:
     """Insert ``item`` with (key, seq), or move it there if already present."""
-    b = H.base[h]
-    i = H.pos[item]
-    if i < 0:
-        i = H.size[h]
-        H.size[h] = i + 1
-        _sift_up(H, b, i, key, seq, item)
+    n = H.size[h]
+    p = H.pos[item]
+    if p >= 0:
+        H.ordered[h] = 0  # a moved entry may land anywhere
+        b = H.base[h] + H.head[h]
+        _place(H, b, n, p - b, key, seq, item)
         return
-    _place(H, b, H.size[h], i, key, seq, item)
+    if H.head[h] + n == H.cap[h]:
+        _compact(H, h)
+    b = H.base[h] + H.head[h]
+    H.size[h] = n + 1
+    if H.ordered[h]:
+        if n == 0 or _before(H.key[b + n - 1], H.seq[b + n - 1], key, seq):
+            _put(H, b, n, key, seq, item)
+            return
+        H.ordered[h] = 0
+    _sift_up(H, b, n, key, seq, item)
+
+
+@core
+def _compact(H: Heaps, h: int) -> None:
+    """Move heap h's entries back to its first slot: pops from the front left no room behind."""
+    b, d = H.base[h], H.head[h]
+    for i in range(H.size[h]):
+        _put(H, b, i, H.key[b + d + i], H.seq[b + d + i], H.item[b + d + i])
+    H.head[h] = 0
 
 
 @core
 def heap_remove(H: Heaps, h: int, item: int) -> None:
     """Remove ``item`` if present."""
-    i = H.pos[item]
-    if i < 0:
+    p = H.pos[item]
+    if p < 0:
         return
-    b = H.base[h]
+    H.pos[item] = -1
     last = H.size[h] - 1
     H.size[h] = last
-    H.pos[item] = -1
+    if last == 0:  # empty: start again at the first slot, in order
+        H.head[h] = 0
+        H.ordered[h] = 1
+        return
+    b = H.base[h] + H.head[h]
+    i = p - b
+    if H.ordered[h]:
+        if i == 0:  # the first of a sorted run: the rest is sorted, and a heap
+            H.head[h] += 1
+            return
+        if i == last:
+            return
+        H.ordered[h] = 0
     if i != last:
         _place(H, b, last, i, H.key[b + last], H.seq[b + last], H.item[b + last])
 
@@ -136,7 +177,7 @@ def heap_pop(H: Heaps, h: int) -> int:
     """Remove and return the item with the smallest (key, seq); -1 when empty."""
     if H.size[h] == 0:
         return -1
-    item = H.item[H.base[h]]
+    item = H.item[H.base[h] + H.head[h]]
     heap_remove(H, h, item)
     return item
 
@@ -146,9 +187,9 @@ def heap_top(H: Heaps, h: int) -> int:
     """The item with the smallest (key, seq) without removing it; -1 when empty."""
     if H.size[h] == 0:
         return -1
-    return H.item[H.base[h]]
+    return H.item[H.base[h] + H.head[h]]
 
 
 @core
 def heap_top_key(H: Heaps, h: int) -> float:
-    return H.key[H.base[h]]
+    return H.key[H.base[h] + H.head[h]]

@@ -53,13 +53,13 @@ def pop_next(K: Kernel) -> int:
     timer = heap_top(K.heap, 0)
     if timer >= 0:
         K.clock[0] = heap_top_key(K.heap, 0)
-        K.seq[1] = K.heap.seq[K.heap.base[0]]
+        K.seq[1] = K.heap.seq[K.heap.base[0] + K.heap.head[0]]
     return timer
 
 
 @core
 def retire(K: Kernel, timer: int) -> None:
     """After ``timer``'s handler: drop it unless the handler rescheduled it (new seq)."""
-    i = K.heap.pos[timer]
-    if i >= 0 and K.heap.seq[K.heap.base[0] + i] == K.seq[1]:
+    p = K.heap.pos[timer]
+    if p >= 0 and K.heap.seq[p] == K.seq[1]:
         heap_remove(K.heap, 0, timer)
