@@ -51,6 +51,12 @@ def make_heaps(n_heaps: int, capacity: int, n_items: int, capacities=None) -> He
 
 
 @core
+def _first(H: Heaps, h: int) -> int:
+    """The slot of heap h's first entry (its top)."""
+    return H.base[h] + H.head[h]
+
+
+@core
 def _before(ka: float, sa: int, kb: float, sb: int) -> bool:
     """(ka, sa) comes before (kb, sb): the heaps' order, ties on key broken by seq."""
     return ka < kb or (ka == kb and sa < sb)
@@ -122,12 +128,12 @@ def heap_set(H: Heaps, h: int, item: int, key: float, seq: int) -> None:
     p = H.pos[item]
     if p >= 0:
         H.ordered[h] = 0  # a moved entry may land anywhere
-        b = H.base[h] + H.head[h]
+        b = _first(H, h)
         _place(H, b, n, p - b, key, seq, item)
         return
     if H.head[h] + n == H.cap[h]:
         _compact(H, h)
-    b = H.base[h] + H.head[h]
+    b = _first(H, h)
     H.size[h] = n + 1
     if H.ordered[h]:
         if n == 0 or _before(H.key[b + n - 1], H.seq[b + n - 1], key, seq):
@@ -159,17 +165,15 @@ def heap_remove(H: Heaps, h: int, item: int) -> None:
         H.head[h] = 0
         H.ordered[h] = 1
         return
-    b = H.base[h] + H.head[h]
+    b = _first(H, h)
     i = p - b
-    if H.ordered[h]:
-        if i == 0:  # the first of a sorted run: the rest is sorted, and a heap
-            H.head[h] += 1
-            return
-        if i == last:
-            return
-        H.ordered[h] = 0
-    if i != last:
-        _place(H, b, last, i, H.key[b + last], H.seq[b + last], H.item[b + last])
+    if H.ordered[h] and i == 0:  # the first of a sorted run: the rest is sorted, and a heap
+        H.head[h] += 1
+        return
+    if i == last:  # the last entry: the rest keeps its order
+        return
+    H.ordered[h] = 0
+    _place(H, b, last, i, H.key[b + last], H.seq[b + last], H.item[b + last])
 
 
 @core
@@ -177,7 +181,7 @@ def heap_pop(H: Heaps, h: int) -> int:
     """Remove and return the item with the smallest (key, seq); -1 when empty."""
     if H.size[h] == 0:
         return -1
-    item = H.item[H.base[h] + H.head[h]]
+    item = H.item[_first(H, h)]
     heap_remove(H, h, item)
     return item
 
@@ -187,9 +191,14 @@ def heap_top(H: Heaps, h: int) -> int:
     """The item with the smallest (key, seq) without removing it; -1 when empty."""
     if H.size[h] == 0:
         return -1
-    return H.item[H.base[h] + H.head[h]]
+    return H.item[_first(H, h)]
 
 
 @core
 def heap_top_key(H: Heaps, h: int) -> float:
-    return H.key[H.base[h] + H.head[h]]
+    return H.key[_first(H, h)]
+
+
+@core
+def heap_top_seq(H: Heaps, h: int) -> int:
+    return H.seq[_first(H, h)]

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..compiled import F64, I64, core
-from .heap import Heaps, heap_remove, heap_set, heap_top, heap_top_key, make_heaps
+from .heap import Heaps, heap_remove, heap_set, heap_top, heap_top_key, heap_top_seq, make_heaps
 
 INF = np.inf
 
@@ -53,7 +53,7 @@ def pop_next(K: Kernel) -> int:
     timer = heap_top(K.heap, 0)
     if timer >= 0:
         K.clock[0] = heap_top_key(K.heap, 0)
-        K.seq[1] = K.heap.seq[K.heap.base[0] + K.heap.head[0]]
+        K.seq[1] = heap_top_seq(K.heap, 0)
     return timer
 
 
