@@ -19,7 +19,8 @@ from sgdsim.hardware import Hardware, hardware_from_dict, save_hardware
 from sgdsim.parse.keywords import margin_rel
 from sgdsim.point import PredictionPoint
 from sgdsim.profile.io import save_profile
-from sgdsim.spec.control import COARSE_ERROR_BY_LEVEL, GIVEN, LEVELS, MEASURED, MODEL_ERROR_BY_LEVEL
+from sgdsim.spec.control import (COARSE_ERROR_BY_LEVEL, COARSE_ASYNC_ERROR_BY_LEVEL, GIVEN, LEVELS, MEASURED,
+                                 MODEL_ERROR_BY_LEVEL)
 
 KW = dict(workers=[1, 3], bandwidth="1Gbps", replications=1, steps=30, warmup=3)
 
@@ -116,10 +117,11 @@ def test_predict_adds_the_default_margin_to_fine_intervals_only():
         assert replace(e, **same) == replace(with_model_error(r, 0.20), **same, margin_source=GIVEN)
         assert r.margin_source == ""  # no margin, no source
         assert d.ci_high - d.ci_low >= 2 * MODEL_ERROR_REL * d.throughput * (1 - 1e-9)
-    coarse = sgdsim.predict(_profile(), model="coarse", workers=[1, 3], bandwidth="1Gbps")
-    m = COARSE_ERROR_BY_LEVEL[0.95]  # the coarse model's own measured error is its interval
-    assert all(c.ci_low == pytest.approx(c.throughput * (1 - m)) for c in coarse)
-    assert all(c.ci_high == pytest.approx(c.throughput * (1 + m)) for c in coarse)
+    # the coarse model's own measured error is its interval, the closed forms' or async PS's
+    for mode, m in (("sync", COARSE_ERROR_BY_LEVEL[0.95]), ("async", COARSE_ASYNC_ERROR_BY_LEVEL[0.95])):
+        coarse = sgdsim.predict(_profile(), model="coarse", workers=[1, 3], bandwidth="1Gbps", mode=mode)
+        assert all(c.ci_low == pytest.approx(c.throughput * (1 - m)) for c in coarse)
+        assert all(c.ci_high == pytest.approx(c.throughput * (1 + m)) for c in coarse)
     lin = sgdsim.predict(_profile(), model="lin", workers=[1, 3], bandwidth="1Gbps")
     assert all(c.ci_low == c.ci_high == c.throughput for c in lin)  # a baseline's error is unmeasured
     with pytest.raises(ConfigError, match="model error"):
@@ -204,7 +206,10 @@ def test_an_interval_level_outside_the_measured_ones_is_one_line(bad, capsys):
 def test_the_level_margins_are_ordered_and_a_given_error_overrides_both_models():
     fine = [MODEL_ERROR_BY_LEVEL[lv] for lv in LEVELS]
     coarse = [COARSE_ERROR_BY_LEVEL[lv] for lv in LEVELS]
-    assert fine == sorted(fine) and coarse == sorted(coarse)
+    asynchronous = [COARSE_ASYNC_ERROR_BY_LEVEL[lv] for lv in LEVELS]
+    assert fine == sorted(fine) and coarse == sorted(coarse) and asynchronous == sorted(asynchronous)
     assert MODEL_ERROR_BY_LEVEL[0.95] == MODEL_ERROR_REL
-    c = sgdsim.predict(_profile(), model="coarse", workers=[3], bandwidth="1Gbps", model_error="7%")[0]
-    assert c.ci_high == pytest.approx(c.throughput * 1.07) and c.margin_source == GIVEN
+    for mode in ("sync", "async"):
+        c = sgdsim.predict(_profile(), model="coarse", workers=[3], bandwidth="1Gbps", model_error="7%",
+                           mode=mode)[0]
+        assert c.ci_high == pytest.approx(c.throughput * 1.07) and c.margin_source == GIVEN

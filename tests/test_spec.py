@@ -62,7 +62,8 @@ def test_the_margin_says_where_it_came_from_not_its_value():
     """The same number given by the user is the user's (it was inferred from the float before)."""
     assert specs()[2].margin == Margin(MODEL_ERROR_REL, 0.0, MEASURED)
     assert specs(model_error=MODEL_ERROR_REL)[2].margin.source == GIVEN
-    assert specs(model_error="12%")[2].margin == Margin(0.12, 0.0, GIVEN, coarse_error_rel=0.12)
+    assert specs(model_error="12%")[2].margin == Margin(0.12, 0.0, GIVEN, coarse_error_rel=0.12,
+                                                                 coarse_async_error_rel=0.12)
 
 
 def test_contention_is_one_nested_object():

@@ -433,3 +433,23 @@ def test_a_lab_that_disappears_mid_measurement_is_one_line_that_says_how_to_brin
     text = str(info.value)
     assert "\n" not in text and text.startswith("the lab is gone (")
     assert "sgdsim lab up --hosts N --bandwidth B" in text
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_eq5_keeps_both_branches_as_the_single_discipline_solves_give_them(overlap):
+    """Eq. 5 picks one branch by utilization; the result also carries both, each equal to the
+    model solved with that discipline alone (two-way slowing the PS branch only), and its own
+    throughput is one of them. A forced discipline or a baseline carries none."""
+    rule, Ks, B = TwoWay(0.3), [1, 2, 4, 8], 100e6 / 8
+    eq5 = async_ps_sweep(COARSE, B, Ks, "threshold", overlap=overlap, two_way=rule)
+    fcfs = async_ps_sweep(COARSE, B, Ks, "fcfs", overlap=overlap, two_way=rule)
+    ps = async_ps_sweep(COARSE, B, Ks, "ps", overlap=overlap, two_way=rule)
+    for e, f, p in zip(eq5, fcfs, ps):
+        assert e.disciplines == pytest.approx({"fcfs": f.throughput, "ps": p.throughput}, rel=1e-12)
+        assert e.throughput in (f.throughput, p.throughput)
+        assert f.disciplines == p.disciplines == {}
+    assert eq5[0].disciplines["fcfs"] == pytest.approx(eq5[0].disciplines["ps"], rel=1e-9)  # one worker
+    assert eq5[-1].disciplines["fcfs"] > eq5[-1].disciplines["ps"]
+    lin, coarse = (predict("examples/profiles/resnet50.json", workers=[4], bandwidth="1Gbps", model=m)[0]
+                   for m in ("lin", "coarse"))
+    assert lin.disciplines == {} and coarse.throughput in coarse.disciplines.values()

@@ -1,27 +1,53 @@
 """The interval levels' margins, fitted on the lab trainer's runs and checked on held-out runs.
 
 For each level L in spec.control.LEVELS and each model (fine, coarse): the simulated runs'
-95 % interval is rescaled to L (normal quantiles; the coarse model has none), the model's error
-m is fitted by split conformal prediction at L on the 66 single runs of issue 8's 22 points
-(rounded up at the fourth decimal: spec.control.MODEL_ERROR_BY_LEVEL, COARSE_ERROR_BY_LEVEL),
-and the intervals widened by m are checked on the held-out trainer family (docs/validation/torch)
-and on the earlier held-out runs (heldout200*, second-w2, heldout-margin): mean half-width and
-share of single runs inside.
+95 % interval is rescaled to L (normal quantiles), the model's error m is fitted by split
+conformal prediction at L on the 66 single runs of issue 8's 22 points (rounded up at the fourth
+decimal: spec.control.MODEL_ERROR_BY_LEVEL), and the intervals widened by m are checked on the
+held-out trainer family (docs/validation/torch) and on the earlier held-out runs (heldout200*,
+second-w2, heldout-margin): mean half-width and share of single runs inside.
 
-    python examples/lab/interval_levels.py      # a second; prints the markdown table
+The coarse model (one value, no simulated runs) is replayed from the committed runs and its
+error fitted per family: the MVA of async PS on its 45 runs (COARSE_ASYNC_ERROR_BY_LEVEL), the
+closed forms (sync PS, all-reduce) on their 21 (COARSE_ERROR_BY_LEVEL).
+
+    python examples/lab/interval_levels.py      # ~20 s; prints the markdown table
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import math
+import os
+import tempfile
 
 from sgdsim.evaluate.margin import conformal_margin, level_scale
 from sgdsim.spec.control import LEVELS
+from sgdsim.validate.cli import replay
+from sgdsim.validate.grid import load_grid
 
 FIT = [f"docs/validation/{g}/points.csv" for g in ("async", "cnn", "allreduce", "2ps", "widecnn")]
 TORCH = ["docs/validation/torch/points.csv"]
 EARLIER = [f"docs/validation/{g}/points.csv" for g in (
     "heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e", "second-w2", "heldout-margin")]
+
+
+def coarse_runs(paths: list[str], tmp: str) -> dict[bool, list[tuple[float, float, float, float]]]:
+    """The coarse model's (run, predicted, predicted, predicted), replayed, by family (True:
+    async PS)."""
+    out: dict[bool, list] = {True: [], False: []}
+    for path in paths:
+        name = os.path.basename(os.path.dirname(path))
+        with contextlib.redirect_stderr(io.StringIO()):
+            result = replay(load_grid(f"examples/grids/lab-{name}.toml"), path, os.path.join(tmp, name),
+                            models=("coarse",))
+        for cr in result.cases:
+            for p in cr.points:
+                if p.model == "coarse" and p.measured and not p.fitted:
+                    out[cr.case.mode == "async"] += [(x, p.predicted, p.predicted, p.predicted)
+                                                     for x in cr.measured_runs[p.workers]]
+    return out
 
 
 def runs(paths: list[str], model: str) -> list[tuple[float, float, float, float]]:
@@ -50,17 +76,39 @@ def check(rs, m: float, q: float) -> str:
     return f"±{width:.1%} | {inside} of {len(rs)} ({inside / len(rs):.0%})"
 
 
+def fitted(scores: list[float], level: float) -> float:
+    """The conformal margin rounded up at the fourth decimal (inf: too few runs for ``level``)."""
+    return math.ceil(conformal_margin(scores, level) * 1e4) / 1e4
+
+
+def check_families(families: dict[bool, list], margins: dict[bool, float]) -> str:
+    """``check`` over both coarse families, each with its own margin (a point's interval is its
+    margin alone)."""
+    rs = [(r, margins[f]) for f, group in families.items() for r in group]
+    width = sum((math.hypot((hi - p) / p, m) + math.hypot((p - lo) / p, m)) / 2
+                for (_, p, lo, hi), m in rs) / len(rs)
+    inside = sum(score(*r, 1.0) <= m + 1e-12 for r, m in rs)
+    return f"±{width:.1%} | {inside} of {len(rs)} ({inside / len(rs):.0%})"
+
+
 def main() -> None:
     print("| model | level | margin m | lab trainer (fitted): half-width | inside "
           "| held-out trainer: half-width | inside | earlier held-out: half-width | inside |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for model in ("fine", "coarse"):
-        for level in LEVELS:
-            q = level_scale(level)
-            fit = runs(FIT, model)
-            m = math.ceil(conformal_margin([score(*r, q) for r in fit], level) * 1e4) / 1e4
-            print(f"| {model} | {level:.0%} | ±{m:.2%} | {check(fit, m, q)} | "
-                  f"{check(runs(TORCH, model), m, q)} | {check(runs(EARLIER, model), m, q)} |")
+    for level in LEVELS:
+        q = level_scale(level)
+        fit = runs(FIT, "fine")
+        m = math.ceil(conformal_margin([score(*r, q) for r in fit], level) * 1e4) / 1e4
+        print(f"| fine | {level:.0%} | ±{m:.2%} | {check(fit, m, q)} | "
+              f"{check(runs(TORCH, 'fine'), m, q)} | {check(runs(EARLIER, 'fine'), m, q)} |")
+    with tempfile.TemporaryDirectory() as tmp:
+        fit, torch, earlier = (coarse_runs(paths, tmp) for paths in (FIT, TORCH, EARLIER))
+    scores = {f: [score(*r, 1.0) for r in group] for f, group in fit.items()}
+    for level in LEVELS:
+        margins = {f: fitted(s, level) for f, s in scores.items()}
+        print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
+              f"{check_families(fit, margins)} | {check_families(torch, margins)} | "
+              f"{check_families(earlier, margins)} |")
 
 
 if __name__ == "__main__":

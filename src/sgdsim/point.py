@@ -16,6 +16,8 @@ class PredictionPoint:
     included) and the model's error; for the analytical models, their error alone. ``regimes``: two entries when independent
     runs clustered around two values (``sim/regimes.py``), else empty. ``model_error_rel``: the
     model's own error added to the simulator's interval (``evaluate/margin.py``), 0 if none.
+    ``disciplines``: the coarse async model's two solutions where Eq. 5 chose one of them by
+    its threshold (Eq. 3's and Eq. 4's examples/s, keyed by discipline); else empty.
     """
 
     workers: int
@@ -36,6 +38,7 @@ class PredictionPoint:
     model_error_rel: float = 0.0  # the model's error the interval holds (evaluate/margin.py)
     margin_source: str = ""  # where that error came from (spec.Margin.source); "" if none
     interval_level: float = 0.95  # the share of real runs the interval is meant to hold
+    disciplines: dict[str, float] = field(default_factory=dict)
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
@@ -47,8 +50,8 @@ class PredictionPoint:
             object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "utilization", {str(k): min(max(float(v), 0.0), 1.0)
                                                  for k, v in self.utilization.items()})
-        object.__setattr__(self, "response_time_s", {str(k): float(v)
-                                                     for k, v in self.response_time_s.items()})
+        for name in ("response_time_s", "disciplines"):
+            object.__setattr__(self, name, {str(k): float(v) for k, v in getattr(self, name).items()})
 
     def to_dict(self) -> dict:
         d = asdict(self)

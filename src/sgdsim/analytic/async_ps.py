@@ -67,6 +67,10 @@ def async_ps(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
     profiles' flag), Eq. 6: solve, replace the compute time by
     max(0, S^F − T^D) + max(0, S^B − T^U), and solve again. ``two_way`` slows the PS-shared links by
     two-way traffic (``two_way.py``).
+
+    With Eq. 5 the result also keeps both branches (``disciplines``): transfers served one at a
+    time (FCFS) is what workers that interleave see, all at once (PS) what workers in lock-step
+    see, and real runs of one configuration can fall into either (docs/coarse.md).
     """
     if len(classes) == 1:
         c, K = classes[0]
@@ -80,13 +84,13 @@ def async_ps(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
     def solve_kinds(link: str):
         return _solve_classes(S, kinds(link), batch, two_way if link == PS else NO_TWO_WAY)
 
-    X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
+    X, T, U, regime, both = _combined(solve_kinds, sharing, rho_threshold)
     if overlap:
         fwd = np.array([w.forward_s for w in workers])
         bwd = np.array([w.backward_s for w in workers])
         S[:, 0] = np.maximum(0.0, fwd - T[:, 3]) + np.maximum(0.0, bwd - T[:, 1])
-        X, T, U, regime = _combined(solve_kinds, sharing, rho_threshold)
-    return _result(K, X, T.mean(axis=0), U, regime, overlap, float(batch.sum()))
+        X, T, U, regime, both = _combined(solve_kinds, sharing, rho_threshold)
+    return _result(K, X, T.mean(axis=0), U, regime, overlap, float(batch.sum()), both)
 
 
 def async_ps_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "threshold",
@@ -104,13 +108,15 @@ def async_ps_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "t
         pull, push = T[:, 3::3].sum(axis=1), T[:, 1::3].sum(axis=1)
         rows[:, 0] = np.maximum(0.0, c.forward_s - pull) + np.maximum(0.0, c.backward_s - push)
         out = _sweep(rows, Ks, c.batch_size, sharing, rho_threshold, two_way)
-    X, T, U, regimes = out
-    return [_result(int(K), X[i], T[i], U[i], regimes[i], overlap, float(K * c.batch_size))
+    X, T, U, regimes, both = out
+    return [_result(int(K), X[i], T[i], U[i], regimes[i], overlap, float(K * c.batch_size),
+                    None if both is None else both[i])
             for i, K in enumerate(Ks)]
 
 
 def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: TwoWay = NO_TWO_WAY):
-    """Eq. 3/4/5 for identical workers: examples/s, T (n, L), station utilizations, regimes."""
+    """Eq. 3/4/5 for identical workers: examples/s, T (n, L), station utilizations, regimes,
+    and with Eq. 5 both branches' examples/s, (n, 2) FCFS then PS (else None)."""
     n_ps = (rows.shape[1] - 1) // 3
     # the two-way rule follows the server with the most bytes (the first to saturate)
     j = 3 * int(np.argmax(rows[0, 1::3]))
@@ -130,7 +136,7 @@ def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: Tw
     queue = SHARINGS[sharing].queue
     if queue is not None:
         X, T, U = solve_kinds(queue)
-        return X, T, U, [sharing] * len(Ks)
+        return X, T, U, [sharing] * len(Ks), None
     X_f, T_f, U_f = solve_kinds(FCFS)
     X_p, T_p, U_p = solve_kinds(PS)
     rho = U_f[:, 1::3].max(axis=1)
@@ -138,7 +144,8 @@ def _sweep(rows, Ks, batch: int, sharing: str, rho_threshold: float, two_way: Tw
     regimes = [f"{FCFS if f else PS} (rho={r:.2f} {'<=' if f else '>'} {rho_threshold:g})"
                for f, r in zip(use_f, rho)]
     pick = use_f[:, None]
-    return np.where(use_f, X_f, X_p), np.where(pick, T_f, T_p), np.where(pick, U_f, U_p), regimes
+    return (np.where(use_f, X_f, X_p), np.where(pick, T_f, T_p), np.where(pick, U_f, U_p), regimes,
+            np.stack([X_f, X_p], axis=1))
 
 
 def _solve_classes(S, kinds, batch, two_way: TwoWay = NO_TWO_WAY):
@@ -156,20 +163,23 @@ def _solve_classes(S, kinds, batch, two_way: TwoWay = NO_TWO_WAY):
 
 
 def _combined(solve_kinds, sharing: str, rho_threshold: float):
-    """Eq. 5 (or one branch of it): (examples/s, T, utilization, regime)."""
+    """Eq. 5 (or one branch of it): (examples/s, T, utilization, regime, both branches'
+    examples/s as (FCFS, PS), or None for one branch)."""
     queue = SHARINGS[sharing].queue
     if queue is not None:
-        return (*solve_kinds(queue), sharing)
+        return (*solve_kinds(queue), sharing, None)
     X_f, T_f, U_f = solve_kinds(FCFS)
+    X_p, T_p, U_p = solve_kinds(PS)
     rho = float(U_f[1])
     if rho <= rho_threshold:
-        return X_f, T_f, U_f, f"{FCFS} (rho={rho:.2f} <= {rho_threshold:g})"
-    X_p, T_p, U_p = solve_kinds(PS)
-    return X_p, T_p, U_p, f"{PS} (rho={rho:.2f} > {rho_threshold:g})"
+        return X_f, T_f, U_f, f"{FCFS} (rho={rho:.2f} <= {rho_threshold:g})", (X_f, X_p)
+    return X_p, T_p, U_p, f"{PS} (rho={rho:.2f} > {rho_threshold:g})", (X_f, X_p)
 
 
-def _result(K: int, X: float, T_row, U_row, regime: str, overlap: bool, batch_total: float) -> CoarseResult:
-    """Response times summed over the servers; utilizations per server (``uplink[1]``...)."""
+def _result(K: int, X: float, T_row, U_row, regime: str, overlap: bool, batch_total: float,
+            both=None) -> CoarseResult:
+    """Response times summed over the servers; utilizations per server (``uplink[1]``...);
+    ``both``: Eq. 3's and Eq. 4's examples/s, where Eq. 5 chose between them."""
     n_ps = (len(T_row) - 1) // 3
     sfx = [f"[{j}]" if n_ps > 1 else "" for j in range(n_ps)]
     util = {"worker": float(U_row[0])}
@@ -182,4 +192,5 @@ def _result(K: int, X: float, T_row, U_row, regime: str, overlap: bool, batch_to
         model="coarse", workers=K, throughput=float(X), step_time_s=batch_total / float(X),
         response_time_s=T, utilization=util,
         regime=regime + (" + overlap correction" if overlap else ""),
-        equations="TPDS Eqs. 1-6" if overlap else "TPDS Eqs. 1-5")
+        equations="TPDS Eqs. 1-6" if overlap else "TPDS Eqs. 1-5",
+        disciplines={} if both is None else {FCFS: float(both[0]), PS: float(both[1])})

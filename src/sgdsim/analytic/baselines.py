@@ -7,12 +7,15 @@ from .async_ps import Classes, async_ps, async_ps_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 
+# a baseline as published: its one number (Eq. 5's branch), without the span of the branches
+LIN = "Lin et al. MASCOTS'18 (TPDS Eqs. 1-5, sequential phases)"
+
 
 def lin_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "threshold",
               rho_threshold: float = 0.6) -> list[CoarseResult]:
     """Lin et al. (MASCOTS'18): the async queueing model with the phases taken sequentially,
     i.e. TPDS Eqs. 1–5 without the overlap correction (Eq. 6), for K identical workers."""
-    return [replace(r, model="lin", equations="Lin et al. MASCOTS'18 (TPDS Eqs. 1-5, sequential phases)")
+    return [replace(r, model="lin", equations=LIN, disciplines={})
             for r in async_ps_sweep(c, bandwidth_Bps, Ks, sharing, rho_threshold, overlap=False)]
 
 
@@ -20,7 +23,7 @@ def lin(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
         rho_threshold: float = 0.6) -> CoarseResult:
     """:func:`lin_sweep` for one point, also with heterogeneous workers."""
     r = async_ps(classes, bandwidth_Bps, sharing, rho_threshold, overlap=False)
-    return replace(r, model="lin", equations="Lin et al. MASCOTS'18 (TPDS Eqs. 1-5, sequential phases)")
+    return replace(r, model="lin", equations=LIN, disciplines={})
 
 
 def cynthia(classes: Classes, bandwidth_Bps: float) -> CoarseResult:

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 class CoarseResult:
     """Throughput in examples/s; per-station mean response times (s) and utilizations.
 
-    ``regime`` says which sharing model produced the number (for async, the branch of Eq. 5).
+    ``regime`` says which sharing model produced the number (for async, the branch of Eq. 5);
+    ``disciplines``: where Eq. 5 chose, both branches' throughputs (Eq. 3's and Eq. 4's, keyed
+    by discipline), else empty.
     """
 
     model: str
@@ -19,6 +21,7 @@ class CoarseResult:
     utilization: dict[str, float] = field(default_factory=dict)
     regime: str = ""
     equations: str = ""
+    disciplines: dict[str, float] = field(default_factory=dict)
 
     @property
     def bottleneck(self) -> str:

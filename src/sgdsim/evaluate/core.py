@@ -21,7 +21,7 @@ from ..profile.transforms import with_overhead
 from ..progress import Progress
 from ..replicate import simulate_point
 from ..sim import SimConfig
-from ..spec import NO_MARGIN, Cluster, Control, Job, Margin, Strategy
+from ..spec import MODES, NO_MARGIN, Cluster, Control, Job, Margin, Strategy
 from ..spec.limits import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_WORKERS
 from ..topology import Topology
 from ..topology.local import with_local_aggregation
@@ -156,7 +156,8 @@ def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
         c.check_has_work()
     results = run_analytic(name, classes, None if counts is None else list(counts), strategy,
                            cluster, _fractions(job, strategy))
-    return [coarse_for_one_run(from_coarse(r), margin) for r in results]
+    asynchronous = strategy.mode == MODES[0]  # the MVA of async PS, not a closed form
+    return [coarse_for_one_run(from_coarse(r), margin, asynchronous) for r in results]
 
 
 def _fractions(job: Job, strategy: Strategy) -> tuple[float, ...]:
@@ -184,4 +185,4 @@ def from_coarse(r: CoarseResult) -> PredictionPoint:
         workers=r.workers, throughput=r.throughput, ci_low=r.throughput, ci_high=r.throughput,
         step_time_s=r.step_time_s, ops_simulated=0, bottleneck=r.bottleneck,
         utilization=dict(r.utilization), steps_measured=0, wall_s=0.0, model=r.model,
-        regime=r.regime, response_time_s=dict(r.response_time_s))
+        regime=r.regime, response_time_s=dict(r.response_time_s), disciplines=dict(r.disciplines))

@@ -34,10 +34,11 @@ def for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
     return replace(pt, margin_source=_source(margin)) if pt.model_error_rel > 0 else pt
 
 
-def coarse_for_one_run(pt: PredictionPoint, margin: Margin) -> PredictionPoint:
-    """A coarse point (one value) gets the coarse model's own error as its interval."""
-    pt = replace(with_model_error(pt, _with_fit(margin.coarse_error_rel, margin)),
-                 interval_level=margin.level)
+def coarse_for_one_run(pt: PredictionPoint, margin: Margin, asynchronous: bool = False) -> PredictionPoint:
+    """A coarse point (one value) gets the coarse model's own error as its interval: that of
+    the MVA of async PS (``asynchronous``) or of the closed forms, each fitted on its own runs."""
+    error = margin.coarse_async_error_rel if asynchronous else margin.coarse_error_rel
+    pt = replace(with_model_error(pt, _with_fit(error, margin)), interval_level=margin.level)
     return replace(pt, margin_source=_source(margin)) if pt.model_error_rel > 0 else pt
 
 

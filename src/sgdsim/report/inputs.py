@@ -31,7 +31,8 @@ OWN_ROWS = {"strategy.arch", "strategy.mode", "strategy.sharing", "strategy.ps_c
             "control.seed", "control.warmup_steps", "control.steps_per_worker",
             "control.replications", "control.jitter_cv", "control.timeline",
             "control.margin.level", "control.margin.model_error_rel",
-            "control.margin.coarse_error_rel", "control.margin.source"}
+            "control.margin.coarse_error_rel", "control.margin.coarse_async_error_rel",
+            "control.margin.source"}
 
 
 @dataclasses.dataclass(frozen=True)
