@@ -33,9 +33,8 @@ EARLIER = [f"docs/validation/{g}/points.csv" for g in (
     "heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e", "second-w2", "heldout-margin")]
 
 
-def coarse_runs(paths: list[str], tmp: str) -> dict[bool, list[tuple[float, float, float, float]]]:
-    """The coarse model's (run, predicted, predicted, predicted), replayed, by family (True:
-    async PS)."""
+def coarse_runs(paths: list[str], tmp: str) -> dict[bool, list[tuple[float, float]]]:
+    """The coarse model's (single run, predicted), replayed, by family (True: async PS)."""
     out: dict[bool, list] = {True: [], False: []}
     for path in paths:
         name = os.path.basename(os.path.dirname(path))
@@ -45,8 +44,7 @@ def coarse_runs(paths: list[str], tmp: str) -> dict[bool, list[tuple[float, floa
         for cr in result.cases:
             for p in cr.points:
                 if p.model == "coarse" and p.measured and not p.fitted:
-                    out[cr.case.mode == "async"] += [(x, p.predicted, p.predicted, p.predicted)
-                                                     for x in cr.measured_runs[p.workers]]
+                    out[cr.case.mode == "async"] += [(x, p.predicted) for x in cr.measured_runs[p.workers]]
     return out
 
 
@@ -82,13 +80,10 @@ def fitted(scores: list[float], level: float) -> float:
 
 
 def check_families(families: dict[bool, list], margins: dict[bool, float]) -> str:
-    """``check`` over both coarse families, each with its own margin (a point's interval is its
-    margin alone)."""
-    rs = [(r, margins[f]) for f, group in families.items() for r in group]
-    width = sum((math.hypot((hi - p) / p, m) + math.hypot((p - lo) / p, m)) / 2
-                for (_, p, lo, hi), m in rs) / len(rs)
-    inside = sum(score(*r, 1.0) <= m + 1e-12 for r, m in rs)
-    return f"±{width:.1%} | {inside} of {len(rs)} ({inside / len(rs):.0%})"
+    """``check`` for coarse points, whose interval is their family's margin alone."""
+    rs = [(abs(x / p - 1), margins[f]) for f, group in families.items() for x, p in group]
+    inside = sum(e <= m + 1e-12 for e, m in rs)
+    return f"±{sum(m for _, m in rs) / len(rs):.1%} | {inside} of {len(rs)} ({inside / len(rs):.0%})"
 
 
 def main() -> None:
@@ -103,7 +98,7 @@ def main() -> None:
               f"{check(runs(TORCH, 'fine'), m, q)} | {check(runs(EARLIER, 'fine'), m, q)} |")
     with tempfile.TemporaryDirectory() as tmp:
         fit, torch, earlier = (coarse_runs(paths, tmp) for paths in (FIT, TORCH, EARLIER))
-    scores = {f: [score(*r, 1.0) for r in group] for f, group in fit.items()}
+    scores = {f: [abs(x / p - 1) for x, p in group] for f, group in fit.items()}
     for level in LEVELS:
         margins = {f: fitted(s, level) for f, s in scores.items()}
         print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
