@@ -101,7 +101,8 @@ class OpEstimator:
                       *(_array(d[k], 1) for k in ("x_mean", "x_std", "y_mean", "y_std")),
                       [_array(w, 2) for w in d["weights"]], [_array(b, 1) for b in d["biases"]],
                       bool(d["has_bwd"]), tuple((str(m), str(v)) for m, v in d["zero_bwd"]),
-                      dict(d["stats"]), check_prior(d.get("prior")), d.get("quadratic", False) is True)
+                      dict(d["stats"]), check_prior(d.get("prior"), str(d["op"])),
+                      d.get("quadratic", False) is True)
             _check(est)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"not a valid sgdsim operator estimator: "

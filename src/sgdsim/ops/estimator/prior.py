@@ -13,6 +13,7 @@ import numpy as np
 
 from ..optypes import REGISTRY
 from ..roofline import FIXED_PERCENTILE, FLOP_BOUND, rate_per_s, work_of
+from .terms import check_terms_prior, fit_terms_prior, has_terms, terms_times
 
 
 def _work(op: str, dtype: str, params: list[dict]) -> np.ndarray:
@@ -36,7 +37,12 @@ def _fit_direction(work: np.ndarray, times: np.ndarray) -> list[float] | None:
 
 
 def fit_prior(records, has_bwd: bool) -> dict | None:
-    """The type's prior from its training rows; None if its forward has no work to go by."""
+    """The type's prior from its training rows (its physical terms where its type names them,
+    ``terms.py``); None if its forward has no work to go by."""
+    if has_terms(records[0].op):
+        times = np.array([r.fwd_s for r in records])
+        floor = float(np.percentile(times[times > 0], FIXED_PERCENTILE)) if (times > 0).any() else 0.0
+        return fit_terms_prior(records, has_bwd, floor) if floor > 0 else None
     params = [r.params for r in records]
     work = _work(records[0].op, records[0].dtype, params)
     fwd = _fit_direction(work[:, 0], np.array([r.fwd_s for r in records]))
@@ -48,15 +54,19 @@ def fit_prior(records, has_bwd: bool) -> dict | None:
 
 def prior_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
     """(n, 2) seconds: fixed + work / rate, per direction (never below the fixed cost)."""
+    if "terms" in prior:
+        return terms_times(op, dtype, params, prior)
     work = _work(op, dtype, params)
     cols = [prior["fwd"], prior["bwd"]]
     return np.stack([fixed + work[:, j] / rate for j, (fixed, rate) in enumerate(cols)], axis=1)
 
 
-def check_prior(value) -> dict | None:
+def check_prior(value, op: str | None = None) -> dict | None:
     """A stored prior, checked as it is read (an estimator is data from someone else)."""
     if value is None:
         return None
+    if isinstance(value, dict) and "terms" in value:
+        return check_terms_prior(value, op)
     if not isinstance(value, dict) or set(value) != {"fwd", "bwd"}:
         raise ValueError("prior must name fwd and bwd")
     for pair in value.values():

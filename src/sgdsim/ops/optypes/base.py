@@ -21,6 +21,9 @@ class OpType:
     build: Callable[[Params, str], Call]  # parameters, dtype -> a call to time
     sample: Callable[[np.random.Generator], Params]  # one point of the measurement grid
     doc: str = ""
+    # the terms of a physical prior (parameters, dtype, cache bytes -> one number per term,
+    # each given its own rate by the estimator: ``estimator/terms.py``); None: the roofline
+    prior_terms: Callable[[Params, str, float], list[float]] | None = None
 
 
 def log_int(rng: np.random.Generator, low: int, high: int) -> int:

@@ -58,6 +58,22 @@ def arith_sample(rng):
             "bcast": bcast, "gi": int(rng.random() < 0.8)}
 
 
+_ITEM_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """What an element-wise call's time is made of, one term per rate: a fixed cost,
+    autograd's bookkeeping when an input needs a gradient, a pass over the elements, the same
+    again per function (a division or a tanh costs more per element than an add), a
+    broadcast's, and the elements whose bytes (inputs and output) do not fit in
+    ``cache_bytes``: they stream from memory, slower."""
+    n, fn = float(p["numel"]), str(p["fn"])
+    tensors = ARITH.get(fn, ARITH["clone"])[1] + 1
+    beyond = max(0.0, n - cache_bytes / (tensors * _ITEM_BYTES.get(dtype, 4)))
+    return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in sorted(ARITH)),
+            n * int(p["bcast"]), beyond]
+
+
 def act_params(call: Call):
     x = call.args[0]
     out = {"numel": numel(x.shape), "gi": int(x.requires_grad)}
@@ -95,6 +111,6 @@ RELU = OpType("relu", ("aten.relu.default", "aten.relu_.default"), frozenset({"n
 GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, gelu_build,
               gelu_sample, "GELU (exact or tanh)")
 ELTWISE = OpType("eltwise", ARITH_FUNCS, frozenset({"numel"}), arith_params, arith_build,
-                 arith_sample, "element-wise arithmetic, dropout, copies")
+                 arith_sample, "element-wise arithmetic, dropout, copies", arith_terms)
 
 __all__ = ["RELU", "GELU", "ELTWISE", "TSpec"]

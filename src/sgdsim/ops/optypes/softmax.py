@@ -28,6 +28,19 @@ def sm_sample(rng):
             "gi": int(rng.random() < 0.9)}
 
 
+_ITEM_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def sm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A row-wise softmax's time, one term per rate: a fixed cost, autograd's bookkeeping,
+    a cost per row (each row's max, sum and normalisation start again: a short row pays it
+    for few elements), one per element, and the elements whose bytes (input and output) do
+    not fit in ``cache_bytes``."""
+    rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
+    beyond = max(0.0, n - cache_bytes / (2 * _ITEM_BYTES.get(dtype, 4)))
+    return [1.0, float(grad(p["gi"])), rows, n, beyond]
+
+
 def nll_params(call: Call):
     x, target = call.args[:2]
     if len(x.shape) != 2:
@@ -43,9 +56,9 @@ def nll_build(p, dtype) -> Call:
 
 RC = frozenset({"rows", "cols"})
 SOFTMAX = OpType("softmax", SOFTMAX_FUNCS, RC, sm_params, _build(SOFTMAX_FUNCS[0]), sm_sample,
-                 "softmax over the last dimension")
+                 "softmax over the last dimension", sm_terms)
 LOG_SOFTMAX = OpType("log_softmax", ("aten._log_softmax.default",), RC, sm_params,
                      _build("aten._log_softmax.default"), sm_sample,
-                     "log-softmax (the first half of cross-entropy)")
+                     "log-softmax (the first half of cross-entropy)")  # terms: no gain (docs/ops.md)
 NLL_LOSS = OpType("nll_loss", ("aten.nll_loss_forward.default",), RC, nll_params, nll_build,
                   sm_sample, "negative log-likelihood (the second half of cross-entropy)")

@@ -1,0 +1,124 @@
+"""A prior made of physical terms (issue 38, item 3), for operator types that name them
+(``OpType.prior_terms``): time ≈ Σ_j rate_j · term_j, one non-negative rate per term (a fixed
+cost, autograd's bookkeeping, a pass over the elements per function, the elements beyond the
+cache...), fitted by non-negative least squares on relative error. Where one roofline rate
+cannot tell an add from a tanh, or data in cache from data in memory, these terms can, and
+like the roofline they scale beyond the grid.
+
+The cache size the terms use is chosen from ``CACHE_GRID`` by 4-fold cross-validation on the
+type's own training rows (the forward times), so that nothing here is fitted to held-out rows.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import ConfigError
+from ..optypes import REGISTRY
+
+CACHE_GRID = tuple(float(2 ** k) for k in range(18, 26))  # 256 KiB .. 32 MiB
+FOLDS = 4
+
+
+def has_terms(op: str) -> bool:
+    return REGISTRY[op].prior_terms is not None
+
+
+def term_matrix(op: str, dtype: str, params: list[dict], cache_bytes: float) -> np.ndarray:
+    """(n, terms): each call's terms."""
+    f = REGISTRY[op].prior_terms
+    return np.array([f(p, dtype, cache_bytes) for p in params], dtype=float).reshape(len(params), -1)
+
+
+def nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """min ||A x − b|| subject to x ≥ 0 (Lawson and Hanson's active set), columns scaled to
+    unit norm first so that one tolerance fits terms of any size; an all-zero column gets 0."""
+    norms = np.linalg.norm(A, axis=0)
+    used = norms > 0
+    As = A[:, used] / norms[used]
+    n = As.shape[1]
+    x, active = np.zeros(n), np.zeros(n, dtype=bool)
+    tol = 1e-10 * max(1.0, float(np.linalg.norm(b)))
+    for _ in range(3 * n + 1):
+        grad = As.T @ (b - As @ x)
+        if active.all() or np.max(np.where(active, -np.inf, grad)) <= tol:
+            break
+        active[int(np.argmax(np.where(active, -np.inf, grad)))] = True
+        while True:
+            z = np.zeros(n)
+            z[active] = np.linalg.lstsq(As[:, active], b, rcond=None)[0]
+            if (z[active] > 0).all():
+                x = z
+                break
+            neg = active & (z <= 0)
+            x = x + np.min(x[neg] / (x[neg] - z[neg])) * (z - x)
+            active &= x > 0
+    out = np.zeros(A.shape[1])
+    out[used] = x / norms[used]
+    return out
+
+
+def fit_rates(X: np.ndarray, t: np.ndarray) -> list[float]:
+    """Non-negative rates minimizing the relative error over rows with a time (> 0)."""
+    ok = t > 0
+    w = 1.0 / t[ok]
+    return [float(v) for v in nnls(X[ok] * w[:, None], t[ok] * w)]
+
+
+def _cv_error(X: np.ndarray, t: np.ndarray) -> float:
+    """Median relative error of the rates fitted on the other folds (rows i % FOLDS)."""
+    fold = np.arange(len(t)) % FOLDS
+    errs = []
+    for k in range(FOLDS):
+        train, test = (fold != k) & (t > 0), (fold == k) & (t > 0)
+        if train.sum() < X.shape[1] or not test.any():
+            return math.inf
+        rates = np.array(fit_rates(X[train], t[train]))
+        errs += list(np.abs(X[test] @ rates / t[test] - 1))
+    return float(np.median(errs))
+
+
+def fit_terms_prior(records, has_bwd: bool, floor_s: float) -> dict | None:
+    """The type's terms prior from its training rows; None if no cache size can be scored."""
+    op, dtype = records[0].op, records[0].dtype
+    params = [r.params for r in records]
+    fwd = np.array([r.fwd_s for r in records])
+    bwd = np.array([0.0 if r.bwd_bound else r.bwd_s for r in records])
+    scores = {c: _cv_error(term_matrix(op, dtype, params, c), fwd) for c in CACHE_GRID}
+    cache = min(CACHE_GRID, key=lambda c: scores[c])
+    if not math.isfinite(scores[cache]):
+        return None
+    X = term_matrix(op, dtype, params, cache)
+    rates = fit_rates(X, fwd)
+    back = fit_rates(X, bwd) if has_bwd and (bwd > 0).sum() >= 2 else rates
+    return {"terms": op, "cache_bytes": cache, "floor_s": floor_s, "fwd": rates, "bwd": back}
+
+
+def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
+    """(n, 2) seconds: the terms at their rates, never below the type's floor."""
+    X = term_matrix(op, dtype, params, prior["cache_bytes"])
+    if X.shape[1] != len(prior["fwd"]):
+        raise ConfigError(f"the {op} prior has {len(prior['fwd'])} terms, this sgdsim computes "
+                         f"{X.shape[1]}: train the estimator again (sgdsim ops train)")
+    out = np.stack([X @ np.array(prior["fwd"]), X @ np.array(prior["bwd"])], axis=1)
+    return np.maximum(out, prior["floor_s"])
+
+
+def check_terms_prior(value: dict, op: str | None) -> dict:
+    """A stored terms prior, checked as it is read."""
+    if set(value) != {"terms", "cache_bytes", "floor_s", "fwd", "bwd"}:
+        raise ValueError("a terms prior names terms, cache_bytes, floor_s, fwd and bwd")
+    if op is not None and value["terms"] != op:
+        raise ValueError(f"a terms prior of {value['terms']!r} in a {op} estimator")
+    for name in ("cache_bytes", "floor_s"):
+        v = value[name]
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"a terms prior's {name} must be positive")
+    rates = [value["fwd"], value["bwd"]]
+    if (not all(isinstance(r, list) and r for r in rates) or len(rates[0]) != len(rates[1]) or
+            not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for r in rates for v in r)):
+        raise ValueError("a terms prior's rates are two lists of the same length, each ≥ 0")
+    return {"terms": str(value["terms"]), "cache_bytes": float(value["cache_bytes"]),
+            "floor_s": float(value["floor_s"]), "fwd": [float(v) for v in value["fwd"]],
+            "bwd": [float(v) for v in value["bwd"]]}

@@ -1,0 +1,99 @@
+"""A prior made of physical terms (``ops/estimator/terms.py``): its NNLS against SciPy's, an
+element-wise operator whose time is exactly such terms recovered to the rounding with the right
+cache size, and the prior travelling with the estimator's JSON, a bad one refused."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sgdsim.errors import ConfigError
+from sgdsim.ops.estimator.model import OpEstimator, train
+from sgdsim.ops.estimator.prior import check_prior, fit_prior, prior_times
+from sgdsim.ops.estimator.terms import CACHE_GRID, nnls, term_matrix
+from sgdsim.ops.optypes import REGISTRY
+from sgdsim.ops.optypes.pointwise import ARITH
+from sgdsim.ops.records import Device, OpRecord
+
+DEV = Device("cpu (test)", "cpu")
+CACHE = 2.0 ** 20
+PER_FN = {"add": 0.2e-9, "mul": 0.3e-9, "sub": 0.25e-9, "div": 0.4e-9, "mul_scalar": 0.15e-9,
+          "tanh": 0.6e-9, "pow": 0.5e-9, "clone": 0.1e-9}
+
+
+def eltwise_time(p, rates=(3e-6, 2e-6, 0.1e-9), beyond_s=0.3e-9) -> float:
+    """A fixed cost, autograd's, a base and a per-function cost per element, and more per
+    element beyond a 1 MiB cache (inputs and output, 4 bytes each)."""
+    n, tensors = p["numel"], ARITH[p["fn"]][1] + 1
+    return (rates[0] + rates[1] * p["gi"] + (rates[2] + PER_FN[p["fn"]]) * n
+            + beyond_s * max(0.0, n - CACHE / (4 * tensors)))
+
+
+def eltwise_rows(n_rows: int, rng) -> list[OpRecord]:
+    rows = []
+    for _ in range(n_rows):
+        p = {"fn": str(rng.choice(sorted(ARITH))), "numel": int(np.exp(rng.uniform(np.log(64), np.log(4e6)))),
+             "bcast": 0, "gi": int(rng.random() < 0.7)}
+        t = eltwise_time(p)
+        rows.append(OpRecord(DEV, "eltwise", p, "float32", t, 2 * t if p["gi"] else 0.0, 5, 0.0, 0.0, 1.0))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nnls_agrees_with_scipy(seed):
+    optimize = pytest.importorskip("scipy.optimize")
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((20, 6)) * np.exp(rng.uniform(-3, 3, 6))  # columns of any size
+    b = rng.standard_normal(20)
+    want, _ = optimize.nnls(A, b)
+    got = nnls(A, b)
+    assert np.all(got >= 0)
+    assert np.linalg.norm(A @ got - b) == pytest.approx(np.linalg.norm(A @ want - b), rel=1e-9, abs=1e-12)
+
+
+def test_nnls_by_hand_and_a_zero_column():
+    # min over x >= 0 of (x1 - 1)² + (x2 + 1)² + (x1 + x2 - 0.5)²: x2 = 0, x1 = 0.75
+    A = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    assert np.allclose(nnls(A, np.array([1.0, -1.0, 0.5])), [0.75, 0.0, 0.0])
+
+
+def test_exact_terms_are_recovered_with_their_cache_size():
+    rows = eltwise_rows(120, np.random.default_rng(0))
+    prior = fit_prior(rows, has_bwd=True)
+    assert prior["terms"] == "eltwise" and prior["cache_bytes"] == CACHE and CACHE in CACHE_GRID
+    params = [r.params for r in rows]
+    got = prior_times("eltwise", "float32", params, prior)
+    want = np.array([r.fwd_s for r in rows])
+    assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
+    gi = np.array([p["gi"] for p in params]) == 1
+    assert np.allclose(got[gi, 1], np.maximum(2 * want[gi], prior["floor_s"]), rtol=1e-6)
+    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 5 + len(ARITH))
+
+
+def test_types_without_terms_keep_the_roofline():
+    rows = [OpRecord(DEV, "relu", {"numel": n, "gi": 1}, "float32", 1e-6 + n * 2e-9, 4e-6, 5, 0.0, 0.0, 1.0)
+            for n in (100, 1000, 10000, 100000)]
+    prior = fit_prior(rows, has_bwd=True)
+    assert set(prior) == {"fwd", "bwd"} and len(prior["fwd"]) == 2
+    assert REGISTRY["relu"].prior_terms is None and REGISTRY["eltwise"].prior_terms is not None
+
+
+def test_the_terms_prior_travels_with_the_json_and_a_bad_one_is_refused():
+    rows = eltwise_rows(60, np.random.default_rng(1))
+    est = train(rows, REGISTRY["eltwise"].shape_dims, np.random.default_rng(2), 1.0, use_prior=True,
+                clock_stop=False)
+    assert est.prior["terms"] == "eltwise"
+    again = OpEstimator.from_json(est.to_json())
+    params = [r.params for r in rows[:5]]
+    assert np.allclose(again.predict(params), est.predict(params), rtol=1e-12)
+    d = json.loads(est.to_json())
+    for bad, match in ((dict(d["prior"], terms="relu"), "a terms prior of 'relu'"),
+                       (dict(d["prior"], fwd=[-1.0] * len(d["prior"]["fwd"])), "each ≥ 0"),
+                       (dict(d["prior"], bwd=[1.0]), "the same length"),
+                       (dict(d["prior"], cache_bytes=0), "cache_bytes must be positive")):
+        with pytest.raises(ConfigError, match=match):
+            OpEstimator.from_json(json.dumps(dict(d, prior=bad)))
+    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0]), "eltwise")
+    with pytest.raises(ConfigError, match="train the estimator again"):
+        prior_times("eltwise", "float32", params, short)
