@@ -59,6 +59,6 @@ SOFTMAX = OpType("softmax", SOFTMAX_FUNCS, RC, sm_params, _build(SOFTMAX_FUNCS[0
                  "softmax over the last dimension", sm_terms)
 LOG_SOFTMAX = OpType("log_softmax", ("aten._log_softmax.default",), RC, sm_params,
                      _build("aten._log_softmax.default"), sm_sample,
-                     "log-softmax (the first half of cross-entropy)")  # terms: no gain (docs/ops.md)
+                     "log-softmax (the first half of cross-entropy)", sm_terms)
 NLL_LOSS = OpType("nll_loss", ("aten.nll_loss_forward.default",), RC, nll_params, nll_build,
                   sm_sample, "negative log-likelihood (the second half of cross-entropy)")
