@@ -226,7 +226,7 @@ def test_the_committed_coarse_margins_are_what_the_lab_runs_fit(tmp_path):
     spec.loader.exec_module(il)
     coarse = il.coarse_runs(il.FIT, str(tmp_path))
     assert (len(coarse[True]), len(coarse[False])) == (45, 21)
-    scores = {f: [abs(x / p - 1) for x, p in group] for f, group in coarse.items()}
     for level in LEVELS:
-        assert il.fitted(scores[True], level) == COARSE_ASYNC_ERROR_BY_LEVEL[level]
-        assert il.fitted(scores[False], level) == COARSE_ERROR_BY_LEVEL[level]
+        margins = il.coarse_margins(coarse, level)
+        assert margins[True] == COARSE_ASYNC_ERROR_BY_LEVEL[level]
+        assert margins[False] == COARSE_ERROR_BY_LEVEL[level]

@@ -79,6 +79,12 @@ def fitted(scores: list[float], level: float) -> float:
     return math.ceil(conformal_margin(scores, level) * 1e4) / 1e4
 
 
+def coarse_margins(fit: dict[bool, list], level: float) -> dict[bool, float]:
+    """Each coarse family's margin at ``level``, fitted on its runs (a point's score is its
+    relative error)."""
+    return {f: fitted([abs(x / p - 1) for x, p in group], level) for f, group in fit.items()}
+
+
 def check_families(families: dict[bool, list], margins: dict[bool, float]) -> str:
     """``check`` for coarse points, whose interval is their family's margin alone."""
     rs = [(abs(x / p - 1), margins[f]) for f, group in families.items() for x, p in group]
@@ -98,9 +104,8 @@ def main() -> None:
               f"{check(runs(TORCH, 'fine'), m, q)} | {check(runs(EARLIER, 'fine'), m, q)} |")
     with tempfile.TemporaryDirectory() as tmp:
         fit, torch, earlier = (coarse_runs(paths, tmp) for paths in (FIT, TORCH, EARLIER))
-    scores = {f: [abs(x / p - 1) for x, p in group] for f, group in fit.items()}
     for level in LEVELS:
-        margins = {f: fitted(s, level) for f, s in scores.items()}
+        margins = coarse_margins(fit, level)
         print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
               f"{check_families(fit, margins)} | {check_families(torch, margins)} | "
               f"{check_families(earlier, margins)} |")

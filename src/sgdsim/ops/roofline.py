@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .optypes import OTHER_NAME, REGISTRY
+from .optypes.base import ITEM_BYTES
 from .optypes.conv import macs
 from .records import learnable
 from .template import Call
@@ -24,9 +25,6 @@ from .template import Call
 # (memory bound): its arithmetic per byte is a few operations at most.
 FLOP_BOUND = frozenset({"mm", "addmm", "bmm", "conv2d", "sdpa"})
 FIXED_PERCENTILE = 10  # a low percentile of measured times: the cost of a call doing nothing
-_ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
-               "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
-
 
 @dataclass(frozen=True)
 class Work:
@@ -55,7 +53,7 @@ def forward_bytes(call: Call) -> float:
     """Every input tensor read once, plus an output the size of the largest input: an
     approximation (a matmul's output is m·n, a reduction's is smaller), exact for element-wise
     calls, the common memory-bound case."""
-    sizes = [t.numel * _ITEM_BYTES.get(t.dtype, 4) for t in call.tensors()]
+    sizes = [t.numel * ITEM_BYTES.get(t.dtype, 4) for t in call.tensors()]
     return float(sum(sizes) + max(sizes, default=0))
 
 
@@ -74,7 +72,7 @@ def work_of(call: Call, op: str, params: dict) -> Work:
 
 def _item_bytes(call: Call) -> int:
     tensors = call.tensors()
-    return _ITEM_BYTES.get(tensors[0].dtype, 4) if tensors else 4
+    return ITEM_BYTES.get(tensors[0].dtype, 4) if tensors else 4
 
 
 # Gathers read a few rows of a large input: counting the whole input (the generic rule) put

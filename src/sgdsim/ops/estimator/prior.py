@@ -40,9 +40,7 @@ def fit_prior(records, has_bwd: bool) -> dict | None:
     """The type's prior from its training rows (its physical terms where its type names them,
     ``terms.py``); None if its forward has no work to go by."""
     if has_terms(records[0].op):
-        times = np.array([r.fwd_s for r in records])
-        floor = float(np.percentile(times[times > 0], FIXED_PERCENTILE)) if (times > 0).any() else 0.0
-        return fit_terms_prior(records, has_bwd, floor) if floor > 0 else None
+        return fit_terms_prior(records, has_bwd)
     params = [r.params for r in records]
     work = _work(records[0].op, records[0].dtype, params)
     fwd = _fit_direction(work[:, 0], np.array([r.fwd_s for r in records]))

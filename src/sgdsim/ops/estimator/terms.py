@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..optypes import REGISTRY
+from ..roofline import FIXED_PERCENTILE
 
 CACHE_GRID = tuple(float(2 ** k) for k in range(18, 26))  # 256 KiB .. 32 MiB
 FOLDS = 4
@@ -79,20 +80,26 @@ def _cv_error(X: np.ndarray, t: np.ndarray) -> float:
     return float(np.median(errs))
 
 
-def fit_terms_prior(records, has_bwd: bool, floor_s: float) -> dict | None:
-    """The type's terms prior from its training rows; None if no cache size can be scored."""
+def fit_terms_prior(records, has_bwd: bool) -> dict | None:
+    """The type's terms prior from its training rows, never below a low percentile of their
+    times (a call's cost doing nothing, as the roofline's fixed cost); None if no time is
+    positive or no cache size can be scored."""
     op, dtype = records[0].op, records[0].dtype
     params = [r.params for r in records]
     fwd = np.array([r.fwd_s for r in records])
     bwd = np.array([0.0 if r.bwd_bound else r.bwd_s for r in records])
-    scores = {c: _cv_error(term_matrix(op, dtype, params, c), fwd) for c in CACHE_GRID}
+    if not (fwd > 0).any():
+        return None
+    matrices = {c: term_matrix(op, dtype, params, c) for c in CACHE_GRID}
+    scores = {c: _cv_error(X, fwd) for c, X in matrices.items()}
     cache = min(CACHE_GRID, key=lambda c: scores[c])
     if not math.isfinite(scores[cache]):
         return None
-    X = term_matrix(op, dtype, params, cache)
+    X = matrices[cache]
     rates = fit_rates(X, fwd)
     back = fit_rates(X, bwd) if has_bwd and (bwd > 0).sum() >= 2 else rates
-    return {"terms": op, "cache_bytes": cache, "floor_s": floor_s, "fwd": rates, "bwd": back}
+    floor = float(np.percentile(fwd[fwd > 0], FIXED_PERCENTILE))
+    return {"terms": op, "cache_bytes": cache, "floor_s": floor, "fwd": rates, "bwd": back}
 
 
 def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:

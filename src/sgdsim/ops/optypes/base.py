@@ -26,6 +26,16 @@ class OpType:
     prior_terms: Callable[[Params, str, float], list[float]] | None = None
 
 
+ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
+              "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def beyond_cache(numel: float, tensors: int, dtype: str, cache_bytes: float) -> float:
+    """The elements of a call over ``tensors`` same-sized tensors (inputs and output) whose
+    bytes do not fit in ``cache_bytes``: a prior term (``OpType.prior_terms``)."""
+    return max(0.0, numel - cache_bytes / (tensors * ITEM_BYTES.get(dtype, 4)))
+
+
 def log_int(rng: np.random.Generator, low: int, high: int) -> int:
     """Log-uniform integer in [low, high]: shapes spread over orders of magnitude."""
     return int(round(float(np.exp(rng.uniform(np.log(low), np.log(high))))))

@@ -6,7 +6,7 @@ the timer replays them on a non-leaf copy so that autograd accepts them.
 from __future__ import annotations
 
 from ..template import Call, TSpec
-from .base import OpType, dense, grad, log_int, numel
+from .base import OpType, beyond_cache, dense, grad, log_int, numel
 
 # short name -> (aten call, tensor inputs, extra arguments) for the sampled grid
 ARITH = {"add": ("aten.add.Tensor", 2, ()), "mul": ("aten.mul.Tensor", 2, ()),
@@ -58,9 +58,6 @@ def arith_sample(rng):
             "bcast": bcast, "gi": int(rng.random() < 0.8)}
 
 
-_ITEM_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
-
-
 def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """What an element-wise call's time is made of, one term per rate: a fixed cost,
     autograd's bookkeeping when an input needs a gradient, a pass over the elements, the same
@@ -68,8 +65,7 @@ def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     broadcast's, and the elements whose bytes (inputs and output) do not fit in
     ``cache_bytes``: they stream from memory, slower."""
     n, fn = float(p["numel"]), str(p["fn"])
-    tensors = ARITH.get(fn, ARITH["clone"])[1] + 1
-    beyond = max(0.0, n - cache_bytes / (tensors * _ITEM_BYTES.get(dtype, 4)))
+    beyond = beyond_cache(n, ARITH.get(fn, ARITH["clone"])[1] + 1, dtype, cache_bytes)
     return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in sorted(ARITH)),
             n * int(p["bcast"]), beyond]
 

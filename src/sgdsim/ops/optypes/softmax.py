@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, capped, dense, grad, log_int, rows_cols
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, rows_cols
 
 SOFTMAX_FUNCS = ("aten._softmax.default", "aten._safe_softmax.default")
 
@@ -28,17 +28,13 @@ def sm_sample(rng):
             "gi": int(rng.random() < 0.9)}
 
 
-_ITEM_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
-
-
 def sm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """A row-wise softmax's time, one term per rate: a fixed cost, autograd's bookkeeping,
     a cost per row (each row's max, sum and normalisation start again: a short row pays it
     for few elements), one per element, and the elements whose bytes (input and output) do
     not fit in ``cache_bytes``."""
     rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
-    beyond = max(0.0, n - cache_bytes / (2 * _ITEM_BYTES.get(dtype, 4)))
-    return [1.0, float(grad(p["gi"])), rows, n, beyond]
+    return [1.0, float(grad(p["gi"])), rows, n, beyond_cache(n, 2, dtype, cache_bytes)]
 
 
 def nll_params(call: Call):
