@@ -97,3 +97,32 @@ def test_the_terms_prior_travels_with_the_json_and_a_bad_one_is_refused():
     short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0]), "eltwise")
     with pytest.raises(ConfigError, match="train the estimator again"):
         prior_times("eltwise", "float32", params, short)
+
+
+def test_gemm_terms_by_hand():
+    # m=2, k=3, n=4 with a 32-byte cache (8 float32 elements): A 6 fits, B 12 is 4 beyond, C 8 fits
+    p = {"m": 2, "k": 3, "n": 4, "tb": 1, "ga": 0, "gb": 1}
+    assert REGISTRY["mm"].prior_terms(p, "float32", 32.0) == [1, 1, 24, 8, 6, 12, 12, 0, 4, 0]
+    # a batch of two, no transposed view, no gradient: every term but the fixed one doubles
+    q = {"b": 2, "m": 2, "k": 3, "n": 4, "ga": 0, "gb": 0}
+    assert REGISTRY["bmm"].prior_terms(q, "float32", 32.0) == [1, 0, 48, 16, 12, 24, 0, 0, 8, 0]
+    # bfloat16 halves the bytes: 16 elements fit, so B (12) does too
+    assert REGISTRY["mm"].prior_terms(p, "bfloat16", 32.0)[-3:] == [0, 0, 0]
+
+
+def test_exact_gemm_terms_are_recovered_with_their_cache_size():
+    """A product with few rows streams B from memory: times made of the terms, B's bytes beyond
+    a 1 MiB cache costing more, are recovered to the rounding and the cache size found."""
+    rng = np.random.default_rng(1)
+    rates = np.array([4e-6, 1e-6, 8e-12, 5e-11, 2e-10, 1e-10, 5e-11, 3e-10, 7e-10, 2e-10])
+    rows = []
+    for _ in range(120):
+        p = {k: int(np.exp(rng.uniform(0, np.log(4096)))) for k in "mkn"}
+        p |= {"tb": int(rng.random() < 0.5), "ga": int(rng.random() < 0.8), "gb": 1}
+        t = float(np.dot(REGISTRY["mm"].prior_terms(p, "float32", CACHE), rates))
+        rows.append(OpRecord(DEV, "mm", p, "float32", t, 2 * t, 5, 0.0, 0.0, 1.0))
+    prior = fit_prior(rows, has_bwd=True)
+    assert prior["terms"] == "mm" and prior["cache_bytes"] == CACHE
+    want = np.array([r.fwd_s for r in rows])
+    got = prior_times("mm", "float32", [r.params for r in rows], prior)
+    assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)

@@ -6,7 +6,8 @@ reads it in a different order, and its backward makes different copies.
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, aligned_int, capped, dense, grad, is_transposed, log_int, transposed
+from .base import (ITEM_BYTES, OpType, aligned_int, capped, dense, grad, is_transposed, log_int,
+                   transposed)
 
 
 def _mat(shape, flag_t, g, dtype):
@@ -77,9 +78,24 @@ def bmm_sample(rng):
     return {**capped(rng, draw, _flops, 3e8), "ga": 1, "gb": 1}
 
 
+def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A matrix product's time, one term per rate: a fixed cost, autograd's bookkeeping, one
+    per multiply-add, one per output element (written once, its k-loop set up once), one per
+    element of A and of B (packed into the micro-kernel's panels before use), B's again when
+    it is a transposed view (packed from another order), and each matrix's elements whose
+    bytes do not fit in ``cache_bytes``: streamed from memory. A product with few rows is
+    bound by that stream of B, which one rate per multiply-add cannot see."""
+    b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
+    fit = cache_bytes / ITEM_BYTES.get(dtype, 4)
+    g = grad(p["ga"]) or grad(p.get("gb", 0))
+    return [1.0, float(g), b * m * k * n, b * m * n, b * m * k, b * k * n,
+            b * k * n * int(p.get("tb", 0)),
+            *(b * max(0.0, e - fit) for e in (m * k, k * n, m * n))]
+
+
 MNK = frozenset({"m", "k", "n"})
 ADDMM = OpType("addmm", ("aten.addmm.default",), MNK, addmm_params, addmm_build, addmm_sample,
-               "bias + A @ B (a linear layer)")
-MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B")
+               "bias + A @ B (a linear layer)", gemm_terms)
+MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B", gemm_terms)
 BMM = OpType("bmm", ("aten.bmm.default",), MNK | {"b"}, bmm_params, bmm_build, bmm_sample,
-             "batched A @ B (attention scores)")
+             "batched A @ B (attention scores)", gemm_terms)
