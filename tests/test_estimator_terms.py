@@ -4,6 +4,7 @@ cache size, and the prior travelling with the estimator's JSON, a bad one refuse
 from __future__ import annotations
 
 import json
+import signal
 
 import numpy as np
 import pytest
@@ -50,6 +51,40 @@ def test_nnls_agrees_with_scipy(seed):
     got = nnls(A, b)
     assert np.all(got >= 0)
     assert np.linalg.norm(A @ got - b) == pytest.approx(np.linalg.norm(A @ want - b), rel=1e-9, abs=1e-12)
+
+
+def nearly_collinear(seed: int):
+    """Columns that are mostly two shared directions, of very different sizes: the terms of a
+    prior look like this (a pass per element and one per window element grow together)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 9))
+    m = int(rng.integers(n + 2, 60))
+    base = np.abs(rng.standard_normal((m, 2)))
+    A = np.abs(base @ np.abs(rng.standard_normal((2, n))) + 0.05 * np.abs(rng.standard_normal((m, n))))
+    A *= np.exp(rng.uniform(-4, 4, n))
+    return A, A @ np.abs(rng.standard_normal(n)) * (1 + 0.2 * rng.standard_normal(m))
+
+
+@pytest.mark.parametrize("seed", [164, 2672, 2721, 0, 1, 2])
+def test_nnls_ends_when_a_rate_steps_back_to_zero(seed):
+    """Seeds 164, 2672 and 2721 left a rate at 1e-16 instead of 0 when the active set stepped
+    back, and the solver looped forever (as max_pool2d's terms did in training): it must
+    end, at SciPy's optimum."""
+    optimize = pytest.importorskip("scipy.optimize")
+    A, b = nearly_collinear(seed)
+
+    def hung(*_):
+        raise TimeoutError("nnls did not end within 5 s")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)
+    try:
+        got = nnls(A, b)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    want, _ = optimize.nnls(A, b)
+    assert np.all(got >= 0)
+    assert np.linalg.norm(A @ got - b) <= np.linalg.norm(A @ want - b) * (1 + 1e-7) + 1e-12
 
 
 def test_nnls_by_hand_and_a_zero_column():

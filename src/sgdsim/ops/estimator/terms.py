@@ -52,9 +52,16 @@ def nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
             if (z[active] > 0).all():
                 x = z
                 break
+            # step back toward x until the first active rate reaches 0, and set that one to
+            # exactly 0: left to the rounding it may stay at 1e-16, active, and block forever
             neg = active & (z <= 0)
-            x = x + np.min(x[neg] / (x[neg] - z[neg])) * (z - x)
+            ratio = np.full(n, np.inf)
+            ratio[neg] = x[neg] / (x[neg] - z[neg])
+            j = int(np.argmin(ratio))
+            x = x + ratio[j] * (z - x)
+            x[j] = 0.0
             active &= x > 0
+            x[~active] = 0.0
     out = np.zeros(A.shape[1])
     out[used] = x / norms[used]
     return out
