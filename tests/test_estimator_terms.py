@@ -161,3 +161,13 @@ def test_exact_gemm_terms_are_recovered_with_their_cache_size():
     want = np.array([r.fwd_s for r in rows])
     got = prior_times("mm", "float32", [r.params for r in rows], prior)
     assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
+
+
+def test_pool_terms_by_hand():
+    # 2 planes of 4 x 4, 2 x 2 windows with stride 2: 32 elements in, 8 out, 8 windows of 4;
+    # a 64-byte cache holds 16 float32 elements of the 40
+    p = {"n": 1, "c": 2, "h": 4, "w": 4, "k": 2, "s": 2, "p": 0, "gi": 1}
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 64.0) == [1, 1, 32, 8, 32, 24]
+    # 3 x 3 windows padded by 1: still 2 x 2 out per plane, 9 elements a window
+    q = {**p, "k": 3, "p": 1, "gi": 0}
+    assert REGISTRY["avg_pool2d"].prior_terms(q, "float32", 64.0) == [1, 0, 32, 8, 72, 24]

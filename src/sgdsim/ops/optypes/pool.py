@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, capped, dense, grad, log_int, numel
+from .base import ITEM_BYTES, OpType, capped, dense, grad, log_int, numel
 
 
 def maxpool_params(call: Call):
@@ -63,9 +63,22 @@ def mean_sample(rng):
             "gi": int(rng.random() < 0.9)}
 
 
+def pool_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A 2-D pooling's time, one term per rate: a fixed cost, autograd's bookkeeping, one per
+    input element (read), one per output element (written, with its index for max pooling),
+    one per element of each output's window (k x k compared or summed), and the input and
+    output elements whose bytes do not fit in ``cache_bytes``: streamed from memory."""
+    k, s, pad = p["k"], p["s"], p["p"]
+    planes = float(p["n"]) * float(p["c"])
+    out = planes * ((p["h"] + 2 * pad - k) // s + 1) * ((p["w"] + 2 * pad - k) // s + 1)
+    inp = planes * p["h"] * p["w"]
+    beyond = max(0.0, inp + out - cache_bytes / ITEM_BYTES.get(dtype, 4))
+    return [1.0, float(grad(p["gi"])), inp, out, out * k * k, beyond]
+
+
 MAX_POOL = OpType("max_pool2d", ("aten.max_pool2d_with_indices.default",),
                   frozenset({"n", "c", "h", "w"}), maxpool_params, maxpool_build, maxpool_sample,
-                  "2-D max pooling")
+                  "2-D max pooling", pool_terms)
 MEAN = OpType("mean", ("aten.mean.dim",), frozenset({"numel", "out"}), mean_params, mean_build,
               mean_sample, "mean over some dimensions (global average pooling)")
 
@@ -77,4 +90,5 @@ def avgpool_build(p, dtype) -> Call:
 
 
 AVG_POOL = OpType("avg_pool2d", ("aten.avg_pool2d.default",), frozenset({"n", "c", "h", "w"}),
-                  maxpool_params, avgpool_build, maxpool_sample, "2-D average pooling")
+                  maxpool_params, avgpool_build, maxpool_sample, "2-D average pooling",
+                  pool_terms)
