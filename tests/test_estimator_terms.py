@@ -171,3 +171,14 @@ def test_pool_terms_by_hand():
     # 3 x 3 windows padded by 1: still 2 x 2 out per plane, 9 elements a window
     q = {**p, "k": 3, "p": 1, "gi": 0}
     assert REGISTRY["avg_pool2d"].prior_terms(q, "float32", 64.0) == [1, 0, 32, 8, 72, 24]
+
+
+def test_softmax_terms_by_hand():
+    # 3 rows of 10 float32 (40 bytes: shorter than a 64-byte vector), a 64-byte cache holding
+    # 8 elements of each of input and output: 30 - 8 = 22 beyond it
+    p = {"rows": 3, "cols": 10, "gi": 1}
+    assert REGISTRY["softmax"].prior_terms(p, "float32", 64.0) == [1, 1, 3, 30, 22, 3, 30]
+    # 16 float32 fill a vector: no scalar path; 16 bfloat16 do not
+    q = {"rows": 3, "cols": 16, "gi": 0}
+    assert REGISTRY["log_softmax"].prior_terms(q, "float32", 2.0 ** 20)[-2:] == [0, 0]
+    assert REGISTRY["log_softmax"].prior_terms(q, "bfloat16", 2.0 ** 20)[-2:] == [3, 48]

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, beyond_cache, capped, dense, grad, log_int, rows_cols
+from .base import ITEM_BYTES, OpType, beyond_cache, capped, dense, grad, log_int, rows_cols
 
+VECTOR_BYTES = 64  # one AVX-512 register, one cache line: a row shorter fills no vector
 SOFTMAX_FUNCS = ("aten._softmax.default", "aten._safe_softmax.default")
 
 
@@ -32,9 +33,13 @@ def sm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """A row-wise softmax's time, one term per rate: a fixed cost, autograd's bookkeeping,
     a cost per row (each row's max, sum and normalisation start again: a short row pays it
     for few elements), one per element, and the elements whose bytes (input and output) do
-    not fit in ``cache_bytes``."""
+    not fit in ``cache_bytes``. A row shorter than one vector (``VECTOR_BYTES``) takes a
+    scalar path, 4-8x slower per row on the grid's Xeon: its rows and elements again, at
+    their own rates."""
     rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
-    return [1.0, float(grad(p["gi"])), rows, n, beyond_cache(n, 2, dtype, cache_bytes)]
+    short = float(p["cols"] * ITEM_BYTES.get(dtype, 4) < VECTOR_BYTES)
+    return [1.0, float(grad(p["gi"])), rows, n, beyond_cache(n, 2, dtype, cache_bytes),
+            rows * short, n * short]
 
 
 def nll_params(call: Call):
