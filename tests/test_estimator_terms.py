@@ -103,7 +103,7 @@ def test_exact_terms_are_recovered_with_their_cache_size():
     assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
     gi = np.array([p["gi"] for p in params]) == 1
     assert np.allclose(got[gi, 1], np.maximum(2 * want[gi], prior["floor_s"]), rtol=1e-6)
-    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 5 + len(ARITH))
+    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 6 + 2 * len(ARITH))
 
 
 def test_types_without_terms_keep_the_roofline():
@@ -182,3 +182,14 @@ def test_softmax_terms_by_hand():
     q = {"rows": 3, "cols": 16, "gi": 0}
     assert REGISTRY["log_softmax"].prior_terms(q, "float32", 2.0 ** 20)[-2:] == [0, 0]
     assert REGISTRY["log_softmax"].prior_terms(q, "bfloat16", 2.0 ** 20)[-2:] == [3, 48]
+
+
+def test_eltwise_fixed_costs_per_broadcast_and_function():
+    # the last 1 + len(ARITH) terms: a broadcast's fixed cost, then one per function
+    fns = sorted(ARITH)
+    p = {"numel": 10, "fn": "tanh", "bcast": 1, "gi": 0}
+    tail = REGISTRY["eltwise"].prior_terms(p, "float32", CACHE)[-(1 + len(fns)):]
+    assert tail == [1.0] + [float(f == "tanh") for f in fns]
+    q = {**p, "fn": "add", "bcast": 0}
+    assert REGISTRY["eltwise"].prior_terms(q, "float32", CACHE)[-(1 + len(fns)):] == \
+        [0.0] + [float(f == "add") for f in fns]
