@@ -51,7 +51,8 @@ def fit_prior(records, has_bwd: bool) -> dict | None:
 
 
 def prior_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
-    """(n, 2) seconds: fixed + work / rate, per direction (never below the fixed cost)."""
+    """(n, 2) seconds per direction: a terms prior's terms at their rates (``terms.py``), or
+    the roofline's fixed + work / rate."""
     if "terms" in prior:
         return terms_times(op, dtype, params, prior)
     work = _work(op, dtype, params)

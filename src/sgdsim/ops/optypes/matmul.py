@@ -6,7 +6,7 @@ reads it in a different order, and its backward makes different copies.
 from __future__ import annotations
 
 from ..template import Call
-from .base import (ITEM_BYTES, OpType, aligned_int, capped, dense, grad, is_transposed, log_int,
+from .base import (OpType, aligned_int, beyond_cache, capped, dense, grad, is_transposed, log_int,
                    transposed)
 
 
@@ -86,11 +86,10 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     bytes do not fit in ``cache_bytes``: streamed from memory. A product with few rows is
     bound by that stream of B, which one rate per multiply-add cannot see."""
     b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
-    fit = cache_bytes / ITEM_BYTES.get(dtype, 4)
     g = grad(p["ga"]) or grad(p.get("gb", 0))
     return [1.0, float(g), b * m * k * n, b * m * n, b * m * k, b * k * n,
             b * k * n * int(p.get("tb", 0)),
-            *(b * max(0.0, e - fit) for e in (m * k, k * n, m * n))]
+            *(b * beyond_cache(e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n))]
 
 
 MNK = frozenset({"m", "k", "n"})

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import ITEM_BYTES, OpType, capped, dense, grad, log_int, numel
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, numel
 
 
 def maxpool_params(call: Call):
@@ -72,8 +72,8 @@ def pool_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     planes = float(p["n"]) * float(p["c"])
     out = planes * ((p["h"] + 2 * pad - k) // s + 1) * ((p["w"] + 2 * pad - k) // s + 1)
     inp = planes * p["h"] * p["w"]
-    beyond = max(0.0, inp + out - cache_bytes / ITEM_BYTES.get(dtype, 4))
-    return [1.0, float(grad(p["gi"])), inp, out, out * k * k, beyond]
+    return [1.0, float(grad(p["gi"])), inp, out, out * k * k,
+            beyond_cache(inp + out, 1, dtype, cache_bytes)]
 
 
 MAX_POOL = OpType("max_pool2d", ("aten.max_pool2d_with_indices.default",),
