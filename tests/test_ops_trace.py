@@ -113,6 +113,35 @@ def test_more_pairs_run_until_the_median_is_known_to_the_stated_precision():
     assert len(capped.per_copy) == 12
 
 
+def test_no_pair_beyond_the_minimum_starts_once_a_direction_has_run_its_time():
+    from sgdsim.ops.measure import Precision
+    rng = np.random.default_rng(2)
+    now, runs = [0.0], []
+
+    def timed(k):  # a noisy call on a clock that advances by what it times
+        t = 1e-3 + k * 2e-3 * (1 + 0.3 * rng.standard_normal())
+        now[0] += t
+        runs.append(t)
+        return t
+
+    out = _differential(timed, 4, 5, Precision(rel=1e-6, max_repeats=1000, max_s=0.2),
+                        clock=lambda: now[0])
+    last_pair = runs[-1] + runs[-2]
+    assert len(out.per_copy) > 5 and now[0] - last_pair < 0.2 <= now[0]
+    runs.clear()
+    floor = _differential(timed, 4, 5, Precision(rel=1e-6, max_repeats=1000, max_s=0.0))
+    assert len(floor.per_copy) == 5 and len(runs) == 2 + 2 * 5  # the minimum, whatever the time
+
+
+def test_a_call_that_lasts_the_target_alone_runs_two_copies_against_one():
+    from sgdsim.ops.measure import TARGET_RUN_S, _copies
+
+    assert _copies(3 * TARGET_RUN_S, _Runner()) == 2
+    assert _copies(TARGET_RUN_S / 50, _Runner()) == 50
+    samples = _differential(lambda k: 4e-3 + k * 0.03, 2, 3)  # M = 1: the fixed cost cancels
+    assert samples.per_copy == pytest.approx([0.03] * 3, rel=1e-9)
+
+
 class _Runner:
     bytes_per_copy = 4
 

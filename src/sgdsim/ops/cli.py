@@ -61,6 +61,9 @@ def _measure_parser(sub) -> None:
                         f"(0: exactly --repeats; default {DEFAULT_PRECISION.rel})")
     q.add_argument("--max-repeats", type=int, default=DEFAULT_PRECISION.max_repeats,
                    help=f"stop there even if --precision is not reached (default {DEFAULT_PRECISION.max_repeats})")
+    q.add_argument("--max-time", default=f"{DEFAULT_PRECISION.max_s:g}s", metavar="DURATION",
+                   help="per call and direction: start no repeat beyond --repeats after this "
+                        f"long, even if --precision is not reached (default {DEFAULT_PRECISION.max_s:g}s)")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     q.add_argument("--dtype", default="float32", choices=DTYPES,
@@ -87,7 +90,7 @@ def cmd_measure(args) -> int:
         say(f"measuring {len(todo)} call(s) on {device.name}"
             f"{f' ({len(skip)} already in the database)' if skip else ''}")
         failures: list[str] = []
-        precision = Precision(args.precision or None, args.max_repeats)
+        precision = Precision(args.precision or None, args.max_repeats, args.max_time_s)
         watch = CpuWatch().start()
         written = _run(db, todo, (device, rng, args.repeats, failures, precision),
                        Progress(len(todo), "measuring"))
@@ -159,6 +162,12 @@ def _check_measure(args) -> None:
         raise ConfigError("--model needs --batch-size")
     if args.grid and args.batch_size is not None:
         raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
+    from ..units import parse_duration_with_unit_s
+
+    try:
+        args.max_time_s = parse_duration_with_unit_s(args.max_time, "--max-time")
+    except ConfigError as e:
+        raise ConfigError(str(e) if str(e).startswith("--max-time") else f"--max-time: {e}") from None
     if not 0 <= args.precision < 1:
         raise ConfigError(f"--precision must be in 0..1 (a relative standard error), got {args.precision}")
     for name, value, low, high in (("--samples", args.samples, 1, 100000),

@@ -42,16 +42,20 @@ class Timing:
 @dataclass(frozen=True)
 class Precision:
     """Repeat pairs beyond ``repeats`` until the median's relative standard error is at most
-    ``rel`` or ``max_repeats`` pairs ran (None: exactly ``repeats``)."""
+    ``rel``, ``max_repeats`` pairs ran, or a direction has run ``max_s`` seconds (None:
+    exactly ``repeats``)."""
 
     rel: float | None = None
     max_repeats: int = 0
+    max_s: float = float("inf")
 
 
 # how ops measure times by default (and ops retest times again): at least 5 pairs, then more
-# until the median is known to 5 %, at most 20
+# until the median is known to 5 %, at most 20, and none started after a direction's first
+# second: a long call's 5 pairs take longer than that, and on a machine whose drift is 10-20 %
+# between runs minutes apart (docs/ops.md §5), its 15th pair does not make it more repeatable
 DEFAULT_REPEATS = 5
-DEFAULT_PRECISION = Precision(0.05, 20)
+DEFAULT_PRECISION = Precision(0.05, 20, 1.0)
 
 
 def steady_allocator() -> bool:
@@ -220,10 +224,13 @@ def _direction(timed, runner: Runner, repeats: int, naive_above_s: float,
 
 def _copies(pilot: float, runner: Runner) -> int:
     """N such that N copies last about TARGET_RUN_S, and N live outputs stay under
-    MAX_LIVE_BYTES."""
+    MAX_LIVE_BYTES; even, and at least 2 (M = 1). A call that lasts the target alone needs no
+    more copies: the difference of 2 and 1 cancels the run's fixed cost as well as 4 and 2 do,
+    in half the time (the small grid re-measured both ways: they differ no more than the
+    default does from itself, docs/ops.md)."""
     n = int(np.ceil(TARGET_RUN_S / max(pilot, 1e-7)))
     n = min(n, MAX_COPIES, max(2, MAX_LIVE_BYTES // max(runner.bytes_per_copy, 1)))
-    return max(4, n + n % 2)
+    return max(2, n + n % 2)
 
 
 def _timed(runner: Runner, k: int, sync) -> float:
@@ -254,12 +261,15 @@ def _timed_backward(runner: Runner, k: int, sync) -> float:
     return time.perf_counter() - t0
 
 
-def _differential(timed, n: int, repeats: int, precision: Precision = Precision()) -> Samples:
+def _differential(timed, n: int, repeats: int, precision: Precision = Precision(),
+                  clock=time.perf_counter) -> Samples:
     m = n // 2
+    start = clock()
     timed(n), timed(m)  # the allocator settles on what N copies need before the clock runs
     out = Samples([], [])
     while (rep := len(out.per_copy)) < repeats or (
-            rep < precision.max_repeats and not _precise(out.per_copy, precision.rel)):
+            rep < precision.max_repeats and not _precise(out.per_copy, precision.rel)
+            and clock() - start < precision.max_s):
         if rep % 2 == 0:  # alternate the order, so that neither always runs on a warmer cache
             t_n, t_m = timed(n), timed(m)
         else:
