@@ -66,6 +66,7 @@ def cmd_train(args) -> int:
     from ..units import format_duration_s
     from .db import open_db
     from .estimator.model import train
+    from .estimator.search import OVERRUN
 
     failed: list[str] = []
     set_aside: list[str] = []
@@ -73,9 +74,12 @@ def cmd_train(args) -> int:
         device, groups, registry, small = _groups(db, args)
         if small:
             say(f"skipped (fewer than {MIN_ROWS} rows): {', '.join(small)}")
-        # each type's search stops at its budget: that bounds the whole run before it starts
-        say(f"training {len(groups)} estimator(s) on {device} for up to {args.budget:g} s each: "
-            f"about {format_duration_s(len(groups) * args.budget)} in all")
+        # each search is planned for its budget by a cost model, and the clock stops it at
+        # OVERRUN x budget (the plan is machine-independent, so a slower machine overruns it)
+        planned = len(groups) * args.budget
+        say(f"training {len(groups)} estimator(s) on {device}, {args.budget:g} s each as planned "
+            f"(up to {OVERRUN * args.budget:g} s on a machine slower than the plan's): "
+            f"{format_duration_s(planned)} to {format_duration_s(OVERRUN * planned)} in all")
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
               f"principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
