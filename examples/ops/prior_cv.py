@@ -10,6 +10,7 @@ test-retest median (sgdsim ops retest).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import defaultdict
 
 import numpy as np
@@ -28,7 +29,12 @@ def errors(est, rows) -> np.ndarray:
 def load_groups(path: str):
     """(device, {(op, dtype): measurements}, {(op, dtype): test-retest}) of a one-device DB."""
     with open_db(path, create=False) as db:
-        (device,) = [d.name for d in db.devices()]
+        names = [d.name for d in db.devices()]
+        if len(names) != 1:
+            print(f"prior_cv.py: {path} needs the measurements of exactly one device, found "
+                  f"{len(names)} ({', '.join(names) or 'an empty database'})", file=sys.stderr)
+            raise SystemExit(2)
+        (device,) = names
         groups = defaultdict(list)
         for r in learnable(db.load(device=device))[0]:
             if r.op in REGISTRY and r.op != "other":
