@@ -48,6 +48,7 @@ bench: install
 bench-ops: install-dev
 	$(BIN)/python benchmarks/bench_opsdb.py --write
 	$(BIN)/python benchmarks/bench_ops_estimate.py --write
+	$(BIN)/python benchmarks/bench_ops_path.py --write
 
 # The 775-input black-box run of issue 10 (~14 min on 2 cores): every invocation exits 0 or 2
 # with one line, never a traceback, a hang, a nan row or an overwritten file.
