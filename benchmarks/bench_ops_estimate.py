@@ -14,13 +14,12 @@ torch (``make install-dev``). Run on a quiet machine.
 from __future__ import annotations
 
 import os
-import platform
 import tempfile
 import time
 
 import numpy as np
 
-from docblock import publish
+from docblock import machine, publish
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimate import estimate_profile
 from sgdsim.ops.estimator.model import train
@@ -57,10 +56,7 @@ def main() -> None:
         sec = time.perf_counter() - t
         rows.append(f"| estimated profile, zoo:resnet50 batch 8 ({len(prof.ops)} ops) | "
                     f"{sec:.1f} | 20 |")
-    rows.append("")
-    rows.append(f"Python {platform.python_version()}, {platform.machine()}, "
-                f"{os.cpu_count()} cores; one run each.")
-    publish(DOC, "OPSEST", "\n".join(rows))
+    publish(DOC, "OPSEST", "\n".join([*rows, "", f"{machine()}; one run each."]))
 
 
 if __name__ == "__main__":

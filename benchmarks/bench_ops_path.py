@@ -14,14 +14,13 @@ torch (``make install-dev``). Run on a quiet machine: ``ops measure`` times oper
 from __future__ import annotations
 
 import os
-import platform
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
-from docblock import publish
+from docblock import machine, publish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "benchmarks-opsdb.md")
@@ -43,14 +42,6 @@ def readme_commands(path: str = README) -> list[list[str]]:
     return out
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "CPU unknown"
-
-
 def main() -> None:
     rows = ["| command (from the README) | wall (s) |", "|---|---:|"]
     total = 0.0
@@ -66,10 +57,7 @@ def main() -> None:
             rows.append(f"| `{shlex.join(argv)}` | {sec:.1f} |")
             print(f"{sec:6.1f} s  {shlex.join(argv)}", file=sys.stderr, flush=True)
     rows.append(f"| **in all** (target {TARGET_S:.0f} s) | **{total:.1f}** |")
-    rows.append("")
-    rows.append(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
-                f"{cpu_model()}; one run, {time.strftime('%Y-%m-%d')}.")
-    publish(DOC, "OPSPATH", "\n".join(rows))
+    publish(DOC, "OPSPATH", "\n".join([*rows, "", f"{machine()}; one run, {time.strftime('%Y-%m-%d')}."]))
 
 
 if __name__ == "__main__":

@@ -23,3 +23,17 @@ def publish(path: str, name: str, text: str) -> None:
     print(text)
     if "--write" in sys.argv:
         write_block(path, name, text)
+
+
+def machine() -> str:
+    """The line a benchmark table ends with: Python, architecture, cores and CPU model."""
+    import os
+    import platform
+
+    model = platform.processor() or "CPU unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, {model}"
