@@ -152,6 +152,8 @@ def _known(db, device: str) -> set:
 
 
 def _check_measure(args) -> None:
+    """Every option checked before the database or the clock; sets ``args.max_time_s``."""
+    from ..units import parse_duration_with_unit_s
     from .optypes import OTHER_NAME, optype
 
     for name in ([] if not args.grid or args.grid == "all" else args.grid.split(",")):
@@ -162,8 +164,6 @@ def _check_measure(args) -> None:
         raise ConfigError("--model needs --batch-size")
     if args.grid and args.batch_size is not None:
         raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
-    from ..units import parse_duration_with_unit_s
-
     try:
         args.max_time_s = parse_duration_with_unit_s(args.max_time, "--max-time")
     except ConfigError as e:

@@ -227,7 +227,7 @@ def _copies(pilot: float, runner: Runner) -> int:
     MAX_LIVE_BYTES; even, and at least 2 (M = 1). A call that lasts the target alone needs no
     more copies: the difference of 2 and 1 cancels the run's fixed cost as well as 4 and 2 do,
     in half the time (the small grid re-measured both ways: they differ no more than the
-    default does from itself, docs/ops.md)."""
+    old timer does from itself, docs/validation/ops/measure-speed.md)."""
     n = int(np.ceil(TARGET_RUN_S / max(pilot, 1e-7)))
     n = min(n, MAX_COPIES, max(2, MAX_LIVE_BYTES // max(runner.bytes_per_copy, 1)))
     return max(2, n + n % 2)
