@@ -62,6 +62,29 @@ def test_process_pool_and_dask_give_the_serial_answers(resnet):
     assert _xs(dasked) == _xs(serial)
 
 
+def test_a_sweep_runs_its_largest_points_first_and_answers_in_the_callers_order(resnet):
+    """Largest first, so that a pool does not end on the biggest point alone; each point is
+    what it is when simulated on its own."""
+    from sgdsim.evaluate.core import evaluate_fine
+
+    class Recording(Serial):
+        def __init__(self):
+            self.submitted = []
+
+        def map(self, fn, items, progress=None):
+            self.submitted = [t.workers for t in items]
+            return super().map(fn, items, progress)
+
+    job, strat, cl = Job.of(resnet), Strategy(), Cluster(Link(1e9 / 8))
+    rec = Recording()
+    points = evaluate_fine(job, strat, cl, FAST, [2, 8, 1, 4], rec)
+    assert rec.submitted == [8, 4, 2, 1]
+    assert [p.workers for p in points] == [2, 8, 1, 4]
+    for p in points:
+        (alone,) = evaluate_fine(job, strat, cl, FAST, [p.workers], Serial())
+        assert _xs([alone]) == _xs([p])
+
+
 def test_executor_options_are_checked():
     for kwargs, msg in [(dict(jobs=0), "--jobs"), (dict(backend="dask"), "--scheduler"),
                         (dict(backend="ray"), "unknown --backend 'ray'"),

@@ -140,12 +140,19 @@ def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Contr
         raise ConfigError(f"{control.replications} replications of this sweep simulate {runs:,} "
                           f"workers in all (limit {8 * MAX_SIM_WORKER_SUM:,}): lower "
                           "--replications or the worker counts")
-    tasks = [FineTask(job, strategy, cluster, control, W) for W in counts]
+    # largest first: a pool's last task is then a small one, not the W = max point alone on
+    # one core while the others idle
+    order = sorted(range(len(counts)), key=lambda i: -counts[i])
+    tasks = [FineTask(job, strategy, cluster, control, counts[i]) for i in order]
     progress = Progress(len(tasks), f"{progress_label} ({len(tasks)} points)")
     try:
-        return (executor or Serial()).map(run_fine, tasks, progress)
+        done = (executor or Serial()).map(run_fine, tasks, progress)
     finally:
         progress.close()
+    out: list = [None] * len(done)
+    for i, point in zip(order, done):
+        out[i] = point
+    return out
 
 
 def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
