@@ -10,26 +10,27 @@ systematically above the other). Two runs of the same timer give the machine's t
 """
 from __future__ import annotations
 
-import csv
 import math
+import statistics
 import sys
+
+from sgdsim.errors import ConfigError
+from sgdsim.ops.exchange import import_records
 
 BANDS = (("all", 0.0, math.inf), ("< 2.5 ms", 0.0, 2.5e-3), (">= 5 ms", 5e-3, math.inf))
 
 
 def load(path: str) -> dict:
-    with open(path, newline="") as f:
-        return {(r["device_name"], r["op"], r["params"], r["dtype"]): r for r in csv.DictReader(f)}
+    return {r.key: r for r in import_records(path)}
 
 
 def ratios(a: dict, b: dict, direction: str, low: float, high: float) -> list[float]:
-    col, bound = f"{direction}_s", f"{direction}_bound"
     out = []
     for key, ra in a.items():
         rb = b.get(key)
-        if rb is None or ra[bound] != "0" or rb[bound] != "0":
+        if rb is None or getattr(ra, f"{direction}_bound") or getattr(rb, f"{direction}_bound"):
             continue
-        ta, tb = float(ra[col]), float(rb[col])
+        ta, tb = getattr(ra, f"{direction}_s"), getattr(rb, f"{direction}_s")
         if ta > 0 and tb > 0 and low <= ta < high:
             out.append(tb / ta)
     return out
@@ -37,12 +38,11 @@ def ratios(a: dict, b: dict, direction: str, low: float, high: float) -> list[fl
 
 def row(direction: str, band: str, r: list[float]) -> str:
     logs = [math.log(x) for x in r]
-    mean = sum(logs) / len(logs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / max(len(logs) - 1, 1))
-    dev = sorted(abs(x - 1) for x in r)
-    median = dev[len(dev) // 2] if len(dev) % 2 else (dev[len(dev) // 2 - 1] + dev[len(dev) // 2]) / 2
-    return (f"| {direction} | {band} | {len(r)} | {100 * median:.1f} % | {100 * sum(dev) / len(dev):.1f} % "
-            f"| {math.exp(mean):.3f} ± {math.exp(sd / math.sqrt(len(r))) - 1:.3f} |")
+    sd = statistics.stdev(logs) if len(logs) > 1 else 0.0
+    dev = [abs(x - 1) for x in r]
+    return (f"| {direction} | {band} | {len(r)} | {100 * statistics.median(dev):.1f} % "
+            f"| {100 * statistics.fmean(dev):.1f} % "
+            f"| {math.exp(statistics.fmean(logs)):.3f} ± {math.exp(sd / math.sqrt(len(r))) - 1:.3f} |")
 
 
 def main(argv: list[str]) -> int:
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         a, b = load(argv[0]), load(argv[1])
-    except (OSError, KeyError, csv.Error) as e:
+    except ConfigError as e:
         print(f"compare_measurements.py: cannot read the exports: {e}", file=sys.stderr)
         return 2
     print("| direction | band (first file) | calls | median \\|b/a-1\\| | mean | geo-mean b/a ± s.e. |")

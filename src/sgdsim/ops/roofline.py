@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .optypes import OTHER_NAME, REGISTRY
-from .optypes.base import ITEM_BYTES
+from .optypes.base import item_bytes
 from .optypes.conv import macs
 from .records import learnable
 from .template import Call
@@ -53,7 +53,7 @@ def forward_bytes(call: Call) -> float:
     """Every input tensor read once, plus an output the size of the largest input: an
     approximation (a matmul's output is m·n, a reduction's is smaller), exact for element-wise
     calls, the common memory-bound case."""
-    sizes = [t.numel * ITEM_BYTES.get(t.dtype, 4) for t in call.tensors()]
+    sizes = [t.numel * item_bytes(t.dtype) for t in call.tensors()]
     return float(sum(sizes) + max(sizes, default=0))
 
 
@@ -72,7 +72,7 @@ def work_of(call: Call, op: str, params: dict) -> Work:
 
 def _item_bytes(call: Call) -> int:
     tensors = call.tensors()
-    return ITEM_BYTES.get(tensors[0].dtype, 4) if tensors else 4
+    return item_bytes(tensors[0].dtype) if tensors else 4
 
 
 # Gathers read a few rows of a large input: counting the whole input (the generic rule) put

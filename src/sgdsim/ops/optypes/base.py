@@ -30,10 +30,20 @@ ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4
               "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
 
+def item_bytes(dtype: str) -> int:
+    """Bytes of one element of ``dtype`` (4 for a type this table does not know)."""
+    return ITEM_BYTES.get(dtype, 4)
+
+
 def beyond_cache(numel: float, tensors: int, dtype: str, cache_bytes: float) -> float:
     """The elements of a call over ``tensors`` same-sized tensors (inputs and output) whose
     bytes do not fit in ``cache_bytes``: a prior term (``OpType.prior_terms``)."""
-    return max(0.0, numel - cache_bytes / (tensors * ITEM_BYTES.get(dtype, 4)))
+    return max(0.0, numel - cache_bytes / (tensors * item_bytes(dtype)))
+
+
+def window_out(size: int, kernel: int, stride: int, pad: int) -> int:
+    """Positions of a sliding window (a convolution's or a pooling's) along one dimension."""
+    return (size + 2 * pad - kernel) // stride + 1
 
 
 def log_int(rng: np.random.Generator, low: int, high: int) -> int:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, capped, dense, grad, log_int
+from .base import OpType, capped, dense, grad, log_int, window_out
 
 FUNC = "aten.convolution.default"
 
@@ -27,8 +27,8 @@ def build(p, dtype) -> Call:
 
 
 def macs(p) -> float:
-    oh = (p["h"] + 2 * p["ph"] - p["kh"]) // p["sh"] + 1
-    ow = (p["w"] + 2 * p["pw"] - p["kw"]) // p["sw"] + 1
+    oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
+    ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
     return p["n"] * p["cout"] * oh * ow * p["cin"] // p["groups"] * p["kh"] * p["kw"]
 
 

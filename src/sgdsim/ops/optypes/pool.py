@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, beyond_cache, capped, dense, grad, log_int, numel
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, numel, window_out
 
 
 def maxpool_params(call: Call):
@@ -70,7 +70,7 @@ def pool_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     output elements whose bytes do not fit in ``cache_bytes``: streamed from memory."""
     k, s, pad = p["k"], p["s"], p["p"]
     planes = float(p["n"]) * float(p["c"])
-    out = planes * ((p["h"] + 2 * pad - k) // s + 1) * ((p["w"] + 2 * pad - k) // s + 1)
+    out = planes * window_out(p["h"], k, s, pad) * window_out(p["w"], k, s, pad)
     inp = planes * p["h"] * p["w"]
     return [1.0, float(grad(p["gi"])), inp, out, out * k * k,
             beyond_cache(inp + out, 1, dtype, cache_bytes)]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import ITEM_BYTES, OpType, beyond_cache, capped, dense, grad, log_int, rows_cols
+from .base import OpType, beyond_cache, capped, dense, grad, item_bytes, log_int, rows_cols
 
 VECTOR_BYTES = 64  # one AVX-512 register, one cache line: a row shorter fills no vector
 SOFTMAX_FUNCS = ("aten._softmax.default", "aten._safe_softmax.default")
@@ -37,7 +37,7 @@ def sm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     scalar path, about 9x slower a row on the grid's Xeon (14 columns against 30): its rows
     and elements again, at their own rates."""
     rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
-    short = float(p["cols"] * ITEM_BYTES.get(dtype, 4) < VECTOR_BYTES)
+    short = float(p["cols"] * item_bytes(dtype) < VECTOR_BYTES)
     return [1.0, float(grad(p["gi"])), rows, n, beyond_cache(n, 2, dtype, cache_bytes),
             rows * short, n * short]
 
