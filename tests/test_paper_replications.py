@@ -1,4 +1,4 @@
-"""Replications that stop at the cap say so: ResNet-50 async at 1 Gbit/s, W = 2.
+"""Replications that stop at the cap or the op budget say so: ResNet-50 async at 1 Gbit/s, W = 2.
 
 Each replication's throughput is set by its start offset (two async workers keep the offset
 they start with), so the runs spread from about 79 to 151 examples/s and longer runs give the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sgdsim
 from conftest import example
 from sgdsim import replicate
+from sgdsim.point import PredictionPoint
 
 
 def _reps(monkeypatch, **kw):
@@ -37,3 +38,27 @@ def test_a_point_that_hits_the_cap_says_the_target_was_not_met(monkeypatch):
 def test_a_converged_point_has_no_note():
     pt = sgdsim.predict(example("resnet50"), workers=2, bandwidth=1e9, mode="sync")[0]
     assert pt.regime == ""
+
+
+def _points(values):
+    return [PredictionPoint(workers=2, throughput=x, ci_low=x, ci_high=x, step_time_s=1.0,
+                            ops_simulated=1, bottleneck="none", utilization={}, steps_measured=1,
+                            wall_s=0.0) for x in values]
+
+
+def test_a_tight_round_the_budget_stopped_is_not_called_unmet():
+    note = replicate._not_met(_points([100.0, 100.4, 99.7, 100.1]), budget_stop=True)
+    assert "not met" not in note
+    assert "from 4 runs, one round" in note and "op budget" in note
+
+
+def test_a_wide_round_the_budget_stopped_says_what_stopped_it():
+    note = replicate._not_met(_points([90.0, 110.0, 95.0, 105.0, 100.0, 92.0, 108.0, 99.0]),
+                              budget_stop=True)
+    assert "target ±2% not met after 8 runs: the op budget stopped the rounds" in note
+
+
+def test_a_precision_just_above_the_target_is_not_printed_as_the_target():
+    assert replicate._percent(0.0204) == "2.04%"
+    assert replicate._percent(0.116) == "11.6%"
+    assert replicate._percent(0.008) == "0.8%"

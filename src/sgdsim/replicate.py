@@ -52,27 +52,44 @@ def simulate_point(classes: list[WorkerClass], config: SimConfig,
     # every replication measures max(20·W, 100) steps after the warm-up, without doubling
     base = config if config.control.steps_per_worker is not None else replace(config, ci_rel_target=math.inf)
     reps: list[PredictionPoint] = []
+    budget_stop = False
     for _ in range(rounds):
         seeds = range(len(reps), len(reps) + per_round)
         reps += [_single(c, r) for c, r in _round(classes, base, seeds)]
-        if fixed or _converged(reps) or _over_budget(reps, per_round, config.auto_max_ops):
+        if fixed or _converged(reps):
+            break
+        if _over_budget(reps, per_round, config.auto_max_ops):
+            budget_stop = True
             break
     point = _combine(reps)
     if fixed or _converged(reps):
         return point
-    return replace(point, regime=_not_met(reps))
+    return replace(point, regime=_not_met(reps, budget_stop))
 
 
-def _not_met(reps: list[PredictionPoint]) -> str:
+def _not_met(reps: list[PredictionPoint], budget_stop: bool) -> str:
     """The note of a point whose rounds stopped (cap or op budget) before the mean was known
     to ``REL_TARGET``. Async runs lock into the offsets they start with: each replication's
     throughput is set by its start point (the same values with 10 times longer runs), so the
-    spread is between runs, and the interval (for one run) is as wide as it is."""
+    spread is between runs, and the interval (for one run) is as wide as it is. A point the
+    op budget stopped after one round may be known to better than the target, unconfirmed
+    (``_converged`` wants two rounds): it says so rather than "not met"."""
     xs = np.array([r.throughput for r in reps])
     m = float(xs.mean())
     rel = t95(len(xs) - 1) * float(xs.std(ddof=1)) / math.sqrt(len(xs)) / m
-    return (f"mean known to ±{rel:.1%} (target ±{REL_TARGET:.0%} not met after {len(xs)} runs; "
-            f"runs from {xs.min():.1f} to {xs.max():.1f}, set by their start offsets)")
+    runs = f"runs from {xs.min():.1f} to {xs.max():.1f}, set by their start offsets"
+    if rel <= REL_TARGET:  # only after one round (two would have converged)
+        return (f"mean known to ±{_percent(rel)} from {len(xs)} runs, one round: the op budget "
+                f"left no room for a second to confirm it ({runs})")
+    stop = ": the op budget stopped the rounds" if budget_stop else ", the most it runs"
+    return (f"mean known to ±{_percent(rel)} (target ±{REL_TARGET:.0%} not met after "
+            f"{len(xs)} runs{stop}; {runs})")
+
+
+def _percent(rel: float) -> str:
+    """One decimal, or two where one would print the target itself for a value above it."""
+    one = f"{rel:.1%}"
+    return f"{rel:.2%}" if rel > REL_TARGET and one == f"{REL_TARGET:.1%}" else one
 
 
 def replication_configs(classes, base: SimConfig, indices) -> list[SimConfig]:
