@@ -180,3 +180,22 @@ def test_table3_row_trains_both_on_the_same_split_and_renders():
     lines = text.splitlines()
     assert len(lines) == 5 and lines[2].startswith("| mm | float32 | 60 (6) |")
     assert f"**{2 * row['error']:.2%}**" in lines[-1]
+
+
+def test_auto_reports_the_time_of_both_trainings_it_ran(monkeypatch):
+    """``--prior auto`` trains with and without the prior and keeps one: its ``train_s`` (the
+    "s" column of ``ops train``) is what both took, not the kept one's half."""
+    from types import SimpleNamespace
+
+    from sgdsim.ops.estimator import model
+
+    def fake_train(records, dims, rng, budget_s, use_pc, arch, clock_stop, use_prior):
+        err, took = (0.2, 3.0) if use_prior else (0.3, 5.0)
+        return SimpleNamespace(prior={"fwd": [1, 1]} if use_prior else None,
+                               stats={"validation_error": err, "train_s": took})
+
+    monkeypatch.setattr(model, "train", fake_train)
+    best = model._with_or_without_prior([], (), np.random.default_rng(0), 4.0, True, None, False)
+    assert best.prior is not None  # the lower validation error is kept
+    assert best.stats["train_s"] == 8.0
+    assert best.stats["validation_errors_without_with_prior"] == [0.3, 0.2]

@@ -305,6 +305,7 @@ def _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clo
     tried = [train(records, shape_dims, copy.deepcopy(rng), budget_s / 2, use_pc, arch, clock_stop, choice)
              for choice in (False, True)]
     best = min(tried, key=lambda e: e.stats["validation_error"])
+    best.stats["train_s"] = sum(e.stats["train_s"] for e in tried)  # both trainings ran
     best.stats["prior_chosen"] = best.prior is not None
     best.stats["validation_errors_without_with_prior"] = [e.stats["validation_error"] for e in tried]
     return best
