@@ -30,10 +30,6 @@ def machine() -> str:
     import os
     import platform
 
-    model = platform.processor() or "CPU unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, {model}"
+    from sgdsim.profiler.api import cpu_model
+
+    return f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, {cpu_model()}"

@@ -33,7 +33,7 @@ from .spec import SHARINGS
 from .sim.regimes import split_modes
 from .sim.simulate import SimResult
 from .sim.starts import start_points
-from .sim.stats import prediction_half_width, t95
+from .sim.stats import mean_half_width, prediction_half_width
 
 ROUND = 4            # replications per round (and the minimum)
 MAX_ROUNDS = 4
@@ -76,7 +76,7 @@ def _not_met(reps: list[PredictionPoint], budget_stop: bool) -> str:
     (``_converged`` wants two rounds): it says so rather than "not met"."""
     xs = np.array([r.throughput for r in reps])
     m = float(xs.mean())
-    rel = t95(len(xs) - 1) * float(xs.std(ddof=1)) / math.sqrt(len(xs)) / m
+    rel = mean_half_width(xs) / m
     runs = f"runs from {xs.min():.1f} to {xs.max():.1f}, set by their start offsets"
     if rel <= REL_TARGET:  # only after one round (two would have converged)
         return (f"mean known to ±{_percent(rel)} from {len(xs)} runs, one round: the op budget "
@@ -165,7 +165,7 @@ def _converged(reps: list[PredictionPoint]) -> bool:
         return True
     if len(xs) < 2 * ROUND:
         return False
-    return t95(len(xs) - 1) * float(xs.std(ddof=1)) / math.sqrt(len(xs)) <= REL_TARGET * m
+    return mean_half_width(xs) <= REL_TARGET * m
 
 
 def _over_budget(reps: list[PredictionPoint], per_round: int, budget: int) -> bool:

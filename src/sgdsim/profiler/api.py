@@ -147,10 +147,11 @@ def _device(torch, device: str):
 def _device_name(torch, dev, threads: int) -> str:
     if dev.type == "cuda":
         return f"{dev} ({torch.cuda.get_device_name(dev)})"
-    return f"cpu ({threads} threads, {_cpu_model()})"
+    return f"cpu ({threads} threads, {cpu_model()})"
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name: a device name's, and the benchmark tables' footer."""
     import platform
 
     try:

@@ -36,6 +36,12 @@ def t95(df: int) -> float:
     return _T95.get(df, 1.96 + 2.5 / df) if df >= 1 else math.inf
 
 
+def mean_half_width(xs) -> float:
+    """Half-width of a 95 % confidence interval for the mean of ``xs``: t·s/sqrt(n)."""
+    x = np.asarray(xs, float)
+    return t95(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+
+
 def prediction_half_width(xs) -> float:
     """Half-width of a 95 % prediction interval for one more draw like ``xs``:
     t·s·sqrt(1 + 1/n) (inf for fewer than two values)."""
@@ -79,8 +85,7 @@ def estimate(t0: float, times: np.ndarray, workers: np.ndarray, batch: np.ndarra
     if np.any(spans <= 0):
         return Estimate(thr, math.inf, duration, n, total)
     per_batch = (cum[edges[1:]] - cum[edges[:-1]]) / spans
-    hw = t95(nb - 1) * float(np.std(per_batch, ddof=1)) / math.sqrt(nb)
-    return Estimate(thr, hw, duration, n, total)
+    return Estimate(thr, mean_half_width(per_batch), duration, n, total)
 
 
 def _cycle_rate(times: np.ndarray, workers: np.ndarray, batch: np.ndarray) -> float | None:
