@@ -180,7 +180,9 @@ def test_parquet_without_pyarrow_says_how_to_get_it(tmp_path, monkeypatch):
 
 
 def test_csv_round_trip_is_exact(tmp_path):
-    records = [rec(n, 1 / 3 * 1e-6 * n) for n in range(1, 50)] + [rec(1, 0.1, device=GPU)]
+    from dataclasses import replace
+    records = [rec(n, 1 / 3 * 1e-6 * n) for n in range(1, 50)] + [
+        replace(rec(1, 0.1, device=GPU), fwd_ref_s=1 / 7 * 1e-3, bwd_ref_s=2 / 7 * 1e-3)]
     path = str(tmp_path / "ops.csv")
     assert export_records(records, path) == 50
     assert import_records(path) == records
@@ -203,7 +205,7 @@ def test_bound_flags_round_trip_and_old_files_read_as_measurements(tmp_path):
         fh.write("x\n")
     bad = str(tmp_path / "bad.csv")
     with open(path) as src, open(bad, "w") as dst:
-        dst.write(src.read().replace(",1,0\n", ",2,0\n", 1))
+        dst.write(src.read().replace(",1,0,0.0,0.0\n", ",2,0,0.0,0.0\n", 1))
     with pytest.raises(ConfigError, match="fwd_bound must be 0 or 1, got '2'"):
         import_records(bad)
 
@@ -218,8 +220,8 @@ def test_a_schema_1_database_is_upgraded_when_opened(tmp_path):
     path = str(tmp_path / "v1.sqlite")
     with open_db(path) as db:
         db.upsert([rec(1, 1e-6)])
-    con = sqlite3.connect(path)  # back to schema 1: no flag columns
-    for column in ("fwd_bound", "bwd_bound"):
+    con = sqlite3.connect(path)  # back to schema 1: no flag columns (nor schema 3's references)
+    for column in ("fwd_bound", "bwd_bound", "fwd_ref_s", "bwd_ref_s"):
         con.execute(f"ALTER TABLE op_times DROP COLUMN {column}")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
     con.commit()
@@ -228,7 +230,7 @@ def test_a_schema_1_database_is_upgraded_when_opened(tmp_path):
         assert db.load() == [rec(1, 1e-6)]
         db.upsert([rec(2, 2e-6)])
     con = sqlite3.connect(path)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
     con.close()
 
 
@@ -250,9 +252,10 @@ BAD_ROWS = [
     (_field(5, "[1, 2]"), "line 3: params must be a JSON object"),
     (_field(5, '{"flag": true}'), "line 3: params must be a JSON object"),
     (_field(4, ""), "line 3: op is empty"),
-    (lambda rows: rows[2].pop(), "line 3: field bwd_bound is missing"),
-    (lambda rows: rows[2].__delitem__(slice(-3, None)), "line 3: field measured_at is missing"),
-    (lambda rows: rows[2].append("x"), "line 3: 14 fields, the header has 13"),
+    (lambda rows: rows[2].pop(), "line 3: field bwd_ref_s is missing"),
+    (lambda rows: rows[2].__delitem__(slice(-5, None)), "line 3: field measured_at is missing"),
+    (lambda rows: rows[2].append("x"), "line 3: 18 fields, the header has 17"),
+    (_field(15, "-1"), "line 3: fwd_ref_s must be a finite number >= 0"),
     (lambda rows: rows[0].__setitem__(7, "fwd"), "missing column.s. fwd_s; unknown column.s. fwd"),
     (lambda rows: rows[0].append("note"), "unknown column.s. note"),
     (lambda rows: rows[0].__setitem__(0, "op"), "column.s. op given twice"),
@@ -266,7 +269,7 @@ def test_a_bad_row_is_refused_in_one_line_naming_line_and_field(tmp_path, edit, 
     export_records([rec(1, 1e-6), rec(2, 2e-6)], path)
     with open(path, encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == list(FIELDS) + ["fwd_bound", "bwd_bound"]
+    assert rows[0] == list(FIELDS) + ["fwd_bound", "bwd_bound", "fwd_ref_s", "bwd_ref_s"]
     edit(rows)
     out = io.StringIO()
     csv.writer(out).writerows(rows)
@@ -321,7 +324,7 @@ def test_a_newer_schema_is_refused(tmp_path):
     open_db(path).close()
     with sqlite3.connect(path) as c:
         c.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
-    _one_line(path, match="schema 99, newer than this sgdsim's 2: upgrade sgdsim")
+    _one_line(path, match="schema 99, newer than this sgdsim's 3: upgrade sgdsim")
 
 
 def test_passwords_are_never_printed(pg_url):

@@ -5,7 +5,9 @@ validation error is lower (beside the prior, a quadratic correction competes wit
 on the same validation rows). Both get the same total budget. Printed beside the type's
 test-retest median (sgdsim ops retest).
 
-    python examples/ops/prior_cv.py DB [--budget 5] [--folds 4] [--seed 0]
+    python examples/ops/prior_cv.py DB [--budget 5] [--folds 4] [--seed 0] [--raw]
+
+``--raw``: the rows as timed, not rescaled by their type's reference (ops/reference.py).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def errors(est, rows) -> np.ndarray:
     return np.abs(fwd / np.array([r.fwd_s for r in rows]) - 1)
 
 
-def load_groups(path: str):
+def load_groups(path: str, raw: bool = False):
     """(device, {(op, dtype): measurements}, {(op, dtype): test-retest}) of a one-device DB."""
     with open_db(path, create=False) as db:
         names = [d.name for d in db.devices()]
@@ -36,7 +38,7 @@ def load_groups(path: str):
             raise SystemExit(2)
         (device,) = names
         groups = defaultdict(list)
-        for r in learnable(db.load(device=device))[0]:
+        for r in learnable(db.load(device=device, raw=raw))[0]:
             if r.op in REGISTRY and r.op != "other":
                 groups[(r.op, r.dtype)].append(r)
         retests = {k[1:]: v for k, v in db.load_retests().items() if k[0] == device}
@@ -50,13 +52,15 @@ def cv_arguments(description: str) -> argparse.Namespace:
     ap.add_argument("--budget", type=float, default=5.0)
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--raw", action="store_true", help="the rows as timed, without their reference")
     return ap.parse_args()
 
 
 def main() -> None:
     args = cv_arguments(__doc__.splitlines()[0])
-    device, groups, retests = load_groups(args.db)
-    print(f"Device: {device}; {args.folds}-fold, budget {args.budget:g} s per model, seed {args.seed}\n")
+    device, groups, retests = load_groups(args.db, args.raw)
+    print(f"Device: {device}; {args.folds}-fold, budget {args.budget:g} s per model, seed {args.seed}"
+          f"{', rows as timed (--raw)' if args.raw else ''}\n")
     print("| operator | rows | median error, MLP | auto | mean, MLP | auto | prior chosen | quadratic chosen "
           "| test-retest median | auto within 1.5x |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")

@@ -70,6 +70,9 @@ def _measure_parser(sub) -> None:
                    help="floating-point type of the timed tensors (default float32)")
     q.add_argument("--remeasure", action="store_true",
                    help="time calls the database already has again (default: skip them)")
+    q.add_argument("--no-reference", dest="reference", action="store_false",
+                   help="do not time each type's reference call beside its rows (about half the "
+                        "time; the rows are then read as timed, the machine's drift left in them)")
     add_db_argument(q)
 
 
@@ -92,7 +95,7 @@ def cmd_measure(args) -> int:
         failures: list[str] = []
         precision = Precision(args.precision or None, args.max_repeats, args.max_time_s)
         watch = CpuWatch().start()
-        written = _run(db, todo, (device, rng, args.repeats, failures, precision),
+        written = _run(db, todo, (device, rng, args.repeats, failures, precision, args.reference),
                        Progress(len(todo), "measuring"))
     say(f"wrote {written} record(s) to {args.db or 'the default database'}")
     busy = busy_line(watch.cores(), "they were timed")
@@ -120,10 +123,11 @@ def _plan(args, rng, status):
 def _run(db, todo, how, bar) -> int:
     from .collect import measure_calls
 
-    device, rng, repeats, failures, precision = how
+    device, rng, repeats, failures, precision, reference = how
     written, batch, bounds = 0, [], 0
     with bar:
-        for rec in measure_calls(todo, device, rng, repeats, failures=failures, precision=precision):
+        for rec in measure_calls(todo, device, rng, repeats, failures=failures, precision=precision,
+                                 reference=reference):
             bounds += rec.fwd_bound or rec.bwd_bound
             batch.append(rec)
             bar.advance()

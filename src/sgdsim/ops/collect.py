@@ -74,19 +74,23 @@ def model_calls(spec: str, batch_size: int, dtype: str = DEFAULT_DTYPE) -> list[
 
 def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int = 5,
                   skip: set | None = None, failures: list | None = None,
-                  precision=None) -> Iterator[OpRecord]:
+                  precision=None, reference: bool = True) -> Iterator[OpRecord]:
     """Time each call (``measure.time_call``: differential, a long call alone, to
-    ``precision``), skipping keys in ``skip``; yields records as it goes.
+    ``precision``; with ``reference``, paired with its type's reference call), skipping keys
+    in ``skip``; yields records as it goes.
     With a ``failures`` list, a call that cannot be replayed is noted there and skipped."""
     from .measure import Precision, steady_allocator, time_call
 
     steady_allocator()
+    refs: dict[tuple[str, str], object] = {}
     for name, params, call in todo:
         dtype = call_dtype(call)
         if skip and (name, params_key(params), dtype) in skip:
             continue
         try:
-            t = time_call(call, rng, device.kind, repeats, _sync(device), precision=precision or Precision())
+            ref = _reference(refs, name, dtype, device) if reference else None
+            t = time_call(call, rng, device.kind, repeats, _sync(device),
+                          precision=precision or Precision(), reference=ref)
         except Exception as exc:  # an untyped call we cannot replay: say so, time the rest
             if failures is None:
                 raise
@@ -95,7 +99,22 @@ def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int =
         yield OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=t.fwd_s,
                        bwd_s=t.bwd_s, samples=t.samples, fwd_spread=t.fwd_spread,
                        bwd_spread=t.bwd_spread, measured_at=time.time(), fwd_bound=t.fwd_bound,
-                       bwd_bound=t.bwd_bound)
+                       bwd_bound=t.bwd_bound, fwd_ref_s=t.fwd_ref_s, bwd_ref_s=t.bwd_ref_s)
+
+
+def _reference(refs: dict, op: str, dtype: str, device: Device):
+    """The type's reference on this device, built at its first row (None for untyped calls:
+    'other' has no sampler to draw a reference from)."""
+    from .reference import Reference
+
+    if op == OTHER_NAME:
+        return None
+    if (op, dtype) not in refs:
+        try:
+            refs[(op, dtype)] = Reference(op, dtype, device.kind, _sync(device))
+        except Exception:  # noqa: BLE001 - rows are then stored without it; a row that cannot run says why
+            refs[(op, dtype)] = None
+    return refs[(op, dtype)]
 
 
 def _sync(device: Device):

@@ -21,9 +21,10 @@ from collections.abc import Iterable
 
 from ..errors import ConfigError
 from .db_tables import RETEST, VALUES, tables as _tables
+from . import reference
 from .records import Device, OpRecord, params_from_key, params_key
 
-SCHEMA_VERSION = 2  # 2: fwd_bound, bwd_bound, retests (a database of 1 is upgraded when opened)
+SCHEMA_VERSION = 3  # 2: fwd_bound, bwd_bound, retests; 3: fwd_ref_s, bwd_ref_s (older ones upgraded when opened)
 FORMAT = "sgdsim-ops"  # meta row telling our database from another program's
 BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for the others before giving up
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails in seconds, not minutes
@@ -130,19 +131,22 @@ class OpDB:
         if version > SCHEMA_VERSION:
             raise ConfigError(f"{self.shown} has operator-database schema {version}, newer than "
                               f"this sgdsim's {SCHEMA_VERSION}: upgrade sgdsim")
-        if version == 1:
-            self._upgrade_from_1()
+        if version < SCHEMA_VERSION:
+            self._upgrade(version)
 
-    def _upgrade_from_1(self) -> None:
+    def _upgrade(self, version: int) -> None:
         """Schema 1 had no bound flags: every time in it was a measurement (or a 0 the old
-        timer stored; training sets those aside)."""
+        timer stored; training sets those aside). Schemas 1-2 had no reference times: their
+        rows are read as stored (0.0: not timed)."""
+        added = {1: ("fwd_bound INTEGER", "bwd_bound INTEGER"), 2: ("fwd_ref_s FLOAT", "bwd_ref_s FLOAT")}
         with self._write() as c:
             if self.dialect == "postgresql":
                 c.exec_driver_sql("SELECT pg_advisory_xact_lock(72627)")
-            if self._version(c) != 1:
+            if self._version(c) != version:
                 return  # another process upgraded it first
-            for column in ("fwd_bound", "bwd_bound"):
-                c.exec_driver_sql(f"ALTER TABLE op_times ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+            for since in range(version, SCHEMA_VERSION):
+                for column in added[since]:
+                    c.exec_driver_sql(f"ALTER TABLE op_times ADD COLUMN {column} NOT NULL DEFAULT 0")
             self.md.create_all(c)  # the tables schema 1 lacked (checkfirst)
             c.execute(self.sa.update(self.meta).where(self.meta.c.key == "schema").values(
                 value=str(SCHEMA_VERSION)))
@@ -182,7 +186,7 @@ class OpDB:
             # Sorted on PostgreSQL: two writers lock rows in one order and cannot deadlock.
             rows = [(ids[k[0]], k[1], k[2], k[3], float(r.fwd_s), float(r.bwd_s), int(r.samples),
                      float(r.fwd_spread), float(r.bwd_spread), float(r.measured_at), int(r.fwd_bound),
-                     int(r.bwd_bound))
+                     int(r.bwd_bound), float(r.fwd_ref_s), float(r.bwd_ref_s))
                     for k in keys for r in (last[k],)]
             stmt = self._insert(self.ops_t)
             self._executemany(c, stmt.on_conflict_do_update(
@@ -264,19 +268,21 @@ class OpDB:
     # ------------------------------------------------------------------ reads
 
     def load(self, device: str | None = None, op: str | None = None,
-             dtype: str | None = None) -> list[OpRecord]:
-        """Every record matching the filters, in one query."""
+             dtype: str | None = None, raw: bool = False) -> list[OpRecord]:
+        """Every record matching the filters, in one query; times at the machine's mean speed
+        over each type's rows (``reference.steady``), or as stored with ``raw``."""
         o, d = self.ops_t, self.devices_t
         q = self._select()
         for col, value in ((d.c.name, device), (o.c.op, op), (o.c.dtype, dtype)):
             if value is not None:
                 q = q.where(col == value)
-        return self._guard(lambda: self._records(q.order_by(d.c.name, o.c.op, o.c.dtype,
-                                                             o.c.params)))
+        rows = self._guard(lambda: self._records(q.order_by(d.c.name, o.c.op, o.c.dtype, o.c.params)))
+        # the filters select whole (device, op, dtype) groups: their means are the rows' own
+        return rows if raw else reference.steady(rows, reference.means(rows))
 
     def lookup(self, device: str, keys: Iterable[tuple[str, str, str]]) -> dict:
-        """{(op, params_key, dtype): OpRecord} for those of ``keys`` measured on ``device``;
-        one query per operator type and dtype (per CHUNK keys)."""
+        """{(op, params_key, dtype): OpRecord} for those of ``keys`` measured on ``device``,
+        times as ``load`` gives them; one query per operator type and dtype (per CHUNK keys)."""
         by_type: dict[tuple[str, str], set[str]] = {}
         for op, pk, dt in set(keys):
             by_type.setdefault((op, dt), set()).add(pk)
@@ -290,12 +296,20 @@ class OpDB:
                 return {}
             for (op, dt), pks in sorted(by_type.items()):
                 pks = sorted(pks)
+                group = o.c.device_id == dev_id, o.c.op == op, o.c.dtype == dt
+                mean = {(device, op, dt): self._reference_means(c, group)}
                 for i in range(0, len(pks), CHUNK):
-                    q = self._select().where(o.c.device_id == dev_id, o.c.op == op,
-                                             o.c.dtype == dt, o.c.params.in_(pks[i:i + CHUNK]))
-                    for r in self._records(q, c):
+                    q = self._select().where(*group, o.c.params.in_(pks[i:i + CHUNK]))
+                    for r in reference.steady(self._records(q, c), mean):
                         out[r.key[1:]] = r
         return out
+
+    def _reference_means(self, c, group) -> tuple[float, float]:
+        """A type's mean reference times over all its rows (``reference.means`` in SQL)."""
+        sa, o = self.sa, self.ops_t
+        q = sa.select(*(sa.func.avg(sa.case((col > 0, col))) for col in (o.c.fwd_ref_s, o.c.bwd_ref_s)))
+        f, b = c.execute(q.where(*group)).one()
+        return float(f or 0.0), float(b or 0.0)
 
     def devices(self) -> list[Device]:
         t = self.devices_t
@@ -339,7 +353,7 @@ class OpDB:
     def _records(self, q, conn=None) -> list[OpRecord]:
         rows = conn.execute(q).all() if conn is not None else self._all(q)
         return [OpRecord(Device(*r[:4]), r[4], params_from_key(r[5]), *r[6:13], fwd_bound=bool(r[13]),
-                         bwd_bound=bool(r[14])) for r in rows]
+                         bwd_bound=bool(r[14]), fwd_ref_s=r[15], bwd_ref_s=r[16]) for r in rows]
 
     def _all(self, q) -> list:
         with self.engine.connect() as c:

@@ -104,7 +104,7 @@ def cmd_export(args) -> int:
     if args.file.endswith(".parquet"):
         pyarrow_modules()  # refused before reading the database, not after
     with open_db(args.db, create=False) as db:
-        records = db.load(args.device, args.op, args.dtype)
+        records = db.load(args.device, args.op, args.dtype, raw=True)  # as stored, references beside
     if not records:
         raise ConfigError("no measurements match; nothing to export" if
                           (args.device or args.op or args.dtype) else "the database is empty")

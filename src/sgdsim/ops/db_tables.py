@@ -1,7 +1,8 @@
 """The operator database's tables (SQLAlchemy Core), one definition for SQLite and PostgreSQL."""
 from __future__ import annotations
 
-VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at", "fwd_bound", "bwd_bound")
+VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at", "fwd_bound", "bwd_bound",
+          "fwd_ref_s", "bwd_ref_s")
 INTEGERS = ("samples", "fwd_bound", "bwd_bound")
 RETEST = ("rows", "fwd_median", "fwd_p90", "bwd_median", "bwd_p90", "retested_at")
 

@@ -18,6 +18,8 @@ FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "op
           "dtype", "fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at")
 FLOATS = ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread", "measured_at")
 FLAGS = ("fwd_bound", "bwd_bound")  # optional columns (files written before they existed lack them)
+REFS = ("fwd_ref_s", "bwd_ref_s")  # optional too: the reference's seconds (ops/reference.py)
+OPTIONAL = FLAGS + REFS
 MAX_NUMBER = 1e15  # seconds (a time, or the unix date of a measurement), or a spread
 MAX_PARAM = 1e18  # an operator parameter (a size, a stride)
 MAX_INT64 = 2**63 - 1
@@ -27,7 +29,7 @@ def _row(r: OpRecord) -> dict:
     return {"device_name": r.device.name, "device_kind": r.device.kind,
             "device_framework": r.device.framework, "device_driver": r.device.driver,
             "op": r.op, "params": params_key(r.params), "dtype": r.dtype,
-            **{f: float(getattr(r, f)) for f in FLOATS}, "samples": int(r.samples),
+            **{f: float(getattr(r, f)) for f in FLOATS + REFS}, "samples": int(r.samples),
             **{f: int(getattr(r, f)) for f in FLAGS}}
 
 
@@ -43,9 +45,9 @@ def export_records(records, path: str) -> int:
             pq.write_table(pa.Table.from_pylist(rows, schema=_schema(pa)), partial)
         else:
             with open(partial, "w", newline="", encoding="utf-8") as fh:
-                w = csv.DictWriter(fh, fieldnames=FIELDS + FLAGS)
+                w = csv.DictWriter(fh, fieldnames=FIELDS + OPTIONAL)
                 w.writeheader()
-                w.writerows({**r, **{f: repr(r[f]) for f in FLOATS}} for r in rows)
+                w.writerows({**r, **{f: repr(r[f]) for f in FLOATS + REFS}} for r in rows)
         os.replace(partial, path)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
@@ -81,7 +83,7 @@ def _check_header(path: str, names) -> None:
         raise ConfigError(f"{path} is empty (expected a header line: {','.join(FIELDS)})")
     names = list(names)
     missing = [f for f in FIELDS if f not in names]
-    unknown = [f for f in names if f not in FIELDS + FLAGS]
+    unknown = [f for f in names if f not in FIELDS + OPTIONAL]
     twice = sorted({f for f in names if names.count(f) > 1})
     problems = [f"missing column(s) {', '.join(missing)}" if missing else "",
                 f"unknown column(s) {', '.join(map(str, unknown))}" if unknown else "",
@@ -93,15 +95,16 @@ def _check_header(path: str, names) -> None:
 
 def _record(where: str, row: dict) -> OpRecord:
     if None in row:  # csv.DictReader's key for fields beyond the header
-        raise ConfigError(f"{where}: {len(FIELDS) + len(row[None])} fields, "
-                          f"the header has {len(FIELDS)}")
-    absent = [f for f in FIELDS + FLAGS if f in row and row[f] is None]
+        header = len(row) - 1
+        raise ConfigError(f"{where}: {header + len(row[None])} fields, the header has {header}")
+    absent = [f for f in FIELDS + OPTIONAL if f in row and row[f] is None]
     if absent:
         raise ConfigError(f"{where}: field {absent[0]} is missing")
     for f in ("device_name", "device_kind", "op", "dtype"):
         if not str(row[f]).strip():
             raise ConfigError(f"{where}: {f} is empty")
     numbers = {f: _number(where, f, row[f]) for f in FLOATS}
+    numbers |= {f: _number(where, f, row[f]) for f in REFS if f in row}
     # a database integer holds 2^63-1: a 30-digit count was an OverflowError of sqlite3
     try:
         samples = parse_number(row["samples"], "samples", lo=0, hi=MAX_INT64, integer=True)
@@ -168,8 +171,8 @@ def _float_literal(text) -> bool:
 
 
 def _schema(pa):
-    kinds = {f: pa.float64() for f in FLOATS} | {f: pa.int64() for f in ("samples",) + FLAGS}
-    return pa.schema([(f, kinds.get(f, pa.string())) for f in FIELDS + FLAGS])
+    kinds = {f: pa.float64() for f in FLOATS + REFS} | {f: pa.int64() for f in ("samples",) + FLAGS}
+    return pa.schema([(f, kinds.get(f, pa.string())) for f in FIELDS + OPTIONAL])
 
 
 def _first(exc) -> str:

@@ -16,7 +16,7 @@ and kept for that comparison.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,8 @@ class Timing:
     copies: int  # N of the forward (M = N // 2)
     fwd_bound: bool = False  # below what the timer resolves: fwd_s is an upper bound
     bwd_bound: bool = False
+    fwd_ref_s: float = 0.0  # the reference's median during the forward samples (0: none)
+    bwd_ref_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -172,23 +174,27 @@ def _leaf(obj, leaves: list):
 
 
 def time_call(call: Call, rng: np.random.Generator, device: str = "cpu", repeats: int = 5,
-              sync=None, naive_above_s: float = float("inf"), precision: Precision = Precision()) -> Timing:
+              sync=None, naive_above_s: float = float("inf"), precision: Precision = Precision(),
+              reference=None) -> Timing:
     """Median forward and backward seconds of one copy of ``call``: differential (``repeats``
     pairs of N and M = N/2 copies, more until ``precision``), or, for a direction whose single
     call lasts ``naive_above_s``, one call at a time (the hybrid; off by default). ``copies``
     is the forward's N (1: timed alone). A median the timer cannot tell from 0 is replaced by
-    an upper bound and flagged: nothing <= 0 is ever returned for a direction that ran."""
+    an upper bound and flagged: nothing <= 0 is ever returned for a direction that ran.
+    ``reference`` (``reference.Reference``): timed once after each differential pair, its
+    median kept per direction: how fast the machine ran meanwhile."""
     sync = sync or (lambda: None)
     runner = Runner(call, rng, device)
     timed_fwd = lambda k: _timed(runner, k, sync)  # noqa: E731
-    fwd, n_fwd = _direction(timed_fwd, runner, repeats, naive_above_s, precision)
+    fwd, n_fwd = _direction(timed_fwd, runner, repeats, naive_above_s, precision, reference)
     bwd = Samples([0.0], [0.0])
     if getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
         timed_bwd = lambda k: _timed_backward(runner, k, sync)  # noqa: E731
-        bwd, _ = _direction(timed_bwd, runner, repeats, naive_above_s, precision)
+        bwd, _ = _direction(timed_bwd, runner, repeats, naive_above_s, precision, reference)
     (f, f_bound), (b, b_bound) = fwd.value(), bwd.value()
     return Timing(fwd_s=f, bwd_s=b, samples=len(fwd.per_copy), fwd_spread=_spread(fwd.per_copy),
-                  bwd_spread=_spread(bwd.per_copy), copies=n_fwd, fwd_bound=f_bound, bwd_bound=b_bound)
+                  bwd_spread=_spread(bwd.per_copy), copies=n_fwd, fwd_bound=f_bound, bwd_bound=b_bound,
+                  fwd_ref_s=fwd.reference(), bwd_ref_s=bwd.reference())
 
 
 @dataclass
@@ -198,6 +204,11 @@ class Samples:
 
     per_copy: list[float]
     bounds: list[float]
+    refs: list[float] = field(default_factory=list)  # the reference, after each pair
+
+    def reference(self) -> float:
+        """The reference's median over this direction's pairs; 0.0 if it was not timed."""
+        return _median(self.refs) if self.refs else 0.0
 
     def value(self) -> tuple[float, bool]:
         """(median, False), or (the bounds' median, True) when the median is not resolved:
@@ -211,7 +222,7 @@ class Samples:
 
 
 def _direction(timed, runner: Runner, repeats: int, naive_above_s: float,
-               precision: Precision) -> tuple[Samples, int]:
+               precision: Precision, reference=None) -> tuple[Samples, int]:
     """One direction's samples and its N. The pilot, its own per direction (a backward can
     cost 100x its forward), decides between alone and differential."""
     pilot = min(timed(1) for _ in range(3))  # the first is cold
@@ -219,16 +230,16 @@ def _direction(timed, runner: Runner, repeats: int, naive_above_s: float,
         alone = [timed(1) for _ in range(repeats)]
         return Samples(alone, alone), 1
     n = _copies(pilot, runner)
-    return _differential(timed, n, repeats, precision), n
+    return _differential(timed, n, repeats, precision, reference=reference), n
 
 
-def _copies(pilot: float, runner: Runner) -> int:
+def _copies(pilot: float, runner: Runner, target_s: float = TARGET_RUN_S) -> int:
     """N such that N copies last about TARGET_RUN_S, and N live outputs stay under
     MAX_LIVE_BYTES; even, and at least 2 (M = 1). A call that lasts the target alone needs no
     more copies: the difference of 2 and 1 cancels the run's fixed cost as well as 4 and 2 do,
     in half the time (the small grid re-measured both ways: they differ no more than the
     old timer does from itself, docs/validation/ops/measure-speed.md)."""
-    n = int(np.ceil(TARGET_RUN_S / max(pilot, 1e-7)))
+    n = int(np.ceil(target_s / max(pilot, 1e-7)))
     n = min(n, MAX_COPIES, max(2, MAX_LIVE_BYTES // max(runner.bytes_per_copy, 1)))
     return max(2, n + n % 2)
 
@@ -262,7 +273,7 @@ def _timed_backward(runner: Runner, k: int, sync) -> float:
 
 
 def _differential(timed, n: int, repeats: int, precision: Precision = Precision(),
-                  clock=time.perf_counter) -> Samples:
+                  clock=time.perf_counter, reference=None) -> Samples:
     m = n // 2
     start = clock()
     timed(n), timed(m)  # the allocator settles on what N copies need before the clock runs
@@ -276,6 +287,8 @@ def _differential(timed, n: int, repeats: int, precision: Precision = Precision(
             t_m, t_n = timed(m), timed(n)
         out.per_copy.append((t_n - t_m) / (n - m))
         out.bounds.append(t_m / m)
+        if reference is not None:
+            out.refs.append(reference.sample())
     return out
 
 

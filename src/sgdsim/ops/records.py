@@ -39,6 +39,10 @@ class OpRecord:
     # an upper bound (the whole M-copy run over M), not a measurement
     fwd_bound: bool = False
     bwd_bound: bool = False
+    # seconds of the type's reference call, timed in pairs with this row's samples (ops/
+    # reference.py): how fast the machine ran while this row was measured; 0.0: not timed
+    fwd_ref_s: float = 0.0
+    bwd_ref_s: float = 0.0
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -46,7 +50,7 @@ class OpRecord:
         return (self.device.name, self.op, params_key(self.params), self.dtype)
 
     def __post_init__(self) -> None:
-        for name in ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread"):
+        for name in ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread", "fwd_ref_s", "bwd_ref_s"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")

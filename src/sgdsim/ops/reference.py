@@ -1,0 +1,101 @@
+"""A reference call per operator type, timed in pairs with every row: the machine's speed at
+the moment the row was measured (issue 38, item 1).
+
+On a shared machine an operator's time drifts with the machine's phase, by ±15-50 % within a
+second and 2x between phases (docs/ops.md §5): more than the timer's own spread, so two
+measurements of one call minutes apart disagree by 12-33 % (median), and an estimator trained
+on them learns the phases as if they were the shapes'. Calls of one type slow down together,
+by about as much, so ``ops measure`` times one fixed call of the row's type (its reference)
+after each of the row's differential pairs and stores the reference's median with the row.
+
+Read back, a row's time is rescaled to the machine's mean speed over the rows of its type:
+
+    steady = measured × mean(reference over the type's rows) / reference during this row
+
+The mean, not the median: a training step that runs for minutes averages the phases, slow
+ones included. Rows without a reference (older databases, untyped calls, ``--no-reference``)
+are read as stored.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .records import OpRecord
+
+REFERENCE_SEED = 20261130  # one reference per type and dtype, the same on every machine
+CANDIDATES = 64
+REFERENCE_ELEMENTS = 2 ** 18  # the candidate whose tensors are nearest 1 MiB of float32: ~0.1-1 ms on a CPU
+# a reference pair's N-copy run lasts about this long: the rows' own runs last 10 ms, and the
+# reference, timed after every pair, would double the measuring time at that length
+REFERENCE_RUN_S = 0.004
+
+
+def reference_params(op: str, dtype: str) -> dict:
+    """The type's reference parameters: among the type's first ``CANDIDATES`` samples from a
+    fixed seed, the one whose tensors hold nearest ``REFERENCE_ELEMENTS`` (log distance).
+    Machine-independent, so a database's references agree wherever it was measured."""
+    from .optypes import REGISTRY
+
+    t = REGISTRY[op]
+    rng = np.random.default_rng(REFERENCE_SEED)
+    best, best_d = None, math.inf
+    for _ in range(CANDIDATES):
+        p = t.sample(rng)
+        size = sum(s.numel for s in t.build(p, dtype).tensors())
+        d = abs(math.log(max(size, 1) / REFERENCE_ELEMENTS))
+        if d < best_d:
+            best, best_d = p, d
+    return best
+
+
+def means(records) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """{(device, op, dtype): (mean forward reference, mean backward reference)} over the rows
+    that have one (0.0 where none has)."""
+    acc: dict[tuple, list[list[float]]] = {}
+    for r in records:
+        f, b = acc.setdefault((r.device.name, r.op, r.dtype), [[], []])
+        if r.fwd_ref_s > 0:
+            f.append(r.fwd_ref_s)
+        if r.bwd_ref_s > 0:
+            b.append(r.bwd_ref_s)
+    return {k: (float(np.mean(f)) if f else 0.0, float(np.mean(b)) if b else 0.0)
+            for k, (f, b) in acc.items()}
+
+
+def steady(records, by_type: dict[tuple[str, str, str], tuple[float, float]]) -> list[OpRecord]:
+    """``records`` at the machine's mean speed (``by_type``: ``means`` of their whole types)."""
+    out = []
+    for r in records:
+        mf, mb = by_type.get((r.device.name, r.op, r.dtype), (0.0, 0.0))
+        fwd = r.fwd_s * mf / r.fwd_ref_s if r.fwd_ref_s > 0 and mf > 0 else r.fwd_s
+        bwd = r.bwd_s * mb / r.bwd_ref_s if r.bwd_ref_s > 0 and mb > 0 else r.bwd_s
+        out.append(dataclasses.replace(r, fwd_s=fwd, bwd_s=bwd) if (fwd, bwd) != (r.fwd_s, r.bwd_s)
+                   else r)
+    return out
+
+
+class Reference:
+    """One type's reference call on this machine: ``sample()`` times one differential pair of
+    its forward (N and N/2 copies, N from a pilot) and returns seconds per copy."""
+
+    def __init__(self, op: str, dtype: str, device: str = "cpu", sync=None):
+        from .measure import Runner, _copies, _timed
+        from .optypes import REGISTRY
+
+        self.params = reference_params(op, dtype)
+        self._timed = _timed
+        self._sync = sync or (lambda: None)
+        self._runner = Runner(REGISTRY[op].build(self.params, dtype),
+                              np.random.default_rng(REFERENCE_SEED), device)
+        pilot = min(_timed(self._runner, 1, self._sync) for _ in range(3))
+        self.n = _copies(pilot, self._runner, REFERENCE_RUN_S)
+        self.sample()  # the allocator settles on N copies before the first sample counts
+
+    def sample(self) -> float:
+        n, m = self.n, self.n // 2
+        t_n = self._timed(self._runner, n, self._sync)
+        t_m = self._timed(self._runner, m, self._sync)
+        return max((t_n - t_m) / (n - m), 0.0)
