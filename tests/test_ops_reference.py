@@ -2,7 +2,6 @@
 a row reads the same time back from both (issue 38, item 1)."""
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 
 import numpy as np
@@ -103,21 +102,3 @@ def test_the_database_keeps_what_was_timed_and_reads_back_steady_times(tmp_path)
     assert one[keys[1]].fwd_s == pytest.approx(loaded[1].fwd_s)
     assert [looked[k].fwd_s for k in keys] == pytest.approx([r.fwd_s for r in loaded])
 
-
-def test_a_schema_2_database_is_upgraded_and_its_rows_read_as_stored(tmp_path):
-    path = str(tmp_path / "v2.sqlite")
-    with open_db(path) as db:
-        db.upsert([rec(1, 1e-6)])
-    con = sqlite3.connect(path)  # back to schema 2: no reference columns
-    for column in ("fwd_ref_s", "bwd_ref_s"):
-        con.execute(f"ALTER TABLE op_times DROP COLUMN {column}")
-    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
-    con.commit()
-    con.close()
-    with open_db(path, create=False) as db:
-        assert db.load() == [rec(1, 1e-6)]
-        db.upsert([rec(2, 2e-6, 1e-4, 1e-4)])
-        assert db.load(raw=True)[1].fwd_ref_s == 1e-4
-    con = sqlite3.connect(path)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
-    con.close()

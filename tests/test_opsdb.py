@@ -216,19 +216,25 @@ def test_a_zero_forward_time_is_never_stored(db):
     assert db.load() == []  # the whole batch refused, nothing half-written
 
 
-def test_a_schema_1_database_is_upgraded_when_opened(tmp_path):
-    path = str(tmp_path / "v1.sqlite")
+@pytest.mark.parametrize("version, dropped", [
+    (1, ("fwd_bound", "bwd_bound", "fwd_ref_s", "bwd_ref_s")),  # before the bound flags and retests
+    (2, ("fwd_ref_s", "bwd_ref_s")),  # before the references
+])
+def test_an_older_schema_is_upgraded_when_opened_and_its_rows_read_as_stored(tmp_path, version, dropped):
+    from dataclasses import replace
+    path = str(tmp_path / "old.sqlite")
     with open_db(path) as db:
         db.upsert([rec(1, 1e-6)])
-    con = sqlite3.connect(path)  # back to schema 1: no flag columns (nor schema 3's references)
-    for column in ("fwd_bound", "bwd_bound", "fwd_ref_s", "bwd_ref_s"):
+    con = sqlite3.connect(path)  # back to the older schema: without its later columns
+    for column in dropped:
         con.execute(f"ALTER TABLE op_times DROP COLUMN {column}")
-    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+    con.execute(f"UPDATE meta SET value = '{version}' WHERE key = 'schema'")
     con.commit()
     con.close()
     with open_db(path, create=False) as db:
         assert db.load() == [rec(1, 1e-6)]
-        db.upsert([rec(2, 2e-6)])
+        db.upsert([replace(rec(2, 2e-6), fwd_ref_s=1e-4, bwd_ref_s=1e-4)])
+        assert db.load(raw=True)[1].fwd_ref_s == 1e-4
     con = sqlite3.connect(path)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
     con.close()
