@@ -102,3 +102,16 @@ def test_the_database_keeps_what_was_timed_and_reads_back_steady_times(tmp_path)
     assert one[keys[1]].fwd_s == pytest.approx(loaded[1].fwd_s)
     assert [looked[k].fwd_s for k in keys] == pytest.approx([r.fwd_s for r in loaded])
 
+
+
+def test_a_step_is_read_at_the_databases_mean_speed_type_by_type():
+    # 60 % conv2d whose reference runs 2x slower now than its rows' mean, 30 % relu at its
+    # mean, 10 % untyped: 0.6 * 0.5 + 0.3 * 1 + 0.1 * 1
+    f = reference.speed_factor({"conv2d": 0.6, "relu": 0.3}, {"conv2d": 1e-3, "relu": 2e-4},
+                               {"conv2d": 2e-3, "relu": 2e-4})
+    assert f == pytest.approx(0.7)
+    # a type with no reference in the database, or none timed now, is read as measured
+    assert reference.speed_factor({"conv2d": 0.6, "mm": 0.4}, {"conv2d": 1e-3},
+                                  {"conv2d": 5e-4, "mm": 1e-3}) == pytest.approx(1.6)
+    # the same machine speed now as in the database: unchanged
+    assert reference.speed_factor({"conv2d": 1.0}, {"conv2d": 3e-4}, {"conv2d": 3e-4}) == 1.0

@@ -8,7 +8,14 @@ For every (model, batch):
   (``sgdsim ops measure --model``): the ahead-of-time database case;
 * "estimator": the same, with every typed call timed by estimators trained on the sampled grid
   only (the model's shapes are held out); untyped glue calls (views, copies) still come from
-  the model database, as there is no grid for them; their share of the time is reported.
+  the model database, as there is no grid for them; their share of the time is reported;
+* "over the reference" (unless ``--no-reference``): each type's reference call (``ops
+  measure``'s, ``sgdsim.ops.reference``) is timed before and after every measured step, and
+  the step is read at each database's mean speed, type by type, weighted by the type's share
+  of the step (``reference.speed_factor``): the exact sum against the step read at the model
+  database's mean speed, the estimator against it read at the grid's. The database's rows
+  are read at that speed too, so this compares like with like when the machine's phase
+  during the steps differs from the phases its rows were timed in.
 
     python examples/ops/estimate_models.py --models-db M.sqlite --grid-db G.sqlite \
         --out docs/validation/ops/models [--models zoo:mlp,zoo:resnet50]
@@ -25,11 +32,15 @@ import time
 import numpy as np
 import torch
 
+from sgdsim.ops import reference
 from sgdsim.ops.collect import this_device
 from sgdsim.ops.db import open_db
-from sgdsim.ops.estimate import estimate_profile
+from sgdsim.ops.estimate import estimate_profile, time_calls
+from sgdsim.ops.graph import trace_model
 from sgdsim.ops.optypes import OTHER_NAME
 from sgdsim.profiler.api import profile_model
+
+REF_SAMPLES = 5  # reference samples per type before and after each measured step
 
 CASES = [("zoo:mlp", (32, 256)), ("zoo:small-cnn", (32, 128)),
          ("zoo:resnet50", (2, 4)), ("zoo:vit-base", (1, 2)),
@@ -59,43 +70,87 @@ def step_of(profile) -> float:
     return profile.mean_compute_s() + upd
 
 
-def measure_steps(steps: int, runs: int, cases) -> dict:
-    """{(spec, batch): [plain step seconds, one per run]}; every case once per round."""
+def type_shares(spec, batch, models_db, device) -> dict[str, float]:
+    """Each typed operator's share of the step's time, from the model's own calls."""
+    timed = time_calls(trace_model(spec, batch).calls, models_db, device, {})
+    t = timed.fwd + timed.bwd
+    shares: dict[str, float] = {}
+    for x, op in zip(t, timed.ops):
+        if op != OTHER_NAME:
+            shares[op] = shares.get(op, 0.0) + float(x) / float(t.sum())
+    return shares
+
+
+def _now(refs: dict) -> dict[str, list[float]]:
+    """``REF_SAMPLES`` of each type's reference, the types in turn: in ``ops measure`` a
+    reference follows other calls, and back to back a memory-bound one runs from a warm cache
+    (relu's: 51-91 µs alone against 113-175 µs in turn and 122-151 µs in ops measure)."""
+    out: dict[str, list[float]] = {op: [] for op in refs}
+    for _ in range(REF_SAMPLES):
+        for op, r in refs.items():
+            out[op].append(r.sample())
+    return out
+
+
+def measure_steps(steps: int, runs: int, cases, refs: dict) -> dict:
+    """{(spec, batch): [(plain step seconds, {op: reference seconds}), one per run]}; every
+    case once per round; ``refs``: {op: Reference} timed around each step (may be empty)."""
     out: dict = {}
     for _ in range(runs):
         for spec, batches in cases:
             for b in batches:
+                before = _now(refs)
                 real = profile_model(spec, b, steps=steps, warmup=2, threads=1).plain_step_s
-                out.setdefault((spec, b), []).append(real)
+                after = _now(refs)
+                now = {op: float(np.median(before[op] + after[op])) for op in refs}
+                out.setdefault((spec, b), []).append((real, now))
                 print(spec, b, f"{real * 1e3:.2f} ms", flush=True)
     return out
 
 
-def run_case(spec, batch, models_db, grid_db, device, measured: list) -> dict:
-    real = float(np.median(measured))
+def steady_ms(measured: list, shares: dict, db, device: str) -> float:
+    """The median measured step read at ``db``'s mean reference speed (as timed if no refs)."""
+    means = {op: f for (_, op, dt), (f, _) in
+             reference.means(db.load(device=device, raw=True)).items() if dt == "float32"}
+    return float(np.median([t * reference.speed_factor(shares, means, now)
+                            for t, now in measured])) * 1e3
+
+
+def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: dict) -> dict:
+    steps = [t for t, _ in measured]
+    real = float(np.median(steps))
     exact = estimate_profile(spec, batch, models_db, device)
     est = estimate_profile(spec, batch, GridOnly(models_db, grid_db), device)
     info = est.extra["estimated"]
     return {"model": spec, "batch": batch, "measured_ms": real * 1e3,
-            "measured_min_ms": min(measured) * 1e3, "measured_max_ms": max(measured) * 1e3,
+            "measured_min_ms": min(steps) * 1e3, "measured_max_ms": max(steps) * 1e3,
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,
-            "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"]}
+            "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"],
+            "steady_models_ms": steady_ms(measured, shares, models_db, device),
+            "steady_grid_ms": steady_ms(measured, shares, grid_db, device)}
 
 
 def render(rows, seconds) -> str:
     lines = ["| model | batch | measured step ms, median (range) | exact (database) ms | error | "
-             "estimator ms | error | untyped share |", "|---|---|---|---|---|---|---|---|"]
+             "estimator ms | error | untyped share | over the reference: exact | estimator |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         e1 = r["exact_ms"] / r["measured_ms"] - 1
         e2 = r["estimator_ms"] / r["measured_ms"] - 1
+        s1 = r["exact_ms"] / r["steady_models_ms"] - 1
+        s2 = r["estimator_ms"] / r["steady_grid_ms"] - 1
         lines.append(f"| {r['model']} | {r['batch']} | {r['measured_ms']:.2f} "
                      f"({r['measured_min_ms']:.2f}-{r['measured_max_ms']:.2f}) | "
                      f"{r['exact_ms']:.2f} | {e1:+.1%} | {r['estimator_ms']:.2f} | {e2:+.1%} | "
-                     f"{r['untyped_share']:.1%} |")
+                     f"{r['untyped_share']:.1%} | {s1:+.1%} | {s2:+.1%} |")
     spread = max(r["measured_max_ms"] / r["measured_min_ms"] for r in rows)
-    mean1 = sum(abs(r["exact_ms"] / r["measured_ms"] - 1) for r in rows) / len(rows)
-    mean2 = sum(abs(r["estimator_ms"] / r["measured_ms"] - 1) for r in rows) / len(rows)
-    lines += ["", f"Mean |error|: exact {mean1:.1%}, estimator {mean2:.1%} "
+
+    def mean(num, den):
+        return sum(abs(r[num] / r[den] - 1) for r in rows) / len(rows)
+    lines += ["", f"Mean |error|: exact {mean('exact_ms', 'measured_ms'):.1%}, estimator "
+                  f"{mean('estimator_ms', 'measured_ms'):.1%}; over the reference: exact "
+                  f"{mean('exact_ms', 'steady_models_ms'):.1%}, estimator "
+                  f"{mean('estimator_ms', 'steady_grid_ms'):.1%} "
                   f"({len(rows)} cases, {seconds:.0f} s); the measured step itself varied up to "
                   f"{spread:.2f}x between runs."]
     return "\n".join(lines) + "\n"
@@ -131,6 +186,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="separate measurements of each case")
     ap.add_argument("--models", default=None,
                     help="comma-separated subset of the cases' models (default: all six)")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="do not time the types' reference calls around the steps")
     args = ap.parse_args()
     wanted = None if args.models is None else set(args.models.split(","))
     cases = [c for c in CASES if wanted is None or c[0] in wanted]
@@ -140,11 +197,16 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     device = this_device(1).name
     t0, rows = time.perf_counter(), []
-    measured = measure_steps(args.steps, args.runs, cases)
     with open_db(args.models_db, create=False) as mdb, open_db(args.grid_db, create=False) as gdb:
+        shares = {(spec, b): type_shares(spec, b, mdb, device)
+                  for spec, batches in cases for b in batches}
+        refs = {} if args.no_reference else {
+            op: reference.Reference(op, "float32") for op in sorted(set().union(*shares.values()))}
+        measured = measure_steps(args.steps, args.runs, cases, refs)
         for spec, batches in cases:
             for b in batches:
-                rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)]))
+                rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)],
+                                     shares[(spec, b)]))
                 print(rows[-1], flush=True)
     with open(os.path.join(args.out, "models.csv"), "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -77,6 +77,19 @@ def steady(records, by_type: dict[tuple[str, str, str], tuple[float, float]]) ->
     return out
 
 
+def speed_factor(shares: dict[str, float], mean_s: dict[str, float],
+                 now_s: dict[str, float]) -> float:
+    """What a time measured now is multiplied by to read it at a database's mean speed, for
+    work that spends ``shares`` of its time in each operator type: the share-weighted
+    mean(reference) / reference now. The share left over (untyped calls) and types without
+    both references count at 1, as their rows are read as stored."""
+    factor = 1.0 - sum(shares.values())
+    for op, share in shares.items():
+        mean, now = mean_s.get(op, 0.0), now_s.get(op, 0.0)
+        factor += share * (mean / now if mean > 0 and now > 0 else 1.0)
+    return factor
+
+
 class Reference:
     """One type's reference call on this machine: ``sample()`` times one differential pair of
     its forward (N and N/2 copies, N from a pilot) and returns seconds per copy."""
