@@ -5,7 +5,7 @@ validation error is lower (beside the prior, a quadratic correction competes wit
 on the same validation rows). Both get the same total budget. Printed beside the type's
 test-retest median (sgdsim ops retest).
 
-    python examples/ops/prior_cv.py DB [--budget 5] [--folds 4] [--seed 0] [--raw]
+    python examples/ops/prior_cv.py DB [--budget 5] [--folds 4] [--seed 0] [--raw] [--ops conv2d,mm]
 
 ``--raw``: the rows as timed, not rescaled by their type's reference (ops/reference.py).
 """
@@ -53,6 +53,7 @@ def cv_arguments(description: str) -> argparse.Namespace:
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--raw", action="store_true", help="the rows as timed, without their reference")
+    ap.add_argument("--ops", default=None, help="comma list of operator types (default: all)")
     return ap.parse_args()
 
 
@@ -64,8 +65,9 @@ def main() -> None:
     print("| operator | rows | median error, MLP | auto | mean, MLP | auto | prior chosen | quadratic chosen "
           "| test-retest median | auto within 1.5x |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    wanted = None if args.ops is None else set(args.ops.split(","))
     for (op, dtype), recs in sorted(groups.items()):
-        if len(recs) < 20:
+        if len(recs) < 20 or (wanted is not None and op not in wanted):
             continue
         fold = np.random.default_rng(args.seed).permutation(len(recs)) % args.folds
         err = {"mlp": [], "auto": []}
