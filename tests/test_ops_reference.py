@@ -103,7 +103,6 @@ def test_the_database_keeps_what_was_timed_and_reads_back_steady_times(tmp_path)
     assert [looked[k].fwd_s for k in keys] == pytest.approx([r.fwd_s for r in loaded])
 
 
-
 def test_a_step_is_read_at_the_databases_mean_speed_type_by_type():
     # 60 % conv2d whose reference runs 2x slower now than its rows' mean, 30 % relu at its
     # mean, 10 % untyped: 0.6 * 0.5 + 0.3 * 1 + 0.1 * 1
