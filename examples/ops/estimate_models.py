@@ -74,10 +74,11 @@ def type_shares(spec, batch, models_db, device) -> dict[str, float]:
     """Each typed operator's share of the step's time, from the model's own calls."""
     timed = time_calls(trace_model(spec, batch).calls, models_db, device, {})
     t = timed.fwd + timed.bwd
+    total = float(t.sum())
     shares: dict[str, float] = {}
     for x, op in zip(t, timed.ops):
         if op != OTHER_NAME:
-            shares[op] = shares.get(op, 0.0) + float(x) / float(t.sum())
+            shares[op] = shares.get(op, 0.0) + float(x) / total
     return shares
 
 
@@ -108,15 +109,20 @@ def measure_steps(steps: int, runs: int, cases, refs: dict) -> dict:
     return out
 
 
-def steady_ms(measured: list, shares: dict, db, device: str) -> float:
-    """The median measured step read at ``db``'s mean reference speed (as timed if no refs)."""
-    means = {op: f for (_, op, dt), (f, _) in
-             reference.means(db.load(device=device, raw=True)).items() if dt == "float32"}
+def mean_refs(db, device: str) -> dict[str, float]:
+    """{op: the mean forward reference over the type's float32 rows} of ``db`` on ``device``."""
+    return {op: f for (_, op, dt), (f, _) in
+            reference.means(db.load(device=device, raw=True)).items() if dt == "float32"}
+
+
+def steady_ms(measured: list, shares: dict, means: dict[str, float]) -> float:
+    """The median measured step read at the mean reference speed ``means`` (as timed if no refs)."""
     return float(np.median([t * reference.speed_factor(shares, means, now)
                             for t, now in measured])) * 1e3
 
 
-def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: dict) -> dict:
+def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: dict,
+             means: tuple[dict, dict]) -> dict:
     steps = [t for t, _ in measured]
     real = float(np.median(steps))
     exact = estimate_profile(spec, batch, models_db, device)
@@ -126,8 +132,8 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
             "measured_min_ms": min(steps) * 1e3, "measured_max_ms": max(steps) * 1e3,
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,
             "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"],
-            "steady_models_ms": steady_ms(measured, shares, models_db, device),
-            "steady_grid_ms": steady_ms(measured, shares, grid_db, device)}
+            "steady_models_ms": steady_ms(measured, shares, means[0]),
+            "steady_grid_ms": steady_ms(measured, shares, means[1])}
 
 
 def render(rows, seconds) -> str:
@@ -203,10 +209,11 @@ def main() -> None:
         refs = {} if args.no_reference else {
             op: reference.Reference(op, "float32") for op in sorted(set().union(*shares.values()))}
         measured = measure_steps(args.steps, args.runs, cases, refs)
+        means = mean_refs(mdb, device), mean_refs(gdb, device)
         for spec, batches in cases:
             for b in batches:
                 rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)],
-                                     shares[(spec, b)]))
+                                     shares[(spec, b)], means))
                 print(rows[-1], flush=True)
     with open(os.path.join(args.out, "models.csv"), "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from reference_window import cv_over_caches  # beside this script
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.terms import CACHE_GRID, fit_rates
 from sgdsim.ops.optypes.base import beyond_cache, grad, window_out
@@ -57,15 +58,8 @@ def matrix(op: str, rows, cache: float, name: str) -> np.ndarray:
 
 def cv(op: str, rows, name: str) -> tuple[float, float]:
     """(held-out median |error|, cache bytes) of the best cache size, 4 folds."""
-    t = np.array([r.fwd_s for r in rows])
-    fold = np.random.default_rng(0).permutation(len(t)) % 4
-    best = (math.inf, 0.0)
-    for cache in CACHE_GRID:
-        X, pred = matrix(op, rows, cache, name), np.zeros(len(t))
-        for k in range(4):
-            pred[fold == k] = X[fold == k] @ np.array(fit_rates(X[fold != k], t[fold != k]))
-        best = min(best, (float(np.median(np.abs(pred / t - 1))), cache))
-    return best
+    return cv_over_caches(np.array([r.fwd_s for r in rows]),
+                          lambda cache: matrix(op, rows, cache, name))
 
 
 def load(path: str, op: str):
