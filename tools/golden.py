@@ -24,7 +24,7 @@ R50 = "examples/profiles/resnet50.json"
 VGG = "examples/profiles/vgg16-nooverlap.json"
 ALEX = "examples/profiles/alexnet.json"
 FIXED = ["--steps", "40", "--replications", "2", "--format", "json", "-q"]
-GRIDS = ("async", "cnn", "allreduce", "2ps", "widecnn", "heldout200", "heldout-margin", "torch", "torch-b")
+GRIDS = ("async", "cnn", "allreduce", "2ps", "widecnn", "heldout200", "heldout-margin", "torch", "torch-b", "torch-c")
 
 
 def cases() -> dict[str, list[str]]:

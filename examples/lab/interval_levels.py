@@ -5,7 +5,7 @@ For each level L in spec.control.LEVELS and each model (fine, coarse): the simul
 conformal prediction at L on the 66 single runs of issue 8's 22 points (rounded up at the fourth
 decimal: spec.control.MODEL_ERROR_BY_LEVEL), and the intervals widened by m are checked on the
 held-out trainer family (docs/validation/torch, and its second grid measured after these
-margins were committed: docs/validation/torch-b) and on the earlier held-out runs (heldout200*,
+margins were committed: docs/validation/torch-b, and a third: docs/validation/torch-c) and on the earlier held-out runs (heldout200*,
 second-w2, heldout-margin): mean half-width and share of single runs inside.
 
 The coarse model (one value, no simulated runs) is replayed from the committed runs and its
@@ -31,6 +31,7 @@ from sgdsim.validate.grid import load_grid
 FIT = [f"docs/validation/{g}/points.csv" for g in ("async", "cnn", "allreduce", "2ps", "widecnn")]
 TORCH = ["docs/validation/torch/points.csv"]
 TORCH_B = ["docs/validation/torch-b/points.csv"]  # measured after the margins were committed
+TORCH_C = ["docs/validation/torch-c/points.csv"]  # so was this one
 EARLIER = [f"docs/validation/{g}/points.csv" for g in (
     "heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e", "second-w2", "heldout-margin")]
 
@@ -94,26 +95,33 @@ def check_families(families: dict[bool, list], margins: dict[bool, float]) -> st
     return f"±{sum(m for _, m in rs) / len(rs):.1%} | {inside} of {len(rs)} ({inside / len(rs):.0%})"
 
 
+def _joined(*families: dict[bool, list]) -> dict[bool, list]:
+    return {f: [r for fam in families for r in fam[f]] for f in (True, False)}
+
+
 def main() -> None:
     print("| model | level | margin m | lab trainer (fitted): half-width | inside "
           "| held-out trainer: half-width | inside | its second grid: half-width | inside "
+          "| its third grid: half-width | inside | the three torch grids: half-width | inside "
           "| earlier held-out: half-width | inside |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in LEVELS:
         q = level_scale(level)
         fit = runs(FIT, "fine")
         m = math.ceil(conformal_margin([score(*r, q) for r in fit], level) * 1e4) / 1e4
         print(f"| fine | {level:.0%} | ±{m:.2%} | {check(fit, m, q)} | "
               f"{check(runs(TORCH, 'fine'), m, q)} | {check(runs(TORCH_B, 'fine'), m, q)} | "
+              f"{check(runs(TORCH_C, 'fine'), m, q)} | {check(runs(TORCH + TORCH_B + TORCH_C, 'fine'), m, q)} | "
               f"{check(runs(EARLIER, 'fine'), m, q)} |")
     with tempfile.TemporaryDirectory() as tmp:
-        fit, torch, torch_b, earlier = (coarse_runs(paths, tmp)
-                                        for paths in (FIT, TORCH, TORCH_B, EARLIER))
+        fit, torch, torch_b, torch_c, earlier = (coarse_runs(paths, tmp)
+                                                 for paths in (FIT, TORCH, TORCH_B, TORCH_C, EARLIER))
     for level in LEVELS:
         margins = coarse_margins(fit, level)
         print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
               f"{check_families(fit, margins)} | {check_families(torch, margins)} | "
-              f"{check_families(torch_b, margins)} | {check_families(earlier, margins)} |")
+              f"{check_families(torch_b, margins)} | {check_families(torch_c, margins)} | "
+              f"{check_families(_joined(torch, torch_b, torch_c), margins)} | {check_families(earlier, margins)} |")
 
 
 if __name__ == "__main__":
