@@ -39,7 +39,20 @@ def rows(out: str):
                    bound, fine.get((case, d["workers"])), d["throughput"])
 
 
+def check(outs: list[str]) -> None:
+    """One line and exit code 2 for a folder that is not a measured grid's."""
+    if not outs:
+        sys.exit("usage: cpu_bound.py OUT [OUT ...] (folders measure_grid.py wrote)")
+    for out in outs:
+        for name in ("points.csv", "runs.jsonl"):
+            if not os.path.isfile(os.path.join(out, name)):
+                print(f"cpu_bound.py: error: {out} has no {name} (a folder measure_grid.py wrote)",
+                      file=sys.stderr)
+                sys.exit(2)
+
+
 def main(outs: list[str]) -> None:
+    check(outs)
     print("| grid | case | W | CPU per example (ms) | bound from the smallest W | fine | measured |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for out in outs:

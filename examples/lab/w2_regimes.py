@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import os
+import sys
 
 from sgdsim.predict import predict
 from sgdsim.profile.io import load_profile
@@ -47,11 +49,30 @@ def simulated(grid: str, case_name: str, committed: dict[int, list[float]]):
                    replications=case.replications)[0]
 
 
+def _fail(text: str) -> None:
+    print(f"w2_regimes.py: error: {text}", file=sys.stderr)
+    sys.exit(2)
+
+
+def check(runs: str, points: list[str]) -> None:
+    """One line and exit code 2 for a file or point that is not there."""
+    if not os.path.isfile(runs):
+        _fail(f"cannot read {runs}")
+    for spec in points:
+        grid, _, case = spec.partition(":")
+        path = f"examples/grids/lab-{grid}.toml"
+        if not case or not os.path.isfile(path):
+            _fail(f"{spec!r}: use GRID:CASE with examples/grids/lab-GRID.toml")
+        if case not in {c.name for c in load_grid(path).cases}:
+            _fail(f"{spec!r}: {path} has no case {case!r}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", help="more_runs.py's output")
     ap.add_argument("points", nargs="+", help="GRID:CASE")
     args = ap.parse_args(argv)
+    check(args.runs, args.points)
     print("| point | simulated mean | simulated regimes (examples/s, share), or spread | real runs (committed first) "
           "| real mean | real runs nearer the slow / fast regime |")
     print("|---|---:|---|---|---:|---:|")
