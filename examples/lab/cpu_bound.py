@@ -31,24 +31,23 @@ def rows(out: str):
     for line in open(os.path.join(out, "runs.jsonl"), encoding="utf-8"):
         d = json.loads(line)
         runs[d["case"]].append(d)
+    grid = os.path.basename(out.rstrip("/"))
     for case, rs in runs.items():
         rs.sort(key=lambda d: d["workers"])
-        bound = CORES / cpu_per_example_s(rs[0])
-        for d in rs:
-            yield (os.path.basename(out.rstrip("/")), case, d["workers"], cpu_per_example_s(d) * 1e3,
-                   bound, fine.get((case, d["workers"])), d["throughput"])
+        cpu_s = [cpu_per_example_s(d) for d in rs]
+        for d, c in zip(rs, cpu_s):  # the bound from the smallest W: cpu_s[0]
+            yield (grid, case, d["workers"], c * 1e3, CORES / cpu_s[0], fine.get((case, d["workers"])),
+                   d["throughput"])
 
 
 def check(outs: list[str]) -> None:
     """One line and exit code 2 for a folder that is not a measured grid's."""
-    if not outs:
-        sys.exit("usage: cpu_bound.py OUT [OUT ...] (folders measure_grid.py wrote)")
-    for out in outs:
-        for name in ("points.csv", "runs.jsonl"):
-            if not os.path.isfile(os.path.join(out, name)):
-                print(f"cpu_bound.py: error: {out} has no {name} (a folder measure_grid.py wrote)",
-                      file=sys.stderr)
-                sys.exit(2)
+    missing = "no folder given" if not outs else next(
+        (f"{out} has no {name}" for out in outs for name in ("points.csv", "runs.jsonl")
+         if not os.path.isfile(os.path.join(out, name))), None)
+    if missing:
+        print(f"cpu_bound.py: error: {missing} (give folders measure_grid.py wrote)", file=sys.stderr)
+        sys.exit(2)
 
 
 def main(outs: list[str]) -> None:

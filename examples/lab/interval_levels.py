@@ -4,9 +4,10 @@ For each level L in spec.control.LEVELS and each model (fine, coarse): the simul
 95 % interval is rescaled to L (normal quantiles), the model's error m is fitted by split
 conformal prediction at L on the 66 single runs of issue 8's 22 points (rounded up at the fourth
 decimal: spec.control.MODEL_ERROR_BY_LEVEL), and the intervals widened by m are checked on the
-held-out trainer family (docs/validation/torch, and its second grid measured after these
-margins were committed: docs/validation/torch-b, and a third: docs/validation/torch-c) and on the earlier held-out runs (heldout200*,
-second-w2, heldout-margin): mean half-width and share of single runs inside.
+held-out trainer family (docs/validation/torch, and its second and third grids measured after
+these margins were committed: docs/validation/torch-b, torch-c), over those three grids together,
+and on the earlier held-out runs (heldout200*, second-w2, heldout-margin): mean half-width and
+share of single runs inside.
 
 The coarse model (one value, no simulated runs) is replayed from the committed runs and its
 error fitted per family: the MVA of async PS on its 45 runs (COARSE_ASYNC_ERROR_BY_LEVEL), the
@@ -105,23 +106,22 @@ def main() -> None:
           "| its third grid: half-width | inside | the three torch grids: half-width | inside "
           "| earlier held-out: half-width | inside |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    fit = runs(FIT, "fine")
+    held = [runs(paths, "fine") for paths in (TORCH, TORCH_B, TORCH_C)]
+    held += [held[0] + held[1] + held[2], runs(EARLIER, "fine")]  # the three torch grids, then the rest
     for level in LEVELS:
         q = level_scale(level)
-        fit = runs(FIT, "fine")
         m = math.ceil(conformal_margin([score(*r, q) for r in fit], level) * 1e4) / 1e4
         print(f"| fine | {level:.0%} | ±{m:.2%} | {check(fit, m, q)} | "
-              f"{check(runs(TORCH, 'fine'), m, q)} | {check(runs(TORCH_B, 'fine'), m, q)} | "
-              f"{check(runs(TORCH_C, 'fine'), m, q)} | {check(runs(TORCH + TORCH_B + TORCH_C, 'fine'), m, q)} | "
-              f"{check(runs(EARLIER, 'fine'), m, q)} |")
+              + " | ".join(check(rs, m, q) for rs in held) + " |")
     with tempfile.TemporaryDirectory() as tmp:
         fit, torch, torch_b, torch_c, earlier = (coarse_runs(paths, tmp)
                                                  for paths in (FIT, TORCH, TORCH_B, TORCH_C, EARLIER))
     for level in LEVELS:
         margins = coarse_margins(fit, level)
+        groups = (fit, torch, torch_b, torch_c, _joined(torch, torch_b, torch_c), earlier)
         print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
-              f"{check_families(fit, margins)} | {check_families(torch, margins)} | "
-              f"{check_families(torch_b, margins)} | {check_families(torch_c, margins)} | "
-              f"{check_families(_joined(torch, torch_b, torch_c), margins)} | {check_families(earlier, margins)} |")
+              + " | ".join(check_families(g, margins) for g in groups) + " |")
 
 
 if __name__ == "__main__":

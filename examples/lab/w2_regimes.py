@@ -14,35 +14,29 @@ their spread (the one-run 95 % interval, and their range from the stopping note)
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import os
 import sys
 
+from sgdsim.errors import SgdsimError
 from sgdsim.predict import predict
 from sgdsim.profile.io import load_profile
 from sgdsim.validate.grid import load_grid
-from sgdsim.validate.run import calibrated_hardware
+from sgdsim.validate.run import calibrated_hardware, pooled_runs
 
 W = 2
 
 
-def runs_of(grid: str, case: str, extra: str) -> tuple[dict[int, list[float]], list[float]]:
-    """({workers: committed runs}, the extra W = 2 runs) of one case."""
-    committed: dict[int, list[float]] = {}
-    for r in csv.DictReader(open(f"docs/validation/{grid}/points.csv", encoding="utf-8")):
-        if r["case"] == case and r["model"] == "fine" and r["measured_runs"]:
-            committed[int(r["workers"])] = [float(x) for x in r["measured_runs"].split(";")]
-    more = [float(x) for r in csv.DictReader(open(extra, encoding="utf-8"))
-            if r["grid"] == grid and r["case"] == case and int(r["workers"]) == W
-            for x in r["measured_runs"].split(";")]
-    return committed, more
+def runs_of(grid: str, extra: str) -> dict[tuple[str, int], list[float]]:
+    """{(case, workers): runs} of the grid's committed points, then RUNS.csv's, pooled as
+    ``sgdsim validate --measured A --measured B`` pools them."""
+    return pooled_runs([f"docs/validation/{grid}/points.csv", extra])
 
 
-def simulated(grid: str, case_name: str, committed: dict[int, list[float]]):
+def simulated(grid: str, case_name: str, runs: dict[int, list[float]]):
     case = next(c for c in load_grid(f"examples/grids/lab-{grid}.toml").cases if c.name == case_name)
     profile = load_profile(f"docs/validation/{grid}/profiles/{case_name}.json")
-    _, hw = calibrated_hardware(case, profile, committed)
+    _, hw = calibrated_hardware(case, profile, runs)  # W = 1: RUNS.csv has none
     case = dataclasses.replace(case, hardware_spec=hw, predict_bandwidth_bps=None)
     return predict(profile, workers=[W], **{**case.network(), "model_error": 0.0, "fit_uncertainty": 0.0},
                    mode=case.mode, arch=case.arch, sharing=case.sharing,
@@ -54,10 +48,8 @@ def _fail(text: str) -> None:
     sys.exit(2)
 
 
-def check(runs: str, points: list[str]) -> None:
-    """One line and exit code 2 for a file or point that is not there."""
-    if not os.path.isfile(runs):
-        _fail(f"cannot read {runs}")
+def check(points: list[str]) -> None:
+    """One line and exit code 2 for a point that is not there."""
     for spec in points:
         grid, _, case = spec.partition(":")
         path = f"examples/grids/lab-{grid}.toml"
@@ -72,15 +64,19 @@ def main(argv=None) -> None:
     ap.add_argument("runs", help="more_runs.py's output")
     ap.add_argument("points", nargs="+", help="GRID:CASE")
     args = ap.parse_args(argv)
-    check(args.runs, args.points)
+    check(args.points)
+    try:
+        pooled = {grid: runs_of(grid, args.runs) for grid in {p.split(":")[0] for p in args.points}}
+    except SgdsimError as exc:
+        _fail(str(exc))
     print("| point | simulated mean | simulated regimes (examples/s, share), or spread | real runs (committed first) "
           "| real mean | real runs nearer the slow / fast regime |")
     print("|---|---:|---|---|---:|---:|")
     for spec in args.points:
         grid, case = spec.split(":")
-        committed, more = runs_of(grid, case, args.runs)
-        pt = simulated(grid, case, committed)
-        real = committed[W] + more
+        runs = {w: got for (c, w), got in pooled[grid].items() if c == case}
+        pt = simulated(grid, case, runs)
+        real = runs[W]
         modes = tuple(pt.regimes or ())
         if modes:
             lo, hi = modes
