@@ -44,7 +44,7 @@ def simulated(grid: str, case_name: str, runs: dict[int, list[float]]):
 
 
 def _fail(text: str) -> None:
-    print(f"w2_regimes.py: error: {text}", file=sys.stderr)
+    print(f"{os.path.basename(sys.argv[0])}: error: {text}", file=sys.stderr)
     sys.exit(2)
 
 

@@ -70,9 +70,11 @@ def simulate_point(classes: list[WorkerClass], config: SimConfig,
 def _not_met(reps: list[PredictionPoint], budget_stop: bool) -> str:
     """The note of a point whose rounds stopped (cap or op budget) before the mean was known
     to ``REL_TARGET``. Async runs lock into the offsets they start with: each replication's
-    throughput is set by its start point (the same values with 10 times longer runs), so the
-    spread is between runs, and the interval (for one run) is as wide as it is. A point the
-    op budget stopped after one round may be known to better than the target, unconfirmed
+    throughput is set by its start point (under fair sharing, the same values with 10 times
+    longer runs; a hardware file's TCP dynamics make them drift over hundreds of steps,
+    docs/validation/torch-repeats-w2/), so the spread is between runs, and the interval (for
+    one run) is as wide as it is. A point the op budget stopped after one round may be known
+    to better than the target, unconfirmed
     (``_converged`` wants two rounds): it says so rather than "not met"."""
     xs = np.array([r.throughput for r in reps])
     m = float(xs.mean())
