@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 from collections import defaultdict
 
 
@@ -46,11 +47,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("points", nargs="+", help="points.csv files of sgdsim validate")
     args = ap.parse_args()
+    found = cases(args.points)
     print("| case | W | measured | fine | largest fall, measured | fine | steps the same way |")
     print("|---|---|---|---|---:|---:|---:|")
-    for case, by_w in sorted(cases(args.points).items()):
+    for case, by_w in sorted(found.items()):
         print(row(case, by_w))
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:  # one line, as for bad options
+        print(f"async_by_w.py: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        sys.exit(2)

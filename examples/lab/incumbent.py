@@ -112,8 +112,31 @@ def transfer(c, kind, n, every=0, log=None):
         recv_n(c, 1)
 
 
+ROLES = {  # role: (arguments it needs at least, what they are)
+    "server": (0, ""), "long": (4, "HOST pull|push SIZE T0"), "rounds": (6, "HOST pull|push SIZE PERIOD N T0"),
+    "arrivals": (6, "HOST pull|push SIZE PERIOD N T0"), "alternate": (5, "HOST FIRST SIZE N T0 [PAUSE]"),
+    "report": (2, "incumbent.txt arrivals.txt"), "ramp": (2, "incumbent.txt arrivals.txt [...]"),
+    "ramp-rounds": (2, "incumbent.txt arrivals.txt [...]"),
+    "record-onset": (7, "HARDWARE.json pull|push WINDOW_S SETTLED_S ramp|rounds INC ARR [...]"),
+    "joined": (5, "HARDWARE.json pull|push SPAN_S INC ARR [...]"),
+    "record-joined": (5, "HARDWARE.json pull|push SPAN_S INC ARR [...]"),
+    "record": (4, "HARDWARE.json INCUMBENT_KIND incumbent.txt arrivals.txt"),
+}
+
+
 def main():
-    role = sys.argv[1]
+    role = sys.argv[1] if len(sys.argv) > 1 else None
+    if role not in ROLES:
+        _die("usage: incumbent.py " + " | ".join(ROLES) + " ... (the module's docstring shows each)")
+    if len(sys.argv) - 2 < ROLES[role][0]:
+        _die(f"usage: incumbent.py {role} {ROLES[role][1]}")
+    try:
+        _run(role)
+    except (ConfigError, ValueError, OSError) as e:  # a file not there, a size or time not a number
+        _die(f"{role}: {e}")
+
+
+def _run(role: str):
     if role == "server":
         s = socket.create_server(("0.0.0.0", PORT))
         while True:

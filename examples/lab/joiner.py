@@ -82,7 +82,13 @@ def sink(c):
         pass
 
 
+USAGE = "usage: joiner.py server | reverse HOST | client HOST K T0 | report|stalls FILE_A FILE_B ... | pool HARDWARE DIRECTION FILE_A FILE_B ..."
+
+
 def main():
+    if len(sys.argv) < 2:
+        print(USAGE, file=sys.stderr)
+        sys.exit(2)
     if sys.argv[1] == "server":
         s = socket.create_server(("0.0.0.0", 45556))
         reverse = socket.create_server(("0.0.0.0", 45557))  # background traffic the other way
@@ -92,6 +98,9 @@ def main():
         while True:
             c, _ = s.accept()
             threading.Thread(target=serve, args=(c,), daemon=True).start()
+    elif sys.argv[1] in ("reverse", "client") and len(sys.argv) != {"reverse": 3, "client": 5}[sys.argv[1]]:
+        print(USAGE, file=sys.stderr)
+        sys.exit(2)
     elif sys.argv[1] == "reverse":  # a fourth host sends to the server without a pause
         c = socket.create_connection((sys.argv[2], 45557))
         if PUSH:  # against pushes the traffic the other way is the server's: receive it
@@ -102,7 +111,11 @@ def main():
         while True:
             c.sendall(block)
     elif sys.argv[1] == "client":
-        host, k, t0 = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+        try:
+            host, k, t0 = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+        except ValueError:
+            print(f"joiner.py client: K is 0 or 1 and T0 a time in seconds, got {sys.argv[3:5]}", file=sys.stderr)
+            sys.exit(2)
         c = socket.create_connection((host, 45556))
         deltas = [None] * WARM + DELTAS_S
         for i, d in enumerate(deltas):
@@ -119,12 +132,28 @@ def main():
                 c.sendall(b"p")
                 recv_n(c, M)
             print(i, -1.0 if d is None else d, t, time.time(), flush=True)
-    elif sys.argv[1] == "pool":
-        pool(sys.argv[2], sys.argv[3], sys.argv[4:])
-    elif sys.argv[1] == "stalls":
-        stalls(sys.argv[2:])
+    elif sys.argv[1] in ("pool", "stalls", "report"):
+        analyse(sys.argv[1], sys.argv[2:])
     else:
-        report(sys.argv[2:])
+        print(USAGE, file=sys.stderr)
+        sys.exit(2)
+
+
+def analyse(what: str, args: list[str]) -> None:
+    """The reports over client files: a missing or unreadable file, or too few, is one line."""
+    files = args[2:] if what == "pool" else args
+    if len(files) < 2 or len(files) % 2:
+        print(f"joiner.py {what}: give pairs of client files (A's, B's), got {len(files)}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        {"pool": lambda: pool(args[0], args[1], files), "stalls": lambda: stalls(files),
+         "report": lambda: report(files)}[what]()
+    except OSError as exc:
+        print(f"joiner.py {what}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        sys.exit(2)
+    except (ValueError, IndexError, KeyError, statistics.StatisticsError) as exc:
+        print(f"joiner.py {what}: not client logs of joiner.py ({exc})", file=sys.stderr)
+        sys.exit(2)
 
 
 def _times(path):

@@ -15,6 +15,9 @@ def recv_n(c, n):
     while n > 0:
         k = c.recv_into(buf, min(n, len(buf))); n -= k
         if k == 0: raise EOFError
+if sys.argv[1:2] != ["server"] and (len(sys.argv) != 3 or sys.argv[1] != "client"):
+    print("usage: lone_transfers.py server | client SERVER_ADDRESS", file=sys.stderr)
+    sys.exit(2)
 if sys.argv[1] == "server":
     s = socket.create_server(("0.0.0.0", 45555)); c, _ = s.accept()
     payload = bytes(M)
@@ -25,7 +28,11 @@ if sys.argv[1] == "server":
         except (EOFError, OSError):
             break
 else:
-    c = socket.create_connection((sys.argv[2], 45555))
+    try:
+        c = socket.create_connection((sys.argv[2], 45555))
+    except OSError as exc:
+        print(f"lone_transfers.py: cannot reach the server at {sys.argv[2]}: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(2)
     pulls, pushes = [], []
     payload = bytes(M)
     for i in range(40):

@@ -35,4 +35,11 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) != 2:
+        print("usage: python examples/lab/runs_table.py DIR (a folder measure_grid.py wrote)", file=sys.stderr)
+        sys.exit(2)
+    try:
+        main(sys.argv[1])
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as exc:
+        print(f"runs_table.py: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        sys.exit(2)

@@ -94,7 +94,10 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="+", metavar="POINTS.csv", help="points.csv files of sgdsim validate")
     ap.add_argument("--plot", metavar="FILE", help="draw the signed error against W into FILE (PNG)")
     args = ap.parse_args(argv)
-    points = rows(args.paths)
+    try:
+        points = rows(args.paths)
+    except OSError as exc:
+        ap.error(f"{exc.filename}: {exc.strerror}")
     print(table(points))
     print()
     print(bias_text(points))

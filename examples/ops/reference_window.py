@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from sgdsim.errors import SgdsimError
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.terms import CACHE_GRID, fit_rates, has_terms, term_matrix
 from sgdsim.ops.records import learnable
@@ -68,4 +69,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) < 2:
+        print("usage: python examples/ops/reference_window.py DB", file=sys.stderr)
+        sys.exit(2)
+    try:
+        main()
+    except SgdsimError as exc:  # a database that is not there: one line
+        print(f"reference_window.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,41 @@
+"""The example scripts behind docs/validation's figures refuse bad input as the CLI does: one
+line on stderr naming what is wrong, exit code 2, no traceback."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MISSING = "/nonexistent/sgdsim-test"
+
+CASES = [
+    ("examples/lab/async_by_w.py", [MISSING], MISSING),
+    ("examples/lab/runs_table.py", [MISSING], MISSING),
+    ("examples/lab/runs_table.py", [], "usage"),
+    ("examples/lab/validation_table.py", [MISSING], MISSING),
+    ("examples/lab/joiner.py", [], "usage"),
+    ("examples/lab/joiner.py", ["report", MISSING + "/a", MISSING + "/b"], MISSING),
+    ("examples/lab/joiner.py", ["report", "one-file"], "pairs of client files"),
+    ("examples/lab/joiner.py", ["client", "h", "0", "abc"], "T0"),
+    ("examples/lab/incumbent.py", [], "usage"),
+    ("examples/lab/incumbent.py", ["report", MISSING + "/a", MISSING + "/b"], MISSING),
+    ("examples/lab/incumbent.py", ["long", "127.0.0.1", "pull", "10XB", "0"], "XB"),
+    ("examples/lab/lone_transfers.py", [], "usage"),
+    ("examples/lab/w2_phases.py", ["torch-b:no-such-case"], "no-such-case"),
+    ("examples/ops/prior_cv.py", [MISSING], MISSING),
+    ("examples/ops/ensemble_cv.py", [MISSING], MISSING),
+    ("examples/ops/reference_window.py", [], "usage"),
+    ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
+]
+
+
+@pytest.mark.parametrize("script, args, named", CASES, ids=[f"{c[0].split('/')[-1]}-{i}" for i, c in enumerate(CASES)])
+def test_bad_input_is_one_line_and_exit_2(script, args, named):
+    got = subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 2, got.stderr
+    assert "Traceback" not in got.stderr
+    lines = got.stderr.strip().splitlines()
+    assert lines and named in lines[-1], got.stderr
+    assert len([line for line in lines if not line.startswith("usage:")]) <= 1, got.stderr
