@@ -124,6 +124,15 @@ def test_bad_input_is_one_line_before_any_lab(kwargs, message):
     assert "\n" not in str(info.value)
 
 
+def test_the_torch_trainer_takes_a_start_stagger():
+    from sgdsim.lab.train.runner import check_config
+
+    cfg = check_config(MODEL, 2, BATCH, BW, "ps", "async", False, 5, 1, None, 1, "0.5s", "torch")
+    assert cfg.stagger_s == pytest.approx(0.5) and cfg.trainer == "torch"
+    with pytest.raises(ConfigError, match="async parameter-server"):
+        check_config(MODEL, 2, BATCH, BW, "ps", "sync", False, 5, 1, None, 1, "0.5s", "torch")
+
+
 def test_a_stagger_starts_worker_r_r_times_later():
     from sgdsim.lab.train.runner import check_config
 
@@ -283,7 +292,6 @@ def test_lab_run_calibrate_options_fail_before_any_lab(tmp_path, capsys, extra, 
     ({"trainer": "torch", "overlap": True}, "one server without overlap"),
     ({"trainer": "torch", "ps_count": 2}, "one server without overlap"),
     ({"trainer": "torch", "arch": "allreduce", "mode": "sync"}, "use overlap = true"),
-    ({"trainer": "torch", "stagger_s": 1.0}, "need the lab's own trainer"),
 ])
 def test_torch_trainer_options_are_checked_before_any_lab(kwargs, message):
     from sgdsim.errors import ConfigError

@@ -44,6 +44,8 @@ def main() -> None:
     ap.add_argument("--trace", action="store_true", help="keep per-tensor transfer times")
     ap.add_argument("--ps-count", type=int, default=1, help="parameter servers sharing the layers")
     ap.add_argument("--stagger", default="0", help="worker r starts r times this later (e.g. 0.6s)")
+    ap.add_argument("--trainer", default="lab", choices=("lab", "torch"),
+                    help="the project's trainer, or the held-out torch.distributed.rpc one (no overlap, no trace)")
     ap.add_argument("--transfers", metavar="RUNS.json",
                     help="of traced 2-worker runs: each worker's pulls and pushes, step by step")
     ap.add_argument("--spread", metavar="RUNS.json",
@@ -89,7 +91,8 @@ def main() -> None:
                 for rep in range(args.repeats):
                     r = run_training(args.model, W, args.batch_size, bw, "ps", "async", overlap,
                                      args.duration, args.warmup, lab=lab, trace=args.trace,
-                                     ps_count=args.ps_count, stagger_s=args.stagger)
+                                     ps_count=args.ps_count, stagger_s=args.stagger,
+                                     trainer=args.trainer)
                     runs.append({"repeat": rep, **r.to_dict(with_times=True)})
                     print(f"overlap={overlap} W={W} rep={rep}: {r.throughput_intervals:.2f} ex/s",
                           flush=True)

@@ -268,7 +268,7 @@ def _build(v: dict, base: str) -> Case:
         raise ConfigError(f"'calibrate' needs the {calibration_workers(arch)}-worker point in "
                           f"'workers' (it is measured first and fitted)")
     trainer = _choice(v, "trainer", TRAINERS)
-    check_trainer(trainer, arch, overlap, ps_count, None, 0.0)
+    check_trainer(trainer, arch, overlap, ps_count, None)
     bucket = None if v["bucket_size"] is None else _size(v, "bucket_size")
     check_bucket(trainer, arch, overlap, bucket)
     hw_path = None if v["hardware"] is None else os.path.join(base, _string(v, "hardware"))

@@ -121,7 +121,7 @@ def _train(args, work) -> None:
     rpc.init_rpc(f"worker{rank}", rank=args.rank, world_size=args.world,
                  rpc_backend_options=_options(args.address, args.port, args.world - 1))
     t0 = rpc.rpc_sync(SERVER, _t0)
-    time.sleep(max(0.0, t0 - wire.now()))
+    time.sleep(max(0.0, t0 + args.delay - wire.now()))  # a start stagger: this worker's delay
     step, cpu0 = 0, time.process_time()
     while True:
         fresh = rpc.rpc_sync(SERVER, _pull, args=(step,))
@@ -150,6 +150,8 @@ def main(argv=None) -> None:
     ap.add_argument("--mode", choices=["async", "sync"], default="async")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--delay", type=float, default=0.0, help="a worker's first step starts this "
+                    "many seconds after the common start (the runner's start stagger)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # the machine's cores are shared by every emulated host
     warnings.filterwarnings("ignore", category=UserWarning)

@@ -166,7 +166,7 @@ def check_config(model, workers, batch_size, bandwidth_bps, arch, mode, overlap,
             raise ConfigError(f"{what} must be a positive integer, got {value!r}")
     if arch == "allreduce" and ps_count != 1:
         raise ConfigError("--ps-count applies to --arch ps, not allreduce")
-    check_trainer(trainer, arch, overlap, ps_count, record_profile, stagger_s)
+    check_trainer(trainer, arch, overlap, ps_count, record_profile)
     if workers + ps_count > 250:
         raise ConfigError(f"a lab has at most 250 hosts: {workers} workers and {ps_count} "
                           "servers do not fit")
@@ -317,8 +317,9 @@ def _start_rpc_ps(lab, cfg: _Config, common, port, tmp, children) -> float:
             lab.address(0), "--port", str(port), "--mode", cfg.mode]
     children.append(_Child(lab, 0, [*base, "--rank", "0"], "ps", tmp, env))
     for r in range(cfg.workers):
-        children.append(_Child(lab, 1 + r, [*base, "--rank", str(r + 1)], f"worker {r}", tmp,
-                               env))
+        delay = ["--delay", repr(r * cfg.stagger_s)] if cfg.stagger_s else []
+        children.append(_Child(lab, 1 + r, [*base, "--rank", str(r + 1), *delay], f"worker {r}",
+                               tmp, env))
     server = children[0]
     return _wait(children, lambda: server.find("start"), STARTUP_TIMEOUT_S,
                  "the RPC server and its workers")["t0"]
