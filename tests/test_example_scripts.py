@@ -23,6 +23,8 @@ CASES = [
     ("examples/lab/incumbent.py", ["long", "127.0.0.1", "pull", "10XB", "0"], "XB"),
     ("examples/lab/lone_transfers.py", [], "usage"),
     ("examples/lab/w2_phases.py", ["torch-b:no-such-case"], "no-such-case"),
+    ("examples/lab/stagger_phases.py", [MISSING], MISSING),
+    ("examples/lab/stagger_phases.py", ["README.md"], "not a runs file"),
     ("examples/ops/prior_cv.py", [MISSING], MISSING),
     ("examples/ops/ensemble_cv.py", [MISSING], MISSING),
     ("examples/ops/reference_window.py", [], "usage"),

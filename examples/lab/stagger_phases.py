@@ -28,8 +28,8 @@ def spans(run: dict) -> list[tuple[float, float]]:
 def phase_means(run: dict) -> list[float]:
     a, b = (np.asarray(t, float) for t in run["step_times_s"])
     phases, _ = phase_steps(a, b)
-    ends = b[(np.searchsorted(np.sort(a), b, side="right") - 1 >= 0)
-             & (np.searchsorted(np.sort(a), b, side="right") < len(a))]
+    i = np.searchsorted(np.sort(a), b, side="right")
+    ends = b[(i >= 1) & (i < len(a))]  # the step ends phase_steps placed, in its order
     out = []
     for lo, hi in spans(run):
         inside = folded(phases[(ends >= lo) & (ends < hi)])
