@@ -75,9 +75,12 @@ class _Model:
             kw = self.hw.predict_kwargs(self.arch, self.mode, self.ps_count)
             kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps, ps_count=self.ps_count,
                       model_error=0.0, **self.job)
-            reps = 1 if W == self.W0 else REPLICATIONS
+            # the larger counts run as long as the prediction the fit feeds will run them (its
+            # replications' own length): async pairs under measured TCP dynamics drift with run
+            # length (docs/validation/torch-repeats-w2/), and 200 steps put W = 2 3-13 % above it
+            reps, steps = (1, STEPS) if W == self.W0 else (REPLICATIONS, None)
             pt = predict(self.profile, workers=[W], arch=self.arch, mode=self.mode,
-                         replications=reps, steps=STEPS, **kw)[0]
+                         replications=reps, steps=steps, **kw)[0]
             self.cache[key] = float(pt.throughput)
         return self.cache[key]
 
