@@ -2,8 +2,9 @@
 
 A command's process imports only what it runs: ``sgdsim predict`` asks ``sgdsim.llm``
 whether its argument describes a transformer, and importing the large-model package's
-catalogue and step model for that answer cost about 5 % of a one-point prediction's whole
-process. Type checkers read the same names from a ``TYPE_CHECKING`` block.
+catalogue and step model for that answer, with the profiler's API and the PipeDream importer,
+cost about a tenth of a one-point prediction's whole process (docs/benchmarks.md). Type
+checkers read the same names from a ``TYPE_CHECKING`` block.
 
 A name that is also a submodule's name (``sgdsim.llm.memory``, the function and its module)
 must stay an eager import: importing the submodule later would set the package's attribute
