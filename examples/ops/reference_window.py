@@ -12,6 +12,7 @@ reference's own noise away and do better.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 
 import numpy as np
@@ -68,12 +69,19 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
-if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        print("usage: python examples/ops/reference_window.py DB", file=sys.stderr)
+def run_main(entry, arguments: str, at_least: int) -> None:
+    """``entry()`` given at least ``at_least`` arguments; a usage line, or a database that is
+    not there, is one line and exit code 2 (terms_candidates.py uses this too)."""
+    script = os.path.basename(sys.argv[0])
+    if len(sys.argv) - 1 < at_least:
+        print(f"usage: python examples/ops/{script} {arguments}", file=sys.stderr)
         sys.exit(2)
     try:
-        main()
-    except SgdsimError as exc:  # a database that is not there: one line
-        print(f"reference_window.py: error: {exc}", file=sys.stderr)
+        entry()
+    except SgdsimError as exc:
+        print(f"{script}: error: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    run_main(main, "DB", 1)

@@ -16,8 +16,7 @@ import sys
 
 import numpy as np
 
-from reference_window import cv_over_caches  # beside this script
-from sgdsim.errors import SgdsimError
+from reference_window import cv_over_caches, run_main  # beside this script
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.terms import CACHE_GRID, fit_rates
 from sgdsim.ops.optypes.base import beyond_cache, grad, window_out
@@ -89,11 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        print("usage: python examples/ops/terms_candidates.py MODELS_DB GRID_DB [GRID_DB ...]", file=sys.stderr)
-        sys.exit(2)
-    try:
-        main()
-    except SgdsimError as exc:  # a database that is not there: one line
-        print(f"terms_candidates.py: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_main(main, "MODELS_DB GRID_DB [GRID_DB ...]", 2)
