@@ -41,3 +41,14 @@ def test_bad_input_is_one_line_and_exit_2(script, args, named):
     lines = got.stderr.strip().splitlines()
     assert lines and named in lines[-1], got.stderr
     assert len([line for line in lines if not line.startswith("usage:")]) <= 1, got.stderr
+
+
+def test_more_runs_keeps_a_saved_runs_record(tmp_path):
+    """more_runs.py writes each run's whole record beside its CSV; an existing record is never
+    appended to or overwritten without --append (refused before any lab comes up)."""
+    (tmp_path / "out.runs.jsonl").write_text("{}\n")
+    got = subprocess.run([sys.executable, os.path.join(ROOT, "examples/lab/more_runs.py"),
+                          str(tmp_path / "out.csv"), "torch-c:torch-cnn6-b8-ps-async-100:2"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert got.returncode == 2 and "out.runs.jsonl exists" in got.stderr, got.stderr
+    assert (tmp_path / "out.runs.jsonl").read_text() == "{}\n" and not (tmp_path / "out.csv").exists()

@@ -7,6 +7,8 @@ point, then the next round), so that a slow drift of the machine spreads over al
 and appends each run to OUT as soon as it ends (a crash loses nothing measured). OUT has the
 columns of a ``points.csv`` that ``sgdsim validate --measured`` reads, plus the grid and the
 time, so the runs can be pooled with the earlier ones (``sgdsim validate --measured A --measured B``).
+Every run's whole record, each worker's step times included (what ``w2_phases.py`` and
+``stagger_phases.py`` read), goes to OUT's sidecar ``OUT.runs.jsonl``, one line a run.
 
 Each point runs on the lab its case had (sized for the case's largest worker count), with the
 case's duration and warm-up. Needs root and a quiet machine.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import json
 import os
 import sys
 
@@ -26,6 +29,11 @@ from sgdsim.validate.grid import load_grid
 from sgdsim.validate.run import default_lab, default_measure, examples_per_s
 
 COLUMNS = ("case", "workers", "measured_runs", "grid", "round", "started_utc")
+
+
+def sidecar(output: str) -> str:
+    """Where the runs' whole records go, beside the CSV."""
+    return os.path.splitext(output)[0] + ".runs.jsonl"
 
 
 def points(specs: list[str]):
@@ -58,13 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         todo = points(args.points)
         if args.repeats < 1:
             raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
-        if os.path.exists(args.output) and not args.append:
-            raise ConfigError(f"{args.output} exists: pass --append to add to it")
+        for path in (args.output, sidecar(args.output)):
+            if os.path.exists(path) and not args.append:
+                raise ConfigError(f"{path} exists: pass --append to add to it")
     except ConfigError as exc:
         print(f"more_runs.py: {exc}", file=sys.stderr)
         return 2
     new = not os.path.exists(args.output)
-    with open(args.output, "a", newline="", encoding="utf-8") as f:
+    with open(args.output, "a", newline="", encoding="utf-8") as f, \
+            open(sidecar(args.output), "a", encoding="utf-8") as records:
         writer = csv.writer(f)
         if new:
             writer.writerow(COLUMNS)
@@ -78,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 value = examples_per_s(got)
                 writer.writerow((case.name, w, f"{value:g}", grid_name, r + 1, started))
                 f.flush()
+                records.write(json.dumps({"grid": grid_name, "round": r + 1, "started_utc": started,
+                                          "case": case.name, **got.to_dict(with_times=True)}) + "\n")
+                records.flush()
                 print(f"  {value:.2f} examples/s", file=sys.stderr, flush=True)
     return 0
 
