@@ -558,6 +558,10 @@ def test_more_runs_writes_runs_that_validate_pools_and_never_overwrites(tmp_path
     assert order == [("ps-async-nooverlap", 2), ("cnn10-async-overlap-100", 1)] * 2  # rounds
     assert measured_runs(str(out)) == {("ps-async-nooverlap", 2): [11.0, 33.0],
                                        ("cnn10-async-overlap-100", 1): [22.0, 44.0]}
+    records = [json.loads(line) for line in (tmp_path / "runs.runs.jsonl").read_text().splitlines()]
+    assert [(r["case"], r["round"], r["measured"]) for r in records] == [
+        ("ps-async-nooverlap", 1, 11.0), ("cnn10-async-overlap-100", 1, 22.0),
+        ("ps-async-nooverlap", 2, 33.0), ("cnn10-async-overlap-100", 2, 44.0)]
     before = out.read_bytes()
     capsys.readouterr()
     assert mod.main([str(out), *points]) == 2

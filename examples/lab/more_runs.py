@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 value = examples_per_s(got)
                 writer.writerow((case.name, w, f"{value:g}", grid_name, r + 1, started))
                 f.flush()
+                whole = got.to_dict(with_times=True) if hasattr(got, "to_dict") else {}  # a lab run's
                 records.write(json.dumps({"grid": grid_name, "round": r + 1, "started_utc": started,
-                                          "case": case.name, **got.to_dict(with_times=True)}) + "\n")
+                                          "case": case.name, "measured": value, **whole}) + "\n")
                 records.flush()
                 print(f"  {value:.2f} examples/s", file=sys.stderr, flush=True)
     return 0
