@@ -27,12 +27,9 @@ def spans(run: dict) -> list[tuple[float, float]]:
 
 def phase_means(run: dict) -> list[float]:
     a, b = (np.asarray(t, float) for t in run["step_times_s"])
-    phases, _ = phase_steps(a, b)
-    i = np.searchsorted(np.sort(a), b, side="right")
-    ends = b[(i >= 1) & (i < len(a))]  # the step ends phase_steps placed, in its order
     out = []
-    for lo, hi in spans(run):
-        inside = folded(phases[(ends >= lo) & (ends < hi)])
+    for lo, hi in spans(run):  # worker 1's step ends in the span, placed in all of worker 0's steps
+        inside = folded(phase_steps(a, b[(b >= lo) & (b < hi)])[0])
         out.append(float(inside.mean()) if len(inside) else float("nan"))
     return out
 

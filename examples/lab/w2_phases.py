@@ -45,10 +45,9 @@ def real_phases(grid: str, case: str) -> list[np.ndarray]:
     return out
 
 
-def simulated_phases(grid: str, index: int, seeds: int, steps: int) -> list[tuple[float, np.ndarray]]:
+def simulated_phases(case, prof, hw, seeds: int, steps: int) -> list[tuple[float, np.ndarray]]:
     """(throughput, folded phases) of single replications of ``steps`` steps per worker after
-    the warm-up, one per seed."""
-    case, prof, _, hw = measured_case(grid, index)
+    the warm-up, one per seed, of ``case`` with its profile and calibrated hardware file."""
     out = []
     for seed in range(seeds):
         p = predict(prof, workers=[W], replications=1, seed=seed, steps=steps, timeline=True,
@@ -77,8 +76,8 @@ def main(argv=None) -> None:
         grid, name = spec.split(":")
         try:
             index = [c.name for c in load_grid(f"examples/grids/lab-{grid}.toml").cases].index(name)
-            _, _, runs, _ = measured_case(grid, index)
-            sims = simulated_phases(grid, index, args.seeds, args.steps)
+            case, prof, runs, hw = measured_case(grid, index)  # calibrated once
+            sims = simulated_phases(case, prof, hw, args.seeds, args.steps)
         except SgdsimError as exc:
             print(f"w2_phases.py: error: {spec}: {exc}", file=sys.stderr)
             sys.exit(2)

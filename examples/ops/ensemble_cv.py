@@ -12,6 +12,7 @@ import copy
 
 import numpy as np
 from prior_cv import cv_arguments, load_groups  # beside this script
+from run_main import run_main
 
 from sgdsim.ops.estimator.model import train
 from sgdsim.ops.optypes import REGISTRY
@@ -47,4 +48,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)  # a database that is not there: one line

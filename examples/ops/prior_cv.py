@@ -12,13 +12,12 @@ test-retest median (sgdsim ops retest).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
 
 import numpy as np
 
-from sgdsim.errors import SgdsimError
+from run_main import run_main  # beside this script
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.model import train
 from sgdsim.ops.records import learnable
@@ -32,14 +31,6 @@ def errors(est, rows) -> np.ndarray:
 
 def load_groups(path: str, raw: bool = False):
     """(device, {(op, dtype): measurements}, {(op, dtype): test-retest}) of a one-device DB."""
-    try:
-        return _load_groups(path, raw)
-    except SgdsimError as exc:  # no database there, or not one: one line (ensemble_cv.py too)
-        print(f"{os.path.basename(sys.argv[0])}: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-def _load_groups(path: str, raw: bool):
     with open_db(path, create=False) as db:
         names = [d.name for d in db.devices()]
         if len(names) != 1:
@@ -100,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)  # a database that is not there: one line

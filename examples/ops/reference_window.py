@@ -12,12 +12,11 @@ reference's own noise away and do better.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
 import numpy as np
 
-from sgdsim.errors import SgdsimError
+from run_main import run_main  # beside this script
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.terms import CACHE_GRID, fit_rates, has_terms, term_matrix
 from sgdsim.ops.records import learnable
@@ -67,20 +66,6 @@ def main() -> None:
         kept = learnable(rows)[0]
         cells = [f"{cv_error(op, [r for r in kept if r.op == op]):.1%}" for op in ops]
         print(f"| {name} | " + " | ".join(cells) + " |")
-
-
-def run_main(entry, arguments: str, at_least: int) -> None:
-    """``entry()`` given at least ``at_least`` arguments; a usage line, or a database that is
-    not there, is one line and exit code 2 (terms_candidates.py uses this too)."""
-    script = os.path.basename(sys.argv[0])
-    if len(sys.argv) - 1 < at_least:
-        print(f"usage: python examples/ops/{script} {arguments}", file=sys.stderr)
-        sys.exit(2)
-    try:
-        entry()
-    except SgdsimError as exc:
-        print(f"{script}: error: {exc}", file=sys.stderr)
-        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ import sys
 
 import numpy as np
 
-from reference_window import cv_over_caches, run_main  # beside this script
+from reference_window import cv_over_caches  # beside this script
+from run_main import run_main
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.terms import CACHE_GRID, fit_rates
 from sgdsim.ops.optypes.base import beyond_cache, grad, window_out
