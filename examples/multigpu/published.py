@@ -118,16 +118,17 @@ def one_gpu_kw(kw: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def layers(model: str, batch: int):
-    """A model's PipeDream layers, read once per model and batch (rows share them)."""
+def layers(model: str, batch: int, overlap: bool = True):
+    """A model's PipeDream layers, read once per model, batch and overlap (rows share them)."""
     graph = os.path.join(ROOT, "examples", "pipedream", f"{GRAPHS[model]}.graph.txt")
-    return import_pipedream(graph, batch, overlap=True, model_name=model)
+    return import_pipedream(graph, batch, overlap=overlap, model_name=model)
 
 
 def calibrated(row: dict, kw: dict, single: dict | None = None):
     """The layers, compute scaled until one GPU (``single``, else ``kw`` on one GPU) predicts
     the source's one-GPU figure."""
-    prof = layers(row["model"], int(row["batch_per_gpu"]))
+    # a setup's "overlap": False is tf_overlap.py's what-if; every published setup overlaps
+    prof = layers(row["model"], int(row["batch_per_gpu"]), SETUPS[row["source_id"]].get("overlap", True))
     target = float(row["one_gpu_throughput_examples_per_s"])
     single = one_gpu_kw(kw) if single is None else single
     for _ in range(30):  # the PS link's time does not scale: a fixed point, not one division
