@@ -7,16 +7,25 @@ with W. A pilot at two or more worker counts can. Two physical parameters are fi
 - the receiver's CPU per byte α (``parse_alpha_s_per_byte``), paid by each worker on its own:
   fitted so that the smallest pilot count is predicted exactly (its runs are the pilot's
   most numerous and least noisy);
-- the link's goodput B, which the workers share: chosen, with α refitted at every candidate,
-  to minimise the squared log-errors of all the pilot's runs (the smallest count's are zero
-  unless even α = 0 is too slow there, and then they weigh against the others'), searched over
-  log B in [0.5, 1.25] × the hardware file's value on a grid, then by golden section around
-  the grid's best point (an async throughput can jump with B: ``_search``).
+- the link's goodput B, which the workers share: its posterior mode, α refitted at every
+  candidate. Each run's squared log-error weighs 1 / v_W, v_W = s_W² + σ²: s_W the sd of one
+  run at W that the model predicts at the file's B0 (its replications' spread: an async pair's
+  start decides its regime, so one W = 2 run says little), σ the measurement noise (the runs'
+  pooled spread at repeated counts, else ``MIN_NOISE_REL``). The file's B0 is a measurement
+  too: log B has the prior N(log B0, (τ/S)²), τ the fine model's error for one run
+  (``MODEL_ERROR_REL`` / 1.96, measured on lab runs) and S = d log x / d log B at the pilot's
+  largest count. So one run moves that count's prediction the fraction τ²/(τ² + v) of the
+  way to it: 88 % for a deterministic sync job, about a fifth for an async pair whose runs
+  spread ±20 %. Searched over log B in [0.5, 1.25] × B0 on a grid, then by golden section
+  around the grid's best point (an async throughput can jump with B: ``_search``). The
+  smallest count's errors are zero unless even α = 0 is too slow there, and then they weigh
+  against the others'.
 
-The fit's uncertainty: with per-run relative noise σ (the runs' pooled spread at repeated
-worker counts, else the fit's residual, never below ``MIN_NOISE_REL``), log B is known to
-sd = σ / sqrt(Σ s²), s being d log x / d log B at each fitted run (α refitted along). A
-prediction at W then moves by 1.96 · |d log x(W) / d log B| · sd (95 %): ``extrapolate``.
+The fit's uncertainty: log B is known to sd = 1 / sqrt(Σ s²/v + prior precision), s being
+d log x / d log B at each fitted run (α refitted along) and v its variance with σ the runs'
+noise after the fit (their pooled spread, else the fit's residual, never below
+``MIN_NOISE_REL``). A prediction at W then moves by 1.96 · |d log x(W) / d log B| · sd
+(95 %): ``extrapolate``.
 An all-reduce pays its link time and receiver CPU alike, per byte of each call: every split
 fitted to the smallest count predicts every count the same, so B is not searched and sd is 0
 (the other counts' residuals are reported). Elsewhere, a pilot whose runs do not depend on B
@@ -37,6 +46,7 @@ from .hardware import Hardware
 from .predict import predict
 from .profile.model import Profile
 from .spec import ARCHITECTURES
+from .spec.control import MODEL_ERROR_REL
 
 MIN_NOISE_REL = 0.02   # a run's throughput is not known better than this (lab repeats: 1-5 %)
 REPLICATIONS = 8       # fixed, so that the objective is smooth in B (async points vary by start)
@@ -66,10 +76,15 @@ class _Model:
         self.profile, self.hw, self.arch, self.mode, self.ps_count = profile, hw, arch, mode, ps_count
         self.job = job_keywords(bucket_size_bytes)
         self.W0, self.x0 = W0, x0
-        self.cache: dict[tuple, float] = {}
+        self.cache: dict[tuple, tuple[float, float, float]] = {}
         self.alphas: dict[float, float] = {}  # the bisection once per candidate B, not per run
 
     def throughput(self, W: int, bandwidth_bps: float, alpha: float) -> float:
+        return self.point(W, bandwidth_bps, alpha)[0]
+
+    def point(self, W: int, bandwidth_bps: float, alpha: float) -> tuple[float, float, float]:
+        """(throughput, low, high): the prediction and its 95 % interval for one run, without
+        the model's error (the replications' spread, at least the file's run spread)."""
         key = (W, round(bandwidth_bps, 3), alpha)
         if key not in self.cache:
             kw = self.hw.predict_kwargs(self.arch, self.mode, self.ps_count)
@@ -81,7 +96,7 @@ class _Model:
             reps, steps = (1, STEPS) if W == self.W0 else (REPLICATIONS, None)
             pt = predict(self.profile, workers=[W], arch=self.arch, mode=self.mode,
                          replications=reps, steps=steps, **kw)[0]
-            self.cache[key] = float(pt.throughput)
+            self.cache[key] = (float(pt.throughput), float(pt.ci_low), float(pt.ci_high))
         return self.cache[key]
 
     def alpha(self, bandwidth_bps: float) -> float:
@@ -101,6 +116,11 @@ class _Model:
 
     def log_x(self, W: int, bandwidth_bps: float) -> float:
         return math.log(self.throughput(W, bandwidth_bps, self.alpha(bandwidth_bps)))
+
+    def run_sd(self, W: int, bandwidth_bps: float) -> float:
+        """The sd of log throughput of one run at W, from the predicted 95 % interval."""
+        x, lo, hi = self.point(W, bandwidth_bps, self.alpha(bandwidth_bps))
+        return (math.log(hi / x) + (math.log(x / lo) if lo > 0 else 0.0)) / 2 / 1.96
 
 
 def _by_workers(runs) -> dict[int, list[float]]:
@@ -182,22 +202,27 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     B0 = hw.bandwidth_for(arch)
     # every run counts: α refitted makes W0's exact, except where even α = 0 is too slow there
     joint = [(W, math.log(x)) for W in points for x in points[W]]
-
-    def loss(log_b: float) -> float:
-        b = math.exp(log_b)
-        return sum((model.log_x(W, b) - y) ** 2 for W, y in joint)
-
     one_cost = ARCHITECTURES[arch].parse_in_call  # B and α are one per-byte cost: nothing to search
     if one_cost:
-        b = _ring_bandwidth(model, B0)
+        b, spread, prior = _ring_bandwidth(model, B0), {}, 0.0
     else:
+        spread = {W: model.run_sd(W, B0) for W in points}
+        prior = _prior_precision(model, B0, max(points))
+        var = {W: spread[W] ** 2 + _noise(points, []) ** 2 for W in points}
+
+        def loss(log_b: float) -> float:
+            b = math.exp(log_b)
+            return sum((model.log_x(W, b) - y) ** 2 / var[W] for W, y in joint) + \
+                prior * (log_b - math.log(B0)) ** 2
+
         b = math.exp(_search(loss, math.log(SPAN[0] * B0), math.log(SPAN[1] * B0),
                              progress or (lambda i, n: None)))
     alpha = model.alpha(b)
     residuals = [model.log_x(W, b) - y for W, y in joint]
     noise = _noise(points, residuals)
     sd = 0.0 if one_cost else \
-        _sd_log_bandwidth(model, b, noise, [sensitivity(model, W, b) for W, _ in joint], max(points))
+        _sd_log_bandwidth(model, b, [(sensitivity(model, W, b), math.hypot(spread[W], noise)) for W, _ in joint],
+                          prior, max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)
     out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes)
@@ -217,13 +242,24 @@ def _ring_bandwidth(model: _Model, B0: float) -> float:
     return _bisect(lambda B: model.throughput(model.W0, B, 0.0), model.x0, B0, top, rising=True)
 
 
-def _sd_log_bandwidth(model: _Model, b: float, noise: float, sens: list[float], top: int) -> float:
-    """sd of log B; 0 where no pilot run and no larger count depends on B (with α refitted).
+def _prior_precision(model: _Model, B0: float, top: int) -> float:
+    """How well the hardware file's goodput is known before the pilot, as a precision on log
+    B: the fine model's error for one run (``MODEL_ERROR_REL``, 95 %, measured on lab runs)
+    is what B0 may be off by at the pilot's largest count, d log x / d log B there converting
+    it (0 where that count does not depend on B)."""
+    s = sensitivity(model, top, B0)
+    return (s / (MODEL_ERROR_REL / 1.96)) ** 2 if abs(s) >= UNIDENTIFIED else 0.0
+
+
+def _sd_log_bandwidth(model: _Model, b: float, runs: list[tuple[float, float]], prior: float,
+                      top: int) -> float:
+    """sd of log B from each run's (d log x / d log B, sd of its log) and the prior's
+    precision; 0 where no pilot run and no larger count depends on B (with α refitted).
     Where the pilot does not pin B but larger worker counts depend on it, the pilot cannot be
     extrapolated: one line says so."""
-    norm = math.sqrt(sum(s * s for s in sens))
+    norm = math.sqrt(sum(s * s for s, _ in runs))
     if norm >= UNIDENTIFIED:
-        return noise / norm
+        return 1 / math.sqrt(sum((s / sd) ** 2 for s, sd in runs) + prior)
     ahead = max(abs(sensitivity(model, W, b)) for W in (2 * top, 4 * top))
     if ahead < UNIDENTIFIED:
         return 0.0
