@@ -128,14 +128,23 @@ class _Sim:
         return np.concatenate([[0.0], np.asarray(u, float)]) * max(step_s, W * link_s)
 
     def _refill(self):
+        """Each worker's used step samples replaced by fresh draws after those it has not used.
+        One draw for all workers: per element it is the draw worker by worker (numpy's bounded
+        integers take one value of the generator per element, whatever the shape), so the
+        samples are those of a loop over the workers."""
         S, W, cap = self.S, self.plan.W, SAMPLES_PER_WORKER
-        n_codes = self.plan.worker_rows * self.info.n_perm
-        for w in range(W):
-            used = int(S.samp_cur[w])
-            keep = list(S.samp[w * cap + used:(w + 1) * cap])
-            fresh = self.rng.integers(0, n_codes[w], size=min(used, cap)).tolist()
-            S.samp[w * cap:(w + 1) * cap] = _like(S.samp, keep + fresh)
-            S.samp_cur[w] = 0
+        n_codes = np.asarray(self.plan.worker_rows * self.info.n_perm, np.int64)
+        used = np.minimum(np.asarray(S.samp_cur[:W], np.int64), cap)
+        fresh = self.rng.integers(0, np.repeat(n_codes, used)) if used.any() else used[:0]
+        old = np.asarray(S.samp, np.int64).reshape(W, cap)
+        new = np.empty_like(old)
+        end = 0
+        for w, u in enumerate(used.tolist()):
+            new[w, :cap - u] = old[w, u:]
+            new[w, cap - u:] = fresh[end:end + u]
+            end += u
+        S.samp[:] = _like(S.samp, new.ravel().tolist() if isinstance(S.samp, list) else new.ravel())
+        S.samp_cur[:W] = _like(S.samp_cur, [0] * W)
         S.ctr[engine.C_REFILL] = 0
 
     def _flush_timeline(self):
