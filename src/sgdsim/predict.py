@@ -76,10 +76,16 @@ def load_any_profile(p) -> Profile | CoarseProfile:
 
 def _json_format(path) -> str | None:
     try:
+        with open(path, "rb") as f:
+            if _COARSE_TAG not in f.read():
+                return None  # not a coarse profile: parsed once, by load_profile
         data = read_json(path, "profile", ProfileError)
-    except ProfileError:
+    except (OSError, ProfileError):
         return None  # load_profile reports the problem properly
     return data.get("format") if isinstance(data, dict) else None
+
+
+_COARSE_TAG = b"sgdsim-coarse"  # a file without these bytes cannot carry that format
 
 
 def predict(job: Job | Profile | CoarseProfile | str | os.PathLike | None = None,
