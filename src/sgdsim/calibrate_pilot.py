@@ -207,8 +207,8 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
         b, spread, prior = _ring_bandwidth(model, B0), {}, 0.0
     else:
         spread = {W: model.run_sd(W, B0) for W in points}
-        prior = _prior_precision(model, B0, max(points))
-        var = {W: spread[W] ** 2 + _noise(points, []) ** 2 for W in points}
+        prior, sigma = _prior_precision(model, B0, max(points)), _noise(points, [])
+        var = {W: spread[W] ** 2 + sigma ** 2 for W in points}
 
         def loss(log_b: float) -> float:
             b = math.exp(log_b)
@@ -220,9 +220,10 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     alpha = model.alpha(b)
     residuals = [model.log_x(W, b) - y for W, y in joint]
     noise = _noise(points, residuals)
-    sd = 0.0 if one_cost else \
-        _sd_log_bandwidth(model, b, [(sensitivity(model, W, b), math.hypot(spread[W], noise)) for W, _ in joint],
-                          prior, max(points))
+    sd = 0.0
+    if not one_cost:
+        runs_sd = [(sensitivity(model, W, b), math.hypot(spread[W], noise)) for W, _ in joint]
+        sd = _sd_log_bandwidth(model, b, runs_sd, prior, max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)
     out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes)
