@@ -25,7 +25,6 @@ the last two changes with the overlap kept.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import statistics
@@ -60,20 +59,21 @@ def changes(row: dict, step: tuple) -> dict:
 def errors(rows: list[dict], step: tuple) -> list[tuple[dict, dict[str, float]]]:
     out = []
     for row in rows:
-        with contextlib.ExitStack() as stack:
-            change = changes(row, step)
-            if change:
-                stack.enter_context(published.setup_changed(row["source_id"], **change))
+        with published.setup_changed(row["source_id"], **changes(row, step)):
             pred = published.predict_row(row, fine=True, host=True)
         meas = float(row["throughput_examples_per_s"])
         out.append((row, {m: 100 * (x / meas - 1) for m, x in pred.items()}))
     return out
 
 
-def summary(errs: list[float]) -> str:
-    over = sum(abs(e) > 25 for e in errs)
+def stats(errs: list[float]) -> str:
     return (f"{statistics.mean(map(abs, errs)):.1f} % / {max(map(abs, errs)):.1f} % / "
-            f"{statistics.mean(errs):+.1f} % | {over}")
+            f"{statistics.mean(errs):+.1f} %")
+
+
+def summary(errs: list[float]) -> str:
+    """Mean / max / signed error, then the rows above 25 %."""
+    return f"{stats(errs)} | {sum(abs(e) > 25 for e in errs)}"
 
 
 def main() -> None:
@@ -86,7 +86,7 @@ def main() -> None:
         tf = [e["fine"] for r, e in res if r["source_id"] in TF]
         worst = sorted(res, key=lambda re: -abs(re[1]["fine"]))[:3]
         print(f"| {step[0]} | {summary([e['fine'] for _, e in res])} | {summary([e['coarse'] for _, e in res])} "
-              f"| {summary(tf).split(' |')[0]} | "
+              f"| {stats(tf)} | "
               + "; ".join(f"{r['source_id']} {r['model']} b{r['batch_per_gpu']} {r['total_gpus']} GPUs "
                           f"{e['fine']:+.1f} %" for r, e in worst) + " |")
 

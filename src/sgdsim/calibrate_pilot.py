@@ -222,7 +222,8 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
     noise = _noise(points, residuals)
     sd = 0.0
     if not one_cost:
-        runs_sd = [(sensitivity(model, W, b), math.hypot(spread[W], noise)) for W, _ in joint]
+        sens = {W: sensitivity(model, W, b) for W in points}  # once a count, not once a run
+        runs_sd = [(sens[W], math.hypot(spread[W], noise)) for W, _ in joint]
         sd = _sd_log_bandwidth(model, b, runs_sd, prior, max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)

@@ -143,7 +143,7 @@ class _Sim:
             new[w, :cap - u] = old[w, u:]
             new[w, cap - u:] = fresh[end:end + u]
             end += u
-        S.samp[:] = _like(S.samp, new.ravel().tolist() if isinstance(S.samp, list) else new.ravel())
+        S.samp[:] = new.ravel().tolist() if isinstance(S.samp, list) else new.ravel()
         S.samp_cur[:W] = _like(S.samp_cur, [0] * W)
         S.ctr[engine.C_REFILL] = 0
 
