@@ -29,6 +29,7 @@ CASES = [
     ("examples/ops/ensemble_cv.py", [MISSING], MISSING),
     ("examples/ops/reference_window.py", [], "usage"),
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
+    ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
 ]
 
 

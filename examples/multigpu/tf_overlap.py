@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import os
 import statistics
+import sys
 
 import nccl1_ring
 import published
@@ -77,6 +78,9 @@ def summary(errs: list[float]) -> str:
 
 
 def main() -> None:
+    if sys.argv[1:]:  # it takes none: an argument is a mistake, not something to ignore
+        print("usage: python examples/multigpu/tf_overlap.py (no arguments)", file=sys.stderr)
+        raise SystemExit(2)
     path = os.path.join(published.ROOT, "docs", "validation", "multigpu", "points.csv")
     rows = [r for r in csv.DictReader(open(path, encoding="utf-8")) if r["model"] in published.GRAPHS]
     print("| step | fine: mean / max / signed | rows > 25 % | coarse: mean / max / signed | rows > 25 % "
