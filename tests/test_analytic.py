@@ -6,7 +6,7 @@ import json
 import pytest
 
 import sgdsim
-from sgdsim.analytic.async_ps import async_ps
+from sgdsim.analytic.async_ps import async_ps, eq5_sweep
 from sgdsim.analytic.baselines import cynthia, lin
 from sgdsim.analytic.coarse_profile import CoarseProfile, from_profile, parse_coarse, to_profile
 from sgdsim.analytic.sync import ring_allreduce, sync_ps
@@ -88,7 +88,8 @@ def test_async_queueing_model_properties():
 def test_eq5_regime_follows_the_fcfs_utilization():
     c, _ = _phases(RESNET)
     assert async_ps([(c, 1)], B, rho_threshold=0.6).regime.startswith("fcfs")
-    assert async_ps([(c, 64)], B, rho_threshold=0.6).regime.startswith("ps")
+    assert eq5_sweep(c, B, [64], rho_threshold=0.6)[0].regime.startswith("ps")
+    assert async_ps([(c, 64)], B, rho_threshold=0.6).regime.startswith("saturated")  # saturation.py
     K = 6
     X_f = async_ps([(c, K)], B, "fcfs").throughput
     X_p = async_ps([(c, K)], B, "ps").throughput
@@ -101,8 +102,8 @@ def test_overlap_correction_eq6_only_when_overlapping():
     c, _ = _phases(RESNET)
     over = CoarseProfile(c.model_bytes, c.forward_s, c.backward_s, 0.0, c.batch_size, overlap=True)
     for K in (2, 8, 32):
-        plain = async_ps([(c, K)], B)
-        corrected = async_ps([(over, K)], B)
+        plain = eq5_sweep(c, B, [K])[0]
+        corrected = eq5_sweep(over, B, [K])[0]
         assert corrected.throughput > plain.throughput
         assert "overlap" in corrected.regime and "overlap" not in plain.regime
         assert lin([(over, K)], B).throughput == pytest.approx(plain.throughput)  # Lin ignores overlap

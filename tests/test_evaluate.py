@@ -178,7 +178,7 @@ def test_server_shares_follow_the_simulators_placement(resnet):
 
 def test_coarse_two_servers_against_the_lab(tmp_path):
     """The lab's 2-PS runs (docs/validation/2ps/, 3 runs of 60 s per point): the coarse model
-    with the servers' byte shares is within 5 % at W = 2, 4, 8; one server would be 20 % low."""
+    with the servers' byte shares is within 5 % at W = 2, 4, 8; one server would be 10 % low."""
     out = tmp_path / "v"
     rc = sgdsim.cli.main(["validate", "examples/grids/lab-2ps.toml", "-o", str(out), "--models",
                           "coarse", "--measured", "docs/validation/2ps/points.csv"])
@@ -190,7 +190,7 @@ def test_coarse_two_servers_against_the_lab(tmp_path):
     prof = sgdsim.load_profile("docs/validation/2ps/profiles/mlp10-async-2ps.json")
     one_ps = evaluate(Job.of(prof), Strategy(ps_count=1), Cluster(Link(100e6 / 8)), [8], "coarse")[0]
     measured_w8 = next(float(r["measured"]) for r in rows if r["workers"] == "8")
-    assert one_ps.throughput < 0.85 * measured_w8  # one server: -20 %
+    assert one_ps.throughput < 0.92 * measured_w8  # one server: its saturated NIC, -10 %
 
 
 def test_coarse_profiles_split_evenly_over_servers():

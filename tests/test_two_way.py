@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import chunks, layered_profile, run_sim
 from sgdsim import predict
-from sgdsim.analytic.async_ps import async_ps_sweep
+from sgdsim.analytic.async_ps import async_ps_sweep, eq5_sweep
 from sgdsim.analytic.coarse_profile import CoarseProfile
 from sgdsim.analytic.two_way import TwoWay, check_table, direction_factors
 from sgdsim.errors import ConfigError
@@ -441,7 +441,7 @@ def test_eq5_keeps_both_branches_as_the_single_discipline_solves_give_them(overl
     model solved with that discipline alone (two-way slowing the PS branch only), and its own
     throughput is one of them. A forced discipline or a baseline carries none."""
     rule, Ks, B = TwoWay(0.3), [1, 2, 4, 8], 100e6 / 8
-    eq5 = async_ps_sweep(COARSE, B, Ks, "threshold", overlap=overlap, two_way=rule)
+    eq5 = eq5_sweep(COARSE, B, Ks, "threshold", overlap=overlap, two_way=rule)
     fcfs = async_ps_sweep(COARSE, B, Ks, "fcfs", overlap=overlap, two_way=rule)
     ps = async_ps_sweep(COARSE, B, Ks, "ps", overlap=overlap, two_way=rule)
     for e, f, p in zip(eq5, fcfs, ps):
@@ -450,6 +450,6 @@ def test_eq5_keeps_both_branches_as_the_single_discipline_solves_give_them(overl
         assert f.disciplines == p.disciplines == {}
     assert eq5[0].disciplines["fcfs"] == pytest.approx(eq5[0].disciplines["ps"], rel=1e-9)  # one worker
     assert eq5[-1].disciplines["fcfs"] > eq5[-1].disciplines["ps"]
-    lin, coarse = (predict("examples/profiles/resnet50.json", workers=[4], bandwidth="1Gbps", model=m)[0]
+    lin, coarse = (predict("examples/profiles/resnet50.json", workers=[2], bandwidth="1Gbps", model=m)[0]
                    for m in ("lin", "coarse"))
     assert lin.disciplines == {} and coarse.throughput in coarse.disciplines.values()

@@ -15,6 +15,7 @@ from ..spec import SHARINGS
 from .coarse_profile import CoarseProfile
 from .mva import DELAY, FCFS, PS, solve, symmetric_sweep
 from .results import CoarseResult
+from .saturation import beyond_knee
 from .two_way import TwoWay, coupled, scaled_network
 
 NO_TWO_WAY = TwoWay()
@@ -70,7 +71,8 @@ def async_ps(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
 
     With Eq. 5 the result also keeps both branches (``disciplines``): transfers served one at a
     time (FCFS) is what workers that interleave see, all at once (PS) what workers in lock-step
-    see, and real runs of one configuration can fall into either (docs/coarse.md).
+    see, and real runs of one configuration can fall into either (docs/coarse.md). Identical
+    workers (one class) get :func:`async_ps_sweep`'s saturated links; several classes Eq. 5.
     """
     if len(classes) == 1:
         c, K = classes[0]
@@ -98,7 +100,23 @@ def async_ps_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "t
                    overlap: bool | None = None, two_way: TwoWay = NO_TWO_WAY,
                    fractions: tuple[float, ...] = ONE_PS) -> list[CoarseResult]:
     """:func:`async_ps` for ``K`` identical workers, for every K in ``Ks`` at once;
-    ``fractions``: each parameter server's share of the bytes (``service_row``)."""
+    ``fractions``: each parameter server's share of the bytes (``service_row``). With Eq. 5
+    and one PS, beyond the knee the saturated links' rate (``saturation.py``); else as
+    :func:`eq5_sweep`."""
+    out = eq5_sweep(c, bandwidth_Bps, Ks, sharing, rho_threshold, overlap, two_way, fractions)
+    if len(fractions) > 1 or SHARINGS[sharing].queue is not None:  # one branch: as published
+        return out
+    one = next((r for r in out if r.workers == 1), None) or eq5_sweep(
+        c, bandwidth_Bps, [1], sharing, rho_threshold, overlap, two_way)[0]
+    link_s = c.model_bytes / bandwidth_Bps
+    return [beyond_knee(r, one, c, link_s, two_way) for r in out]
+
+
+def eq5_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "threshold",
+              rho_threshold: float = DEFAULT_RHO_THRESHOLD,
+              overlap: bool | None = None, two_way: TwoWay = NO_TWO_WAY,
+              fractions: tuple[float, ...] = ONE_PS) -> list[CoarseResult]:
+    """The model as TPDS publishes it (Eqs. 1-6) for identical workers, every K at once."""
     Ks = np.asarray(Ks, dtype=np.int64)
     overlap = c.overlap if overlap is None else overlap
     rows = np.tile(service_row(c, bandwidth_Bps, fractions=fractions), (len(Ks), 1))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .async_ps import Classes, async_ps, async_ps_sweep
+from .async_ps import Classes, async_ps, eq5_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 
@@ -16,13 +16,17 @@ def lin_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "thresh
     """Lin et al. (MASCOTS'18): the async queueing model with the phases taken sequentially,
     i.e. TPDS Eqs. 1–5 without the overlap correction (Eq. 6), for K identical workers."""
     return [replace(r, model="lin", equations=LIN, disciplines={})
-            for r in async_ps_sweep(c, bandwidth_Bps, Ks, sharing, rho_threshold, overlap=False)]
+            for r in eq5_sweep(c, bandwidth_Bps, Ks, sharing, rho_threshold, overlap=False)]
 
 
 def lin(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
         rho_threshold: float = 0.6) -> CoarseResult:
     """:func:`lin_sweep` for one point, also with heterogeneous workers."""
-    r = async_ps(classes, bandwidth_Bps, sharing, rho_threshold, overlap=False)
+    if len(classes) == 1:
+        (c, K), = classes
+        r = eq5_sweep(c, bandwidth_Bps, [K], sharing, rho_threshold, overlap=False)[0]
+    else:
+        r = async_ps(classes, bandwidth_Bps, sharing, rho_threshold, overlap=False)
     return replace(r, model="lin", equations=LIN, disciplines={})
 
 

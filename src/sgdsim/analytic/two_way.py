@@ -84,6 +84,16 @@ def _filled(t: np.ndarray, size: int) -> np.ndarray:
 
 
 MAX_ROUNDS, TOLERANCE, DAMPING = 200, 1e-7, 0.5
+SATURATED_FLOWS = 16  # each way: past any measured table, where the rule's shares are flat
+
+
+def saturated_shares(rule: TwoWay) -> tuple[float, float]:
+    """(uplink, downlink) shares of a NIC carrying many transfers both ways, in balance."""
+    if not rule.active:
+        return 1.0, 1.0
+    n = SATURATED_FLOWS
+    g = rule.grid(2 * n + 1)
+    return float(g[IN][n, n]), float(g[OUT][n, n])
 
 
 def direction_factors(q_up: float, q_down: float, K: int, grid: np.ndarray) -> tuple[float, float]:
