@@ -6,9 +6,10 @@ conformal prediction at L on the 66 single runs of issue 8's 22 points (rounded 
 decimal: spec.control.MODEL_ERROR_BY_LEVEL), and the intervals widened by m are checked on the
 held-out trainer family (docs/validation/torch, and its second, third and fourth grids measured
 after these margins were committed: docs/validation/torch-b, torch-c, torch-d), over the first
-three grids together, on the earlier held-out runs (heldout200*, second-w2, heldout-margin), and
-over all four torch grids (the last two columns): mean half-width and share of single runs
-inside.
+three grids together, on the earlier held-out runs (heldout200*, second-w2, heldout-margin),
+over all four torch grids, on the fifth (async PS only, measured after the coarse model's
+saturated links and its refitted margins were committed: docs/validation/torch-e) and over all
+five: mean half-width and share of single runs inside.
 
 The coarse model (one value, no simulated runs) is replayed from the committed runs and its
 error fitted per family: the MVA of async PS on its 45 runs (COARSE_ASYNC_ERROR_BY_LEVEL), the
@@ -35,6 +36,7 @@ TORCH = ["docs/validation/torch/points.csv"]
 TORCH_B = ["docs/validation/torch-b/points.csv"]  # measured after the margins were committed
 TORCH_C = ["docs/validation/torch-c/points.csv"]  # so was this one
 TORCH_D = ["docs/validation/torch-d/points.csv"]  # and the fourth
+TORCH_E = ["docs/validation/torch-e/points.csv"]  # the fifth, async PS, after the saturated links
 EARLIER = [f"docs/validation/{g}/points.csv" for g in (
     "heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e", "second-w2", "heldout-margin")]
 
@@ -107,25 +109,28 @@ def main() -> None:
           "| held-out trainer: half-width | inside | its second grid: half-width | inside "
           "| its third grid: half-width | inside | the three torch grids: half-width | inside "
           "| earlier held-out: half-width | inside | its fourth grid: half-width | inside "
-          "| the four torch grids: half-width | inside |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| the four torch grids: half-width | inside | its fifth grid: half-width | inside "
+          "| the five torch grids: half-width | inside |")
+    print("|---|---:|---:" + "|---:|---:" * 10 + "|")
     fit = runs(FIT, "fine")
     held = [runs(paths, "fine") for paths in (TORCH, TORCH_B, TORCH_C)]
-    fourth = runs(TORCH_D, "fine")
+    fourth, fifth = runs(TORCH_D, "fine"), runs(TORCH_E, "fine")
     held += [held[0] + held[1] + held[2], runs(EARLIER, "fine"),  # the three torch grids, the rest,
-             fourth, held[0] + held[1] + held[2] + fourth]  # then the fourth and all four
+             fourth, held[0] + held[1] + held[2] + fourth,  # then the fourth and all four,
+             fifth, held[0] + held[1] + held[2] + fourth + fifth]  # the fifth and all five
     for level in LEVELS:
         q = level_scale(level)
         m = math.ceil(conformal_margin([score(*r, q) for r in fit], level) * 1e4) / 1e4
         print(f"| fine | {level:.0%} | ±{m:.2%} | {check(fit, m, q)} | "
               + " | ".join(check(rs, m, q) for rs in held) + " |")
     with tempfile.TemporaryDirectory() as tmp:
-        fit, torch, torch_b, torch_c, earlier, torch_d = (
-            coarse_runs(paths, tmp) for paths in (FIT, TORCH, TORCH_B, TORCH_C, EARLIER, TORCH_D))
+        fit, torch, torch_b, torch_c, earlier, torch_d, torch_e = (
+            coarse_runs(paths, tmp) for paths in (FIT, TORCH, TORCH_B, TORCH_C, EARLIER, TORCH_D, TORCH_E))
     for level in LEVELS:
         margins = coarse_margins(fit, level)
         groups = (fit, torch, torch_b, torch_c, _joined(torch, torch_b, torch_c), earlier, torch_d,
-                  _joined(torch, torch_b, torch_c, torch_d))
+                  _joined(torch, torch_b, torch_c, torch_d), torch_e,
+                  _joined(torch, torch_b, torch_c, torch_d, torch_e))
         print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
               + " | ".join(check_families(g, margins) for g in groups) + " |")
 
