@@ -30,6 +30,7 @@ CASES = [
     ("examples/ops/reference_window.py", [], "usage"),
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
+    ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
 ]
 
 

@@ -8,7 +8,7 @@ a summary by worker count and by trainer: the project's lab trainer (whose runs 
 busy shares were measured on) and the held-out torch trainer. The torch-e grid was measured
 after the rule was committed (examples/grids/lab-torch-e.toml).
 
-    python examples/lab/coarse_saturation.py      # ~90 s; prints markdown
+    python examples/lab/coarse_saturation.py      # ~60 s; prints markdown
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def summary(errors: list[float]) -> str:
 
 def main() -> int:
     if len(sys.argv) > 1:
-        print("coarse_saturation.py takes no arguments", file=sys.stderr)
+        print("usage: python examples/lab/coarse_saturation.py (no arguments)", file=sys.stderr)
         return 2
     grids = [g for g in LAB + TORCH + AFTER if os.path.exists(f"docs/validation/{g}/points.csv")]
     with tempfile.TemporaryDirectory() as tmp:

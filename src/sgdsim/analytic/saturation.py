@@ -55,8 +55,8 @@ def beyond_knee(r: CoarseResult, one: CoarseResult, c: CoarseProfile, link_s: fl
     busiest = max(S, key=S.get)
     T = {"compute": one.response_time_s["compute"]} | S
     T[busiest] = 1.0 / steps_s - sum(v for k, v in T.items() if k != busiest)  # its queue
-    util = {"worker": steps_s * T["compute"]}
-    util |= {("ps" if k == "update" else k): K * steps_s * S[k] for k in STATIONS}
+    names = list(r.utilization)  # the worker, then STATIONS' as async_ps._result names them
+    util = dict(zip(names, [steps_s * T["compute"]] + [K * steps_s * S[k] for k in STATIONS]))
     return replace(r, throughput=X_sat, step_time_s=K * c.batch_size / X_sat, response_time_s=T,
                    utilization=util, regime=f"saturated ({busiest} never idle: K >= N* + 1 = "
                    f"{knee + 1:.2f})", equations=r.equations + " + saturated links")
