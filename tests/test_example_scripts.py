@@ -31,6 +31,8 @@ CASES = [
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
+    ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),
+    ("examples/multigpu/pilot_check.py", ["extra"], "usage"),
 ]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 
 import published
 
@@ -51,6 +52,9 @@ def fitting_rate(row: dict, measured: float) -> float:
 
 
 def main() -> None:
+    if sys.argv[1:]:  # it takes none: an argument is a mistake, not something to ignore
+        print("usage: python examples/multigpu/nccl1_ring.py (no arguments)", file=sys.stderr)
+        raise SystemExit(2)
     rows = [r for r in csv.DictReader(open(os.path.join(published.ROOT, "docs", "validation",
                                                         "multigpu", "points.csv"), encoding="utf-8"))
             if r["source_id"] == "tfbench-dgx1-p100" and r["arch"] == "allreduce"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 import statistics
 from collections import defaultdict
 
@@ -44,6 +45,9 @@ def fitted_scale(pilot: dict) -> float:
 
 
 def main() -> None:
+    if sys.argv[1:]:  # it takes none: an argument is a mistake, not something to ignore
+        print("usage: python examples/multigpu/pilot_check.py (no arguments)", file=sys.stderr)
+        raise SystemExit(2)
     path = os.path.join(published.ROOT, "docs", "validation", "multigpu", "points.csv")
     series = defaultdict(list)
     for r in csv.DictReader(open(path, encoding="utf-8")):
