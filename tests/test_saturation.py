@@ -133,3 +133,25 @@ def test_never_below_eq5_nor_above_the_bounds(model_mb, compute_s, update_s, pen
         assert r.throughput == pytest.approx(max(X_sat, eK.throughput), rel=1e-12)
     else:
         assert r.throughput <= max(min(K * e1.throughput, X_sat), eK.throughput) * (1 + 1e-12)
+
+
+def test_the_two_way_fixed_point_settles_where_its_first_steps_cycle(monkeypatch):
+    """Two PS on the lab's measured table past 24 workers: the damped iteration's first steps
+    overshoot into a two-state cycle (the answer was whichever state the last round left, 40 %
+    low at W = 32). Smaller steps settle it: the answer no longer depends on the round count,
+    and the sweep does not fall past 24 workers."""
+    import sgdsim
+    from sgdsim.analytic import two_way
+    from sgdsim.analytic.coarse_profile import from_profile
+    from sgdsim.analytic.two_way import check_table
+    from sgdsim.hardware import load_hardware
+
+    c = from_profile(sgdsim.load_profile("docs/validation/2ps/profiles/mlp10-async-2ps.json"))
+    hw = load_hardware("examples/grids/hardware-lab-100mbps.json")
+    rule = TwoWay(hw.two_way_penalty, check_table(hw.two_way_table))
+    Ks, link_Bps, two = [8, 16, 24, 28, 32, 48, 64], hw.bandwidth_bps / 8, (0.5, 0.5)
+    sweep = [r.throughput for r in eq5_sweep(c, link_Bps, Ks, "ps", two_way=rule, fractions=two)]
+    assert all(b >= a * 0.99 for a, b in zip(sweep, sweep[1:])), sweep
+    monkeypatch.setattr(two_way, "MAX_ROUNDS", two_way.MAX_ROUNDS + 1)  # the other phase of a cycle
+    again = [r.throughput for r in eq5_sweep(c, link_Bps, Ks, "ps", two_way=rule, fractions=two)]
+    assert again == pytest.approx(sweep, rel=1e-5)

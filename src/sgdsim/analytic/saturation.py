@@ -1,7 +1,7 @@
 """Async PS beyond the knee: a link that never idles runs at its own rate.
 
 Eq. 5's MVA assumes exponential service, so its throughput approaches the busiest link's rate
-only as K/(K+1) does: at W = 4 to 8 it is 8-15 % below what the lab's and the held-out torch
+only as K/(K+1) does: at W >= 3 it was 3-15 % below what the lab's and the held-out torch
 trainer's runs reach (docs/validation/coarse-saturation.md). A transfer of M bytes at a fixed
 rate is nearly deterministic, and a cyclic network of deterministic stations runs at
 min(K X(1), X_sat) (its asymptotic bounds are exact: Lazowska et al., Quantitative System
