@@ -113,9 +113,9 @@ def test_overlap_changes_the_cycle_not_the_saturated_rate():
     assert eq5_sweep(over, B, [1])[0].throughput > eq5_sweep(c, B, [1])[0].throughput
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(model_mb=st.floats(0.1, 200), compute_s=st.floats(0.001, 2.0), update_s=st.floats(0.0, 0.05),
-       penalty=st.floats(0.0, 0.5), K=st.integers(1, 64))
+       penalty=st.floats(0.0, 0.5), K=st.integers(1, 32))
 def test_never_below_eq5_nor_above_the_bounds(model_mb, compute_s, update_s, penalty, K):
     """Property: Eq. 5 up to the knee; past it, between Eq. 5 and the asymptotic bounds
     min(K X(1), X_sat); exactly X_sat (or Eq. 5, if that is higher) from N* + 1 on."""

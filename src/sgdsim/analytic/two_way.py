@@ -87,7 +87,7 @@ MAX_ROUNDS, TOLERANCE, DAMPING = 200, 1e-7, 0.5
 # Where those steps overshoot into a cycle (two PS past 24 workers on the lab's table jumped
 # between two lopsided states, their answer whichever the last round left), smaller ones: the
 # same fixed point, to the same residual.
-SMALLER_STEPS = ((0.9, 1000), (0.98, 5000))
+SMALLER_STEPS = ((0.9, 500), (0.98, 2000))
 SATURATED_FLOWS = 16  # each way: past any measured table, where the rule's shares are flat
 
 
@@ -151,17 +151,22 @@ def coupled(solve: Callable[[np.ndarray], tuple], Ks, rule: TwoWay,
     if not rule.active:
         return out
     grid = rule.grid(int(max(Ks)) + 1)
+    active = np.arange(len(Ks))
     for damping, rounds in ((DAMPING, MAX_ROUNDS), *SMALLER_STEPS):
+        tolerance = TOLERANCE * (1 - damping) / (1 - DAMPING)  # the same residual at every step size
         for _ in range(rounds):
             q_up, q_down = queues(out)
-            target = np.array([direction_factors(qu, qd, int(K), grid)
-                               for qu, qd, K in zip(q_up, q_down, Ks)])
+            target = scale.copy()
+            for i in active:
+                target[i] = direction_factors(q_up[i], q_down[i], int(Ks[i]), grid)
             new = damping * scale + (1 - damping) * target
-            done = np.max(np.abs(new - scale)) < TOLERANCE * (1 - damping) / (1 - DAMPING)
+            moved = np.max(np.abs(new - scale), axis=1)
             scale = new
             out = solve(scale)
-            if done:
+            if moved.max() < tolerance:
                 return out
+            if damping != DAMPING:  # the smaller steps leave settled worker counts alone
+                active = active[moved[active] >= tolerance]
     return out
 
 
