@@ -108,16 +108,38 @@ def direction_factors(q_up: float, q_down: float, K: int, grid: np.ndarray) -> t
     p_up, p_down = min(q_up / K, 1.0), min(q_down / K, 1.0)
     if p_up + p_down > 1.0:  # rounding at saturation
         p_up, p_down = p_up / (p_up + p_down), p_down / (p_up + p_down)
+    nu, nd, rest, ok, log_coef = _occupancies(K)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = log_coef + _xlogy(nu, p_up) + _xlogy(nd, p_down) + _xlogy(rest, 1 - p_up - p_down)
+    pmf = np.where(ok, np.exp(logp), 0.0)
+    return _weighted(pmf, nu, grid[IN][nu, nd]), _weighted(pmf, nd, grid[OUT][nd, nu])
+
+
+CACHED_WORKERS = 128  # kept for K up to here: 29 MB for all of them; above, (K + 1)^2 each
+
+
+def _occupancies(K: int):
+    """The (n_up, n_down) grid of K workers, the rest (0 where impossible), which splits are
+    possible, and the multinomial coefficients' logs. Read-only."""
+    return _cached_occupancies(K) if K <= CACHED_WORKERS else _build_occupancies(K)
+
+
+@functools.lru_cache(maxsize=CACHED_WORKERS)  # a fixed point asks for the same K hundreds of times
+def _cached_occupancies(K: int):
+    return _build_occupancies(K)
+
+
+def _build_occupancies(K: int):
     n = np.arange(K + 1)
     nu, nd = np.meshgrid(n, n, indexing="ij")
     rest = K - nu - nd
     ok = rest >= 0
+    rest = np.where(ok, rest, 0)
     lf = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, K + 1)))))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logp = (lf[K] - lf[nu] - lf[nd] - lf[np.where(ok, rest, 0)]
-                + _xlogy(nu, p_up) + _xlogy(nd, p_down) + _xlogy(np.where(ok, rest, 0), 1 - p_up - p_down))
-    pmf = np.where(ok, np.exp(logp), 0.0)
-    return _weighted(pmf, nu, grid[IN][nu, nd]), _weighted(pmf, nd, grid[OUT][nd, nu])
+    log_coef = lf[K] - lf[nu] - lf[nd] - lf[rest]
+    for a in (nu, nd, rest, ok, log_coef):
+        a.flags.writeable = False
+    return nu, nd, rest, ok, log_coef
 
 
 def _xlogy(x, y: float):
