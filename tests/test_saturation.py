@@ -155,3 +155,11 @@ def test_the_two_way_fixed_point_settles_where_its_first_steps_cycle(monkeypatch
     monkeypatch.setattr(two_way, "MAX_ROUNDS", two_way.MAX_ROUNDS + 1)  # the other phase of a cycle
     again = [r.throughput for r in eq5_sweep(c, link_Bps, Ks, "ps", two_way=rule, fractions=two)]
     assert again == pytest.approx(sweep, rel=1e-5)
+
+
+def test_a_job_that_shares_nothing_keeps_eq5():
+    """No bytes and no update: no shared station, no saturation (it divided by zero)."""
+    c = _profile(model_bytes=0.0, update_s=0.0)
+    Ks = [1, 4, 1000]
+    assert async_ps_sweep(c, B, Ks) == eq5_sweep(c, B, Ks)
+    assert [r.throughput for r in async_ps_sweep(c, B, Ks)] == pytest.approx([K * 32 / 0.05 for K in Ks])

@@ -16,6 +16,7 @@ model's servers are visited in series (``service_row``), which has no such bound
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from .coarse_profile import CoarseProfile
@@ -30,7 +31,8 @@ def saturated_examples_s(c: CoarseProfile, link_s: float, two_way: TwoWay) -> tu
     ``link_s`` = M/B, the links slowed by the two-way shares with many flows each way."""
     f_in, f_out = saturated_shares(two_way)
     S = dict(zip(STATIONS, (link_s / f_in, c.update_s, link_s / f_out)))
-    return c.batch_size / max(S.values()), S
+    busiest_s = max(S.values())
+    return (c.batch_size / busiest_s if busiest_s > 0 else math.inf), S  # inf: nothing shared
 
 
 def beyond_knee(r: CoarseResult, one: CoarseResult, c: CoarseProfile, link_s: float,
@@ -39,9 +41,11 @@ def beyond_knee(r: CoarseResult, one: CoarseResult, c: CoarseProfile, link_s: fl
     on, linear in K between them (so the curve has no jump), never below Eq. 5;
     ``one``: the model's answer at K = 1 (X(1), with Eq. 6 if it applies)."""
     X_sat, S = saturated_examples_s(c, link_s, two_way)
+    if not math.isfinite(X_sat) or r.throughput >= X_sat:
+        return r
     K, knee = r.workers, X_sat / one.throughput
     share = min(1.0, K - knee)
-    if share <= 0 or r.throughput >= X_sat:
+    if share <= 0:
         return r
     if share < 1:
         X = r.throughput + share * (min(X_sat, K * one.throughput) - r.throughput)
