@@ -15,7 +15,7 @@ from ..spec import SHARINGS
 from .coarse_profile import CoarseProfile
 from .mva import DELAY, FCFS, PS, solve, symmetric_sweep
 from .results import CoarseResult
-from .saturation import beyond_knee
+from .saturation import past_the_knee
 from .two_way import TwoWay, coupled, scaled_network
 
 NO_TWO_WAY = TwoWay()
@@ -60,7 +60,18 @@ def service_row(c: CoarseProfile, bandwidth_Bps: float, compute_s: float | None 
 def async_ps(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
              rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None,
              two_way: TwoWay = NO_TWO_WAY) -> CoarseResult:
-    """Async PS throughput of the workers in ``classes``, TPDS Eqs. 1–6.
+    """:func:`eq5`, with :func:`async_ps_sweep`'s saturated links for identical workers (one
+    class)."""
+    if len(classes) == 1:
+        c, K = classes[0]
+        return async_ps_sweep(c, bandwidth_Bps, [K], sharing, rho_threshold, overlap, two_way)[0]
+    return eq5(classes, bandwidth_Bps, sharing, rho_threshold, overlap, two_way)
+
+
+def eq5(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
+        rho_threshold: float = DEFAULT_RHO_THRESHOLD, overlap: bool | None = None,
+        two_way: TwoWay = NO_TWO_WAY) -> CoarseResult:
+    """Async PS throughput of the workers in ``classes``, TPDS Eqs. 1–6 as published.
 
     ``sharing``: a ``SHARINGS`` name, whose ``queue`` is the links' MVA discipline: FCFS
     (X^FCFS, Eq. 3) or PS (X^PS, Eq. 4); without one (threshold), Eq. 5: X^FCFS if the
@@ -71,12 +82,11 @@ def async_ps(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
 
     With Eq. 5 the result also keeps both branches (``disciplines``): transfers served one at a
     time (FCFS) is what workers that interleave see, all at once (PS) what workers in lock-step
-    see, and real runs of one configuration can fall into either (docs/coarse.md). Identical
-    workers (one class) get :func:`async_ps_sweep`'s saturated links; several classes Eq. 5.
+    see, and real runs of one configuration can fall into either (docs/coarse.md).
     """
     if len(classes) == 1:
         c, K = classes[0]
-        return async_ps_sweep(c, bandwidth_Bps, [K], sharing, rho_threshold, overlap, two_way)[0]
+        return eq5_sweep(c, bandwidth_Bps, [K], sharing, rho_threshold, overlap, two_way)[0]
     workers = [c for c, n in classes for _ in range(n)]
     overlap = all(c.overlap for c, _ in classes) if overlap is None else overlap
     batch = np.array([w.batch_size for w in workers], float)
@@ -108,8 +118,7 @@ def async_ps_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "t
         return out
     one = next((r for r in out if r.workers == 1), None) or eq5_sweep(
         c, bandwidth_Bps, [1], sharing, rho_threshold, overlap, two_way)[0]
-    link_s = c.model_bytes / bandwidth_Bps
-    return [beyond_knee(r, one, c, link_s, two_way) for r in out]
+    return past_the_knee(out, one, c, c.model_bytes / bandwidth_Bps, two_way)
 
 
 def eq5_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "threshold",

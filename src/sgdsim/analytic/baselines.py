@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .async_ps import Classes, async_ps, eq5_sweep
+from .async_ps import Classes, eq5, eq5_sweep
 from .coarse_profile import CoarseProfile
 from .results import CoarseResult
 
@@ -22,11 +22,7 @@ def lin_sweep(c: CoarseProfile, bandwidth_Bps: float, Ks, sharing: str = "thresh
 def lin(classes: Classes, bandwidth_Bps: float, sharing: str = "threshold",
         rho_threshold: float = 0.6) -> CoarseResult:
     """:func:`lin_sweep` for one point, also with heterogeneous workers."""
-    if len(classes) == 1:
-        (c, K), = classes
-        r = eq5_sweep(c, bandwidth_Bps, [K], sharing, rho_threshold, overlap=False)[0]
-    else:
-        r = async_ps(classes, bandwidth_Bps, sharing, rho_threshold, overlap=False)
+    r = eq5(classes, bandwidth_Bps, sharing, rho_threshold, overlap=False)
     return replace(r, model="lin", equations=LIN, disciplines={})
 
 

@@ -35,13 +35,21 @@ def saturated_examples_s(c: CoarseProfile, link_s: float, two_way: TwoWay) -> tu
     return (c.batch_size / busiest_s if busiest_s > 0 else math.inf), S  # inf: nothing shared
 
 
-def beyond_knee(r: CoarseResult, one: CoarseResult, c: CoarseProfile, link_s: float,
-                two_way: TwoWay) -> CoarseResult:
-    """``r`` (Eq. 5 at K = r.workers) up to the knee N*, the saturated answer from N* + 1
-    on, linear in K between them (so the curve has no jump), never below Eq. 5;
+def past_the_knee(results: list[CoarseResult], one: CoarseResult, c: CoarseProfile, link_s: float,
+                  two_way: TwoWay) -> list[CoarseResult]:
+    """Eq. 5's ``results`` (one per worker count) with the saturated links where they apply;
     ``one``: the model's answer at K = 1 (X(1), with Eq. 6 if it applies)."""
     X_sat, S = saturated_examples_s(c, link_s, two_way)
-    if not math.isfinite(X_sat) or r.throughput >= X_sat:
+    if not math.isfinite(X_sat):
+        return results
+    return [_beyond_knee(r, one, c, X_sat, S) for r in results]
+
+
+def _beyond_knee(r: CoarseResult, one: CoarseResult, c: CoarseProfile, X_sat: float,
+                 S: dict) -> CoarseResult:
+    """``r`` (Eq. 5 at K = r.workers) up to the knee N*, the saturated answer from N* + 1
+    on, linear in K between them (so the curve has no jump), never below Eq. 5."""
+    if r.throughput >= X_sat:
         return r
     K, knee = r.workers, X_sat / one.throughput
     share = min(1.0, K - knee)
