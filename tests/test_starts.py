@@ -94,3 +94,18 @@ def test_start_points_outside_the_unit_interval_are_refused(bad):
 def test_a_start_point_for_another_worker_count_is_refused():
     with pytest.raises(ConfigError, match="3 coordinates"):
         run_sim(PROFILE, workers=4, Bps=BPS, steps=2, mode="async", start_point=(0.1, 0.2))
+
+
+@pytest.mark.parametrize("dims", list(range(1, 65)))
+def test_the_design_is_the_c_librarys_arithmetic_not_the_processors_vector_math(dims):
+    """The same starts on every machine: α_j = g^-j by the C library's pow (Python's float
+    power), bit for bit. numpy's power over an array takes the processor's vector library
+    where it has one (AVX-512), which differs in the last bit at some j (at j = 7 on such a
+    machine), and a chaotic eight-worker run turns that bit into another mean (1.3 % at
+    W = 8 on the fifth torch grid)."""
+    from sgdsim.sim.starts import _alpha
+    g = 2.0
+    for _ in range(60):
+        g = (1.0 + g) ** (1.0 / (dims + 1))
+    want = [math.fmod((1.0 / g) ** j, 1.0) for j in range(1, dims + 1)]
+    assert [float(a) for a in _alpha(dims)] == want

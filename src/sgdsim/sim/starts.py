@@ -11,6 +11,8 @@ rounds can stop at any point; a random shift drawn from the seed keeps seeds ind
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -18,7 +20,11 @@ def _alpha(d: int) -> np.ndarray:
     g = 2.0
     for _ in range(60):  # fixed point of g = (1 + g)^(1/(d+1)), converges from 2 for every d
         g = (1.0 + g) ** (1.0 / (d + 1))
-    return (1.0 / g) ** np.arange(1, d + 1) % 1.0
+    # math.pow, not numpy's power on an array: numpy computes that with the processor's own
+    # vector library where it has one (AVX-512), which differs from the C library's pow in the
+    # last bit for some j, and a chaotic async run turns one bit of one start into another
+    # mean; the C library's pow gives the same starts on every machine we have run on
+    return np.array([math.pow(1.0 / g, j) for j in range(1, d + 1)]) % 1.0
 
 
 def start_points(seed: int, dims: int, indices) -> list[tuple[float, ...]]:
