@@ -1,0 +1,175 @@
+"""How async PS transfers split between the PS NIC's two directions: traced lab runs against the
+simulator, and two variants of the busy shares tried on the held-out torch grids (neither kept).
+
+The fine model is low at W >= 3 on async PS: -5.2 % signed over the 36 such points of the five
+torch grids, -2.6 % over the lab trainer's 10 (``knob_ablation.py``). Where the flat busy
+shares apply (3 or more transfers on the NIC, both ways busy), each direction finishes
+transfers at a rate that does not depend on the split (n pulls against m pushes), so the split
+walks without a pull towards the middle and spends time at (W, 0) and (0, W), where one
+direction idles. This script prints, for the lab's traced 4- and 8-worker runs
+(``docs/validation/regimes/traced-w48.json``: lab:mlp-10mb, batch 16, 100 Mbit/s) and the
+simulator on the same case, the share of time each direction idles and the commonest splits.
+
+``--variants`` also replays every held-out torch grid and the lab trainer's grids with the
+table's shape instead of the flat shares, scaled so that the traced runs' bytes are moved
+(``busy.py``'s equation with Σ f(n, m)·t in place of Σ t): one scale per direction, or one per
+class of 3-4 and 5 or more transfers.
+
+    python examples/lab/split_occupancy.py              # ~10 s
+    python examples/lab/split_occupancy.py --variants   # ~3 min more
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+import knob_ablation as ka  # beside this script
+from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, check_table
+from sgdsim.lab.busy import _states
+from sgdsim.lab.traces import pulls_pushes
+
+TRACED = "docs/validation/regimes/traced-w48.json"
+PROFILE = "docs/validation/async/profiles/ps-async-nooverlap.json"
+HW = {"100": "examples/grids/hardware-lab-100mbps.json", "200": "examples/grids/hardware-lab-200mbps.json"}
+ALPHA = "4.65e-10"  # the case's calibrated parse cost (docs/validation/async/summary.json)
+
+
+def occupancy(pulls, pushes, skip=0.15):
+    """(pull direction idle, push direction idle, {(n, m): share of time}) after the first
+    ``skip`` of the run (its start) and before its last 5 %."""
+    marks = sorted([(s, 0, 1) for s, _ in pulls] + [(e, 0, -1) for _, e in pulls]
+                   + [(s, 1, 1) for s, _ in pushes] + [(e, 1, -1) for _, e in pushes])
+    t0, t1 = marks[0][0], marks[-1][0]
+    a, b = t0 + skip * (t1 - t0), t1 - 0.05 * (t1 - t0)
+    counts, last, acc = [0, 0], None, collections.Counter()
+    for t, d, k in marks:
+        if last is not None and min(t, b) > max(last, a):
+            acc[tuple(counts)] += min(t, b) - max(last, a)
+        counts[d] += k
+        last = t
+    total = sum(acc.values())
+    idle = [sum(v for s, v in acc.items() if s[d] == 0) / total for d in (0, 1)]
+    return idle[0], idle[1], {s: v / total for s, v in acc.items()}
+
+
+def simulated(workers: int, seed: int, hw: str):
+    """The simulator's pulls and pushes (start, end) of one 200-step run, from its timeline."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "t.json")
+        subprocess.run([sys.executable, "-m", "sgdsim.cli", "predict", PROFILE, "--hardware", hw,
+                        "--overhead-alpha", ALPHA, "--workers", str(workers), "--replications", "1",
+                        "--seed", str(seed), "--steps", "200", "--timeline", trace],
+                       check=True, capture_output=True)
+        events = json.load(open(trace, encoding="utf-8"))
+    spans: dict = {}
+    for e in events["traceEvents"] if isinstance(events, dict) else events:
+        if e.get("cat") in ("downlink", "uplink"):
+            key = (e["cat"], e["args"]["worker"], e["args"]["step"])
+            s, t = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+            old = spans.get(key)
+            spans[key] = (min(old[0], s), max(old[1], t)) if old else (s, t)
+    return ([v for k, v in spans.items() if k[0] == "downlink"],
+            [v for k, v in spans.items() if k[0] == "uplink"])
+
+
+def line(label: str, pulls, pushes) -> str:
+    down, up, splits = occupancy(pulls, pushes)
+    top = sorted(splits.items(), key=lambda kv: -kv[1])[:8]
+    return f"| {label} | {down:.1%} | {up:.1%} | " + ", ".join(f"{s}: {v:.2f}" for s, v in top) + " |"
+
+
+def scales(hw: dict, classes) -> list:
+    """Per direction, the scale of the measured table per class of transfers on the NIC that
+    moves the traced runs' bytes (least squares as in ``sgdsim.lab.busy``)."""
+    rate, rule = hw["bandwidth_bps"] / 8, TwoWay(table=check_table(hw["two_way_table"]))
+    sizes = hw["measured"]["busy"]["model_bytes"]
+    rows: list[list] = [[], []]
+    for path in hw["measured"]["busy"]["traced"].split(","):
+        size = sizes if not isinstance(sizes, list) else sizes[0 if "cnn" in path else 1]
+        for run in json.load(open(path, encoding="utf-8"))["runs"]:
+            down, up = pulls_pushes(run["events"])
+            for d, (mine, other) in enumerate(((down, up), (up, down))):
+                n, m, t = _states(mine, other)
+                f = rule.grid(int(max(n.max(initial=0), m.max(initial=0))) + 1)[d][n, m]
+                both = (n >= 1) & (m >= 1) & (n + m >= BUSY_FLOWS)
+                k = np.searchsorted(classes, n + m, side="right") - 1
+                base = rate * float(np.sum((f * t)[(n >= 1) & ~both]))
+                rows[d].append([size * len(mine) - base]
+                               + [rate * float(np.sum((f * t)[both & (k == i)])) for i in range(len(classes))])
+    out = []
+    for r in rows:
+        a = np.array(r)
+        w = 1 / np.sqrt(a[:, 1:].sum(axis=1))
+        out.append(np.linalg.lstsq(a[:, 1:] * w[:, None], a[:, 0] * w, rcond=None)[0])
+    return out
+
+
+def scaled_file(path: str, classes, dest: str) -> None:
+    """The hardware file with its table scaled (``scales``) where the flat shares applied,
+    and without the flat shares."""
+    hw = json.load(open(path, encoding="utf-8"))
+    s = scales(hw, classes)
+    for d, rows in enumerate(hw["two_way_table"]):
+        for n, row in enumerate(rows):
+            for m, v in enumerate(row):
+                if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
+                    row[m] = float(min(1.0, v * s[d][np.searchsorted(classes, n + m, side="right") - 1]))
+    for key in ("two_way_busy", "two_way_busy_push"):
+        hw.pop(key, None)
+    print(f"  {os.path.basename(path)}: scales (pulls, pushes) by class {list(classes)}: "
+          f"{[[round(float(x), 3) for x in v] for v in s]}")
+    with open(dest, "w", encoding="utf-8") as f:
+        json.dump(hw, f)
+
+
+def replays(files: dict) -> str:
+    """The fine model's held-out and lab errors with every case's hardware file replaced."""
+    from sgdsim.hardware import load_hardware
+    import dataclasses
+
+    def vary(grid, _):
+        return dataclasses.replace(grid, cases=tuple(
+            dataclasses.replace(c, hardware_spec=load_hardware(files[os.path.basename(c.hardware)]))
+            if c.hardware and os.path.basename(c.hardware) in files else c for c in grid.cases))
+    with tempfile.TemporaryDirectory() as tmp:
+        lab = ka.errors(ka.FITTED, {}, os.path.join(tmp, "f"), vary)
+        held = ka.errors(ka.HELD_OUT_ALL, {}, os.path.join(tmp, "h"), vary)
+    by_w = collections.defaultdict(list)
+    for meas, pred, _, _, w, mode in held:
+        if mode == "async" and w >= ka.SATURATED:
+            by_w[w].append(100 * (pred / meas - 1))
+    ws = ", ".join(f"W = {w}: {np.mean(v):+.1f} %" for w, v in sorted(by_w.items()))
+    return (f"lab trainer {ka.line(lab)}, async W >= 3 {ka.saturated(lab)}; held-out {ka.line(held)}, "
+            f"async W >= 3 {ka.saturated(held)} ({ws})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--variants", action="store_true", help="also replay the grids with two variants")
+    args = ap.parse_args()
+    print("| run | pull direction idle | push direction idle | commonest splits (pulls, pushes) |\n|---|---:|---:|---|")
+    for run in json.load(open(TRACED, encoding="utf-8"))["runs"]:
+        print(line(f"lab, W = {run['workers']}, run {run['repeat'] + 1}", *pulls_pushes(run["events"])))
+    for w in (4, 8):
+        for seed in (1, 2):
+            print(line(f"simulator, W = {w}, seed {seed}", *simulated(w, seed, HW["100"])))
+    if not args.variants:
+        return
+    print("\nthe files as committed (flat busy shares):", replays({}))
+    with tempfile.TemporaryDirectory() as tmp:
+        for classes in ((BUSY_FLOWS,), (BUSY_FLOWS, 5)):
+            files = {os.path.basename(p): os.path.join(tmp, f"{classes}-{os.path.basename(p)}") for p in HW.values()}
+            for p in HW.values():
+                scaled_file(p, classes, files[os.path.basename(p)])
+            print(f"the table's shape, scaled per class {list(classes)}:", replays(files))
+
+
+if __name__ == "__main__":
+    main()
