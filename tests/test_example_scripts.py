@@ -33,6 +33,8 @@ CASES = [
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),
     ("examples/multigpu/pilot_check.py", ["extra"], "usage"),
+    ("examples/lab/split_occupancy.py", ["extra"], "extra"),
+    ("examples/lab/knob_ablation.py", ["extra"], "extra"),
 ]
 
 
