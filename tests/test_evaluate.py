@@ -222,3 +222,37 @@ def test_a_hardware_file_means_the_same_to_both_fronts(resnet):
     assert specs_from_hardware(hw100, "allreduce")[1].link.step_latency_s == hw100.ring_latency_s > 0
     assert specs_from_hardware(hw100, "ps")[1].link.step_latency_s == 0
     assert specs_from_hardware(hw, "ps", two_way_penalty=0.1)[1].contention.two_way.table is None
+
+
+def test_a_coarse_sweep_shows_a_spinner_naming_it_on_a_terminal(resnet, monkeypatch):
+    """The coarse two-way fixed point over a long sweep can take minutes: on a terminal a
+    spinner with the elapsed time says which model is working (here shown at once)."""
+    import io
+    import sgdsim.evaluate.core as core
+    from sgdsim import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out, seen = Terminal(), []
+    real = core.status
+
+    def shown_at_once(text, stream=None, quiet_s=2.0):
+        seen.append(text)
+        return real(text, out, 0.0)
+
+    import time
+    slow = core.evaluate_analytic
+
+    def a_long_fixed_point(*args, **kwargs):
+        time.sleep(0.3)  # (the spinner's first frame comes from its own thread)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(core, "status", shown_at_once)
+    monkeypatch.setattr(core, "evaluate_analytic", a_long_fixed_point)
+    progress.configure(False)
+    points = evaluate(Job.of(resnet), Strategy(), Cluster(Link(1e9 / 8)), [1, 2, 4], "coarse")
+    assert [p.workers for p in points] == [1, 2, 4]
+    assert seen == ["coarse model (3 worker counts)"]
+    assert "coarse model (3 worker counts)" in out.getvalue()

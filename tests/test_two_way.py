@@ -103,6 +103,40 @@ def test_multinomial_factors_match_brute_force_enumeration(K, a, b, k):
     assert fd == pytest.approx(num_d / den_d if den_d else 1.0, rel=1e-9, abs=1e-12)
 
 
+def _full_grid_factors(q_up, q_down, K, grid):
+    """direction_factors over every (n_up, n_down) split of K workers: the definition."""
+    from sgdsim.analytic.two_way import _build_occupancies, _weighted, _xlogy
+    p_up, p_down = min(q_up / K, 1.0), min(q_down / K, 1.0)
+    if p_up + p_down > 1.0:
+        p_up, p_down = p_up / (p_up + p_down), p_down / (p_up + p_down)
+    nu, nd, rest, ok, log_coef = _build_occupancies(K)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = log_coef + _xlogy(nu, p_up) + _xlogy(nd, p_down) + _xlogy(rest, 1 - p_up - p_down)
+    pmf = np.where(ok, np.exp(logp), 0.0)
+    return _weighted(pmf, nu, grid[1][nu, nd]), _weighted(pmf, nd, grid[0][nd, nu])
+
+
+LAB_TABLE = check_table(hardware_from_dict({
+    "format": "sgdsim-hardware", "version": 1, "bandwidth_bps": 1e8, "latency_s": 0.0,
+    "overhead_alpha_s_per_byte": 8e-8, "overhead_beta_s": 0.0,
+    "two_way_table": [[[None, None, None], [1.0, 0.99, 0.6], [1.0, 0.95, None]],
+                      [[None, None, None], [1.0, 0.97, 0.55], [1.0, 0.9, None]]]}).two_way_table)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(129, 600), st.floats(0.0, 1.0, allow_subnormal=False),
+       st.floats(0.0, 1.0, allow_subnormal=False), st.booleans())
+def test_above_the_cached_counts_only_the_likely_splits_are_summed_to_the_same_factors(K, a, b, table):
+    """Above 128 workers only the splits whose binomial marginals are above e^-80 are summed
+    (O(K) cells of (K + 1)^2): the factors equal the full grid's to rounding, for the linear
+    rule and a measured table, at the corners (nobody, or everybody, one way) as inside."""
+    rule = TwoWay(table=LAB_TABLE) if table else TwoWay(0.15)
+    grid = rule.grid(K + 1)
+    q_up, q_down = a * K, b * K
+    got, want = direction_factors(q_up, q_down, K, grid), _full_grid_factors(q_up, q_down, K, grid)
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
 COARSE = CoarseProfile(model_bytes=10e6, forward_s=0.01, backward_s=0.02, update_s=0.0, batch_size=16)
 
 

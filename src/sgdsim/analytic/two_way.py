@@ -108,20 +108,65 @@ def direction_factors(q_up: float, q_down: float, K: int, grid: np.ndarray) -> t
     p_up, p_down = min(q_up / K, 1.0), min(q_down / K, 1.0)
     if p_up + p_down > 1.0:  # rounding at saturation
         p_up, p_down = p_up / (p_up + p_down), p_down / (p_up + p_down)
-    nu, nd, rest, ok, log_coef = _occupancies(K)
+    nu, nd, rest, ok, log_coef = (_occupancies(K) if K <= CACHED_WORKERS
+                                  else _likely_occupancies(K, p_up, p_down))
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = log_coef + _xlogy(nu, p_up) + _xlogy(nd, p_down) + _xlogy(rest, 1 - p_up - p_down)
     pmf = np.where(ok, np.exp(logp), 0.0)
     return _weighted(pmf, nu, grid[IN][nu, nd]), _weighted(pmf, nd, grid[OUT][nd, nu])
 
 
-CACHED_WORKERS = 128  # kept for K up to here: 29 MB for all of them; above, (K + 1)^2 each
+CACHED_WORKERS = 128  # kept for K up to here: 29 MB for all of them; above, only the likely splits
+NEGLIGIBLE_LOG = -80.0  # e^-80 of the mode: below it, a count's probability is left out of the sums
 
 
 def _occupancies(K: int):
     """The (n_up, n_down) grid of K workers, the rest (0 where impossible), which splits are
     possible, and the multinomial coefficients' logs. Read-only."""
     return _cached_occupancies(K) if K <= CACHED_WORKERS else _build_occupancies(K)
+
+
+def _likely_occupancies(K: int, p_up: float, p_down: float):
+    """``_occupancies`` restricted to the likely splits (``_likely_counts`` each way): the
+    factors sum over the full grid's cells less than e^-80 of their mass times (K + 1)^2
+    cells, and those are equal to rounding (tests/test_two_way.py). The full grid is (K + 1)^2
+    cells, a million at 1,024 workers, and a fixed point asks for it hundreds of times; the
+    likely ones are O(K) (about 12 sqrt(K) counts each way)."""
+    lf = _log_factorials(K)
+    nu, nd = np.meshgrid(_likely_counts(K, p_up, lf), _likely_counts(K, p_down, lf), indexing="ij")
+    rest = K - nu - nd
+    ok = rest >= 0
+    rest = np.where(ok, rest, 0)
+    return nu, nd, rest, ok, lf[K] - lf[nu] - lf[nd] - lf[rest]
+
+
+def _likely_counts(K: int, p: float, lf: np.ndarray) -> np.ndarray:
+    """The counts n = lo..hi of a Binomial(K, p), or of its size-biased form (probability
+    times n: what a factor weighted by its own direction's workers sums), within e^-80 of
+    their mode, and one more each side. A contiguous range: both are unimodal."""
+    n = np.arange(K + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = lf[K] - lf[n] - lf[K - n] + _xlogy(n, p) + _xlogy(K - n, 1 - p)
+        biased = logp + np.log(n)
+    keep = logp >= logp.max() + NEGLIGIBLE_LOG
+    if biased.max() > -np.inf:  # (nobody this way when p = 0)
+        keep |= biased >= biased.max() + NEGLIGIBLE_LOG
+    idx = np.flatnonzero(keep)
+    return n[max(0, idx[0] - 1):idx[-1] + 2]
+
+
+_LOG_FACTORIALS = [np.zeros(1)]  # log n! for n = 0..: every K's are a prefix of a longer run's
+
+
+def _log_factorials(K: int) -> np.ndarray:
+    """log n! for n = 0..K, read-only: a prefix of one array kept for the largest K asked
+    (a cumulative sum's prefix is the same numbers, so any K gets the same values)."""
+    lf = _LOG_FACTORIALS[0]
+    if len(lf) <= K:
+        lf = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, 2 * K + 1)))))
+        lf.flags.writeable = False
+        _LOG_FACTORIALS[0] = lf
+    return lf[:K + 1]
 
 
 @functools.lru_cache(maxsize=CACHED_WORKERS)  # a fixed point asks for the same K hundreds of times

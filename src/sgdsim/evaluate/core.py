@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..placement import ps_fractions
 from ..point import PredictionPoint
 from ..profile.transforms import with_overhead
-from ..progress import Progress
+from ..progress import Progress, status
 from ..replicate import simulate_point
 from ..sim import SimConfig
 from ..spec import MODES, NO_MARGIN, Cluster, Control, Job, Margin, Strategy
@@ -95,10 +95,11 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     for name in models_for(model, job, strategy, cluster, control, on_skip):
         if name == "fine":
             points += evaluate_fine(job, strategy, cluster, control, counts, executor, progress_label)
-        else:
-            # the coarse model's error is measured; the baselines' are not (they get none)
-            points += evaluate_analytic(name, job, strategy, cluster, None if job.heterogeneous else counts,
-                                        control.margin if name == "coarse" else NO_MARGIN)
+        else:  # a spinner: the coarse two-way fixed point over a long sweep can take minutes
+            with status(f"{name} model ({len(counts)} worker count{'s' if len(counts) > 1 else ''})"):
+                # the coarse model's error is measured; the baselines' are not (they get none)
+                points += evaluate_analytic(name, job, strategy, cluster, None if job.heterogeneous else counts,
+                                            control.margin if name == "coarse" else NO_MARGIN)
     order = {m: i for i, m in enumerate(MODELS)}
     return sorted(points, key=lambda p: (p.workers, order[p.model]))
 
