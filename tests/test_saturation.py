@@ -163,3 +163,30 @@ def test_a_job_that_shares_nothing_keeps_eq5():
     Ks = [1, 4, 1000]
     assert async_ps_sweep(c, B, Ks) == eq5_sweep(c, B, Ks)
     assert [r.throughput for r in async_ps_sweep(c, B, Ks)] == pytest.approx([K * 32 / 0.05 for K in Ks])
+
+
+def test_counts_above_the_cached_ones_reach_the_same_fixed_point_sooner(monkeypatch):
+    """Above 128 workers most counts cycle under the half steps (one PS, the lab's table), so
+    they take the smaller steps after LARGE_FIRST_ROUNDS instead of MAX_ROUNDS: the same
+    answers as the long schedule, each count as when asked alone, and the counts up to 128
+    exactly as before (their own schedule)."""
+    import sgdsim
+    from sgdsim.analytic import two_way
+    from sgdsim.analytic.coarse_profile import from_profile
+    from sgdsim.analytic.two_way import check_table, with_busy
+    from sgdsim.hardware import load_hardware
+
+    c = from_profile(sgdsim.load_profile("tests/data/lab-mlp-10mb-nooverlap.json"))
+    hw = load_hardware("examples/grids/hardware-lab-100mbps.json")
+    rule = TwoWay(hw.two_way_penalty, with_busy(check_table(hw.two_way_table),
+                                                (hw.two_way_busy, hw.two_way_busy_push)))
+    link_Bps = hw.bandwidth_bps / 8
+
+    def sweep(Ks):
+        return [r.throughput for r in eq5_sweep(c, link_Bps, Ks, "ps", two_way=rule)]
+    Ks = [8, 64, 300, 301, 420]
+    fast = sweep(Ks)
+    assert fast[:2] == sweep(Ks[:2])  # the small counts: untouched by the large ones
+    assert fast[2:] == pytest.approx([sweep([K])[0] for K in Ks[2:]], rel=1e-5)
+    monkeypatch.setattr(two_way, "LARGE_FIRST_ROUNDS", two_way.MAX_ROUNDS)  # the long schedule
+    assert sweep(Ks) == pytest.approx(fast, rel=1e-5)

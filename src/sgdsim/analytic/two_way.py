@@ -88,6 +88,7 @@ MAX_ROUNDS, TOLERANCE, DAMPING = 200, 1e-7, 0.5
 # between two lopsided states, their answer whichever the last round left), smaller ones: the
 # same fixed point, to the same residual.
 SMALLER_STEPS = ((0.9, 500), (0.98, 2000))
+LARGE_FIRST_ROUNDS = 40  # half steps for a count above CACHED_WORKERS (W = 129-256 settle in 33)
 SATURATED_FLOWS = 16  # each way: past any measured table, where the rule's shares are flat
 
 
@@ -211,15 +212,29 @@ def coupled(solve: Callable[[np.ndarray], tuple], Ks, rule: TwoWay,
     """Solve with the network slowed by the two-way factors, iterated to a fixed point.
 
     ``solve(scale)`` returns the model's output with (uplink, downlink) factors ``scale``
-    (len(Ks), 2); ``queues(output)`` its mean (Q_U, Q_D) per worker count in ``Ks``.
+    (len(Ks), 2); ``queues(output)`` its mean (Q_U, Q_D) per worker count in ``Ks``. Each
+    worker count is its own network, so the counts above ``CACHED_WORKERS`` settle apart from
+    the others: most of them cycle under the half steps (W = 257-512 on the lab's table), so
+    they move to the smaller steps after ``LARGE_FIRST_ROUNDS`` instead of ``MAX_ROUNDS``.
     """
     scale = np.ones((len(Ks), 2))
     out = solve(scale)
     if not rule.active:
         return out
     grid = rule.grid(int(max(Ks)) + 1)
-    active = np.arange(len(Ks))
-    for damping, rounds in ((DAMPING, MAX_ROUNDS), *SMALLER_STEPS):
+    large = np.asarray(Ks) > CACHED_WORKERS
+    for rows, first_rounds in ((np.flatnonzero(~large), MAX_ROUNDS),
+                               (np.flatnonzero(large), LARGE_FIRST_ROUNDS)):
+        if len(rows):
+            scale, out = _settle(solve, Ks, grid, queues, scale, out, rows, first_rounds)
+    return out
+
+
+def _settle(solve, Ks, grid, queues, scale, out, rows, first_rounds: int):
+    """``coupled``'s rounds for the worker counts ``rows`` (the others keep their factors):
+    half steps, then, where those do not settle, smaller ones. Returns (scale, output)."""
+    active = rows
+    for damping, rounds in ((DAMPING, first_rounds), *SMALLER_STEPS):
         tolerance = TOLERANCE * (1 - damping) / (1 - DAMPING)  # the same residual at every step size
         for _ in range(rounds):
             q_up, q_down = queues(out)
@@ -231,10 +246,10 @@ def coupled(solve: Callable[[np.ndarray], tuple], Ks, rule: TwoWay,
             scale = new
             out = solve(scale)
             if moved.max() < tolerance:
-                return out
+                return scale, out
             if damping != DAMPING:  # the smaller steps leave settled worker counts alone
                 active = active[moved[active] >= tolerance]
-    return out
+    return scale, out
 
 
 @functools.lru_cache(maxsize=64)  # every run of a sweep asks for the same rule
