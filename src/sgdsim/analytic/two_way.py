@@ -128,11 +128,11 @@ def _occupancies(K: int):
 
 
 def _likely_occupancies(K: int, p_up: float, p_down: float):
-    """``_occupancies`` restricted to the likely splits (``_likely_counts`` each way): the
-    factors sum over the full grid's cells less than e^-80 of their mass times (K + 1)^2
-    cells, and those are equal to rounding (tests/test_two_way.py). The full grid is (K + 1)^2
-    cells, a million at 1,024 workers, and a fixed point asks for it hundreds of times; the
-    likely ones are O(K) (about 12 sqrt(K) counts each way)."""
+    """``_occupancies`` restricted to the likely splits (``_likely_counts`` each way). Each
+    cell left out holds less than e^-80 of the likeliest one's probability, and there are
+    fewer than (K + 1)^2 of them, so the factors equal the full grid's to rounding
+    (tests/test_two_way.py). The full grid is a million cells at 1,024 workers, and a fixed
+    point asks for it hundreds of times; the likely ones are O(K)."""
     lf = _log_factorials(K)
     nu, nd = np.meshgrid(_likely_counts(K, p_up, lf), _likely_counts(K, p_down, lf), indexing="ij")
     rest = K - nu - nd
@@ -153,6 +153,8 @@ def _likely_counts(K: int, p: float, lf: np.ndarray) -> np.ndarray:
     if biased.max() > -np.inf:  # (nobody this way when p = 0)
         keep |= biased >= biased.max() + NEGLIGIBLE_LOG
     idx = np.flatnonzero(keep)
+    if not len(idx):  # no probability to rank (a NaN from upstream): every count, as before
+        return n
     return n[max(0, idx[0] - 1):idx[-1] + 2]
 
 
