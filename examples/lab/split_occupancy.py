@@ -31,8 +31,8 @@ import tempfile
 import numpy as np
 
 import knob_ablation as ka  # beside this script
-from sgdsim.analytic.two_way import BUSY_FLOWS, TwoWay, check_table
-from sgdsim.lab.busy import _states
+from sgdsim.analytic.two_way import BUSY_FLOWS
+from sgdsim.lab.busy import busy_terms
 from sgdsim.lab.traces import pulls_pushes
 
 TRACED = "docs/validation/regimes/traced-w48.json"
@@ -87,22 +87,17 @@ def line(label: str, pulls, pushes) -> str:
 
 def scales(hw: dict, classes) -> list:
     """Per direction, the scale of the measured table per class of transfers on the NIC that
-    moves the traced runs' bytes (least squares as in ``sgdsim.lab.busy``)."""
-    rate, rule = hw["bandwidth_bps"] / 8, TwoWay(table=check_table(hw["two_way_table"]))
-    sizes = hw["measured"]["busy"]["model_bytes"]
+    moves the traced runs' bytes (``sgdsim.lab.busy``'s equations with Σ f·t for Σ t)."""
+    rate, sizes = hw["bandwidth_bps"] / 8, hw["measured"]["busy"]["model_bytes"]
     rows: list[list] = [[], []]
     for path in hw["measured"]["busy"]["traced"].split(","):
         size = sizes if not isinstance(sizes, list) else sizes[0 if "cnn" in path else 1]
-        for run in json.load(open(path, encoding="utf-8"))["runs"]:
-            down, up = pulls_pushes(run["events"])
-            for d, (mine, other) in enumerate(((down, up), (up, down))):
-                n, m, t = _states(mine, other)
-                f = rule.grid(int(max(n.max(initial=0), m.max(initial=0))) + 1)[d][n, m]
-                both = (n >= 1) & (m >= 1) & (n + m >= BUSY_FLOWS)
-                k = np.searchsorted(classes, n + m, side="right") - 1
-                base = rate * float(np.sum((f * t)[(n >= 1) & ~both]))
-                rows[d].append([size * len(mine) - base]
-                               + [rate * float(np.sum((f * t)[both & (k == i)])) for i in range(len(classes))])
+        runs = json.load(open(path, encoding="utf-8"))["runs"]
+        for d, unexplained, t, f, both, k in busy_terms([r["events"] for r in runs], size,
+                                                         hw["bandwidth_bps"], hw["two_way_table"],
+                                                         np.asarray(classes)):
+            rows[d].append([unexplained] + [rate * float(np.sum((f * t)[both & (k == i)]))
+                                            for i in range(len(classes))])
     out = []
     for r in rows:
         a = np.array(r)

@@ -37,9 +37,22 @@ def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOW
     its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t); a run
     that never had the NIC busy both ways says nothing of c and is left out."""
     classes = check_flows(flows)
+    rate = bandwidth_bps / 8.0
+    rows: list[list] = [[], []]
+    for d, unexplained, t, _, both, k in busy_terms(runs, model_bytes, bandwidth_bps, table, classes):
+        rows[d].append([unexplained, *(rate * float(np.sum(t[both & (k == i)])) for i in range(len(classes)))])
+    shares = [_weighted_fit(np.array(r, float).reshape(-1, len(classes) + 1), classes) for r in rows]
+    return tuple(float(c[0]) if len(classes) == 1 else tuple(float(v) for v in c) for c in shares)
+
+
+def busy_terms(runs, model_bytes, bandwidth_bps: float, table, classes):
+    """Per traced run and direction d (0 pulls, 1 pushes): (d, the bytes the table does not
+    explain: moved − B·Σ f·t outside the busy states, the intervals' lengths t, the table's
+    share f of each, which intervals are busy both ways, each interval's class index k). The
+    busy shares' equations are built from these; ``runs`` and ``model_bytes`` as in
+    ``busy_shares``, ``classes`` from ``check_flows``."""
     sizes = np.broadcast_to(np.asarray(model_bytes, float), (len(runs),))
     rate, rule = bandwidth_bps / 8.0, TwoWay(table=check_table(table))
-    rows: list[list] = [[], []]
     for run, size in zip(runs, sizes):
         down, up = run if isinstance(run, tuple) else pulls_pushes(run)
         for d, (mine, other) in enumerate(((down, up), (up, down))):
@@ -48,10 +61,7 @@ def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOW
             both = (n >= 1) & (m >= 1) & (n + m >= BUSY_FLOWS)
             k = np.searchsorted(classes, n + m, side="right") - 1
             base = rate * float(np.sum((f * t)[(n >= 1) & ~both]))
-            rows[d].append([size * len(mine) - base, *(rate * float(np.sum(t[both & (k == i)]))
-                                                       for i in range(len(classes)))])
-    shares = [_weighted_fit(np.array(r, float).reshape(-1, len(classes) + 1), classes) for r in rows]
-    return tuple(float(c[0]) if len(classes) == 1 else tuple(float(v) for v in c) for c in shares)
+            yield d, size * len(mine) - base, t, f, both, k
 
 
 def check_flows(flows) -> np.ndarray:
