@@ -100,9 +100,9 @@ def test_a_start_point_for_another_worker_count_is_refused():
 def test_the_design_is_the_c_librarys_arithmetic_not_the_processors_vector_math(dims):
     """The same starts on every machine: α_j = g^-j by the C library's pow (Python's float
     power), bit for bit. numpy's power over an array takes the processor's vector library
-    where it has one (AVX-512), which differs in the last bit at some j (at j = 7 on such a
-    machine), and a chaotic eight-worker run turns that bit into another mean (1.3 % at
-    W = 8 on the fifth torch grid)."""
+    where it has one (AVX-512), which differs in the last bit of some α_j (48 of these 64
+    dimensions on such a machine, from 6 on), and a chaotic eight-worker run turns that bit
+    into another mean (1.3 % at W = 8 on the fifth torch grid)."""
     from sgdsim.sim.starts import _alpha
     g = 2.0
     for _ in range(60):
