@@ -32,7 +32,7 @@ import numpy as np
 
 import knob_ablation as ka  # beside this script
 from sgdsim.analytic.two_way import BUSY_FLOWS
-from sgdsim.lab.busy import busy_terms
+from sgdsim.lab.busy import busy_terms, split_intervals
 from sgdsim.lab.traces import pulls_pushes
 
 TRACED = "docs/validation/regimes/traced-w48.json"
@@ -43,17 +43,15 @@ ALPHA = "4.65e-10"  # the case's calibrated parse cost (docs/validation/async/su
 
 def occupancy(pulls, pushes, skip=0.15):
     """(pull direction idle, push direction idle, {(n, m): share of time}) after the first
-    ``skip`` of the run (its start) and before its last 5 %."""
-    marks = sorted([(s, 0, 1) for s, _ in pulls] + [(e, 0, -1) for _, e in pulls]
-                   + [(s, 1, 1) for s, _ in pushes] + [(e, 1, -1) for _, e in pushes])
-    t0, t1 = marks[0][0], marks[-1][0]
-    a, b = t0 + skip * (t1 - t0), t1 - 0.05 * (t1 - t0)
-    counts, last, acc = [0, 0], None, collections.Counter()
-    for t, d, k in marks:
-        if last is not None and min(t, b) > max(last, a):
-            acc[tuple(counts)] += min(t, b) - max(last, a)
-        counts[d] += k
-        last = t
+    ``skip`` of the run (its start) and before its last 5 %, from ``sgdsim.lab.busy``'s
+    intervals between starts and ends."""
+    n, m, t = split_intervals(pulls, pushes)
+    ends = min(s for s, _ in pulls + pushes) + np.cumsum(t)
+    a, b = ends[0] + skip * (ends[-1] - ends[0]), ends[-1] - 0.05 * (ends[-1] - ends[0])
+    acc: collections.Counter = collections.Counter()
+    for split, lo, hi in zip(zip(n.tolist(), m.tolist()), ends - t, ends):
+        if min(hi, b) > max(lo, a):
+            acc[split] += min(hi, b) - max(lo, a)
     total = sum(acc.values())
     idle = [sum(v for s, v in acc.items() if s[d] == 0) / total for d in (0, 1)]
     return idle[0], idle[1], {s: v / total for s, v in acc.items()}

@@ -109,7 +109,7 @@ def direction_factors(q_up: float, q_down: float, K: int, grid: np.ndarray) -> t
     p_up, p_down = min(q_up / K, 1.0), min(q_down / K, 1.0)
     if p_up + p_down > 1.0:  # rounding at saturation
         p_up, p_down = p_up / (p_up + p_down), p_down / (p_up + p_down)
-    nu, nd, rest, ok, log_coef = (_occupancies(K) if K <= CACHED_WORKERS
+    nu, nd, rest, ok, log_coef = (_cached_occupancies(K) if K <= CACHED_WORKERS
                                   else _likely_occupancies(K, p_up, p_down))
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = log_coef + _xlogy(nu, p_up) + _xlogy(nd, p_down) + _xlogy(rest, 1 - p_up - p_down)
@@ -121,24 +121,14 @@ CACHED_WORKERS = 128  # kept for K up to here: 29 MB for all of them; above, onl
 NEGLIGIBLE_LOG = -80.0  # e^-80 of the mode: below it, a count's probability is left out of the sums
 
 
-def _occupancies(K: int):
-    """The (n_up, n_down) grid of K workers, the rest (0 where impossible), which splits are
-    possible, and the multinomial coefficients' logs. Read-only."""
-    return _cached_occupancies(K) if K <= CACHED_WORKERS else _build_occupancies(K)
-
-
 def _likely_occupancies(K: int, p_up: float, p_down: float):
-    """``_occupancies`` restricted to the likely splits (``_likely_counts`` each way). Each
+    """``_build_occupancies`` restricted to the likely splits (``_likely_counts`` each way). Each
     cell left out holds less than e^-80 of the likeliest one's probability, and there are
     fewer than (K + 1)^2 of them, so the factors equal the full grid's to rounding
     (tests/test_two_way.py). The full grid is a million cells at 1,024 workers, and a fixed
     point asks for it hundreds of times; the likely ones are O(K)."""
     lf = _log_factorials(K)
-    nu, nd = np.meshgrid(_likely_counts(K, p_up, lf), _likely_counts(K, p_down, lf), indexing="ij")
-    rest = K - nu - nd
-    ok = rest >= 0
-    rest = np.where(ok, rest, 0)
-    return nu, nd, rest, ok, lf[K] - lf[nu] - lf[nd] - lf[rest]
+    return _splits(K, _likely_counts(K, p_up, lf), _likely_counts(K, p_down, lf))
 
 
 def _likely_counts(K: int, p: float, lf: np.ndarray) -> np.ndarray:
@@ -178,12 +168,19 @@ def _cached_occupancies(K: int):
 
 
 def _build_occupancies(K: int):
+    """The (n_up, n_down) grid of K workers, the rest (0 where impossible), which splits are
+    possible, and the multinomial coefficients' logs. Read-only."""
     n = np.arange(K + 1)
-    nu, nd = np.meshgrid(n, n, indexing="ij")
+    return _splits(K, n, n)
+
+
+def _splits(K: int, up: np.ndarray, down: np.ndarray):
+    """``_build_occupancies``'s arrays over the counts ``up`` x ``down``, read-only."""
+    lf = _log_factorials(K)
+    nu, nd = np.meshgrid(up, down, indexing="ij")
     rest = K - nu - nd
     ok = rest >= 0
     rest = np.where(ok, rest, 0)
-    lf = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, K + 1)))))
     log_coef = lf[K] - lf[nu] - lf[nd] - lf[rest]
     for a in (nu, nd, rest, ok, log_coef):
         a.flags.writeable = False

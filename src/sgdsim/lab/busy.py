@@ -56,7 +56,7 @@ def busy_terms(runs, model_bytes, bandwidth_bps: float, table, classes):
     for run, size in zip(runs, sizes):
         down, up = run if isinstance(run, tuple) else pulls_pushes(run)
         for d, (mine, other) in enumerate(((down, up), (up, down))):
-            n, m, t = _states(mine, other)
+            n, m, t = split_intervals(mine, other)
             f = rule.grid(int(max(n.max(initial=0), m.max(initial=0))) + 1)[d][n, m]
             both = (n >= 1) & (m >= 1) & (n + m >= BUSY_FLOWS)
             k = np.searchsorted(classes, n + m, side="right") - 1
@@ -97,7 +97,7 @@ def _label(classes, i: int) -> str:
     return f"{classes[i]} transfers" if last == classes[i] else f"{classes[i]}-{last} transfers"
 
 
-def _states(mine, other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_intervals(mine, other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Between consecutive starts and ends: transfers under way in this direction (n) and the
     other (m), and the interval's length."""
     marks = sorted([(a, 0, 1) for a, _ in mine] + [(b, 0, -1) for _, b in mine]
