@@ -52,10 +52,11 @@ def test_with_busy_refuses_shares_outside_zero_one(share):
         with_busy(_table(), (share, None))
 
 
-def _fluid(table, busy, gaps, size, rate, cycles):
+def _fluid(table, busy, gaps, size, rate, cycles, shape=0.0):
     """Workers cycling pull, gap, push, gap over one PS NIC; each direction moves
-    rate·f(n, m) (``busy`` where both directions carry flows, n + m >= 3) shared equally."""
-    grid = TwoWay(table=with_busy(table, busy)).grid(len(gaps) + 1)
+    rate·f(n, m) (``busy`` times f to the power ``shape`` where both directions carry flows,
+    n + m >= 3) shared equally."""
+    grid = TwoWay(table=with_busy(table, busy, shape)).grid(len(gaps) + 1)
     W = len(gaps)
     left = np.full(W, size, float)
     phase = np.zeros(W, int)  # 0 pull, 1 gap, 2 push, 3 gap
@@ -98,6 +99,24 @@ def test_the_fit_recovers_the_busy_share_of_traffic_that_follows_the_model(gaps,
     runs = [_fluid(table, busy, gaps, size, rate, cycles=12)]
     got = busy_shares(runs, size, 8 * rate, table)
     assert got == pytest.approx(busy, rel=1e-6)
+
+
+@pytest.mark.parametrize("shape", [0.4, 1.0])
+def test_with_a_shape_busy_splits_keep_the_table_to_that_power_and_the_fit_recovers_the_share(shape):
+    t = _table(1)
+    out = with_busy(t, (0.7, 0.9), shape)
+    for n in range(1, SIDE):
+        for m in range(SIDE - n):
+            busy = m >= 1 and n + m >= BUSY_FLOWS
+            for d, c in enumerate((0.7, 0.9)):
+                want = c * min(1.0, t[d][n][m]) ** shape if busy else t[d][n][m]
+                assert out[d][n][m] == pytest.approx(want, rel=1e-15)
+    assert with_busy(t, (0.7, 0.9), 0.0) == with_busy(t, (0.7, 0.9))  # shape 0: the flat shares
+    gaps, size, rate = (0.01, 0.02, 0.03, 0.05), 1e6, 1e7
+    runs = [_fluid(t, (0.7, 0.9), gaps, size, rate, cycles=12, shape=shape)]
+    assert busy_shares(runs, size, 8 * rate, t, shape=shape) == pytest.approx((0.7, 0.9), rel=1e-6)
+    flat = busy_shares(runs, size, 8 * rate, t)  # read as flat, the same bytes need lower shares
+    assert flat[0] < 0.7 and flat[1] < 0.9
 
 
 def test_the_fit_needs_runs_busy_both_ways_with_three_transfers():
@@ -182,6 +201,17 @@ def test_the_hardware_file_applies_its_busy_shares_with_one_ps_and_round_trips()
 def test_busy_shares_without_a_table_are_refused_in_one_line():
     with pytest.raises(ConfigError, match="give the table too"):
         TwoWayRule(busy=(0.7, None))
+    with pytest.raises(ConfigError, match="give two_way_busy too"):
+        TwoWayRule(table=_table(), busy_shape=0.5)
+    with pytest.raises(ConfigError, match="two_way_busy_shape must be a number in \\[0, 1\\]"):
+        TwoWayRule(table=_table(), busy=(0.7, 0.7), busy_shape=-0.1)
+
+
+def test_the_hardware_files_shape_reaches_the_models_and_round_trips():
+    hw = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75, two_way_busy_shape=0.5))
+    t, raw = _table_for(_cluster(hw), 1), hw.two_way_table
+    assert t[0][2][1] == 0.6 * min(1.0, raw[0][2][1]) ** 0.5 and t[1][1][2] == 0.75 * min(1.0, raw[1][1][2]) ** 0.5
+    assert hardware_from_dict(json.loads(json.dumps(hw.to_dict()))) == hw
 
 
 @pytest.mark.parametrize("extra,match", [
@@ -191,6 +221,8 @@ def test_busy_shares_without_a_table_are_refused_in_one_line():
     ({"two_way_busy": [0.8, None]}, "'two_way_busy' must be in \\(0, 1\\], or a list"),
     ({"two_way_busy": []}, "'two_way_busy' must be in"),
     ({"two_way_busy": 0.7, "two_way_table": None}, "has none"),
+    ({"two_way_busy": 0.7, "two_way_busy_shape": 1.5}, "'two_way_busy_shape' must be in \\[0, 1\\]"),
+    ({"two_way_busy_shape": 0.5}, "shapes the busy shares, and the file has none"),
 ])
 def test_bad_busy_fields_are_one_line_errors(extra, match):
     with pytest.raises(Exception, match=match) as err:
@@ -230,10 +262,11 @@ TRACED_200 = ",".join(f"docs/validation/regimes/traced200-{n}.json" for n in
 ])
 def test_the_lab_files_busy_shares_come_from_the_committed_traces(traced, hardware, flows):
     pytest.importorskip("torch")  # the script sizes a transfer from the lab's model
-    out = _busy_script(traced, f"examples/grids/{hardware}", "--flows", flows)
+    hw = json.loads((ROOT / "examples/grids" / hardware).read_text())
+    out = _busy_script(traced, f"examples/grids/{hardware}", "--flows", flows,
+                       "--shape", str(hw.get("two_way_busy_shape", 0.0)))
     assert out.returncode == 0, out.stderr
     pooled = out.stdout.strip().splitlines()[-1]
-    hw = json.loads((ROOT / "examples/grids" / hardware).read_text())
 
     def shares(v):
         return "/".join(f"{x:.3f}" for x in (v if isinstance(v, list) else [v]))

@@ -13,6 +13,10 @@ fits one share for 3 transfers on the NIC and one from 4 on (runs of 3 workers a
 more tell them apart; finding 16):
 
     .venv/bin/python examples/lab/busy.py A.json,B.json,C.json HARDWARE.json --flows 3,4 --record
+
+``--shape S`` (0 to 1) fits the shares as c times the table's entry to the power S and records
+S with them (``two_way_busy_shape``); ``examples/lab/split_occupancy.py --fit-shape`` chooses S
+from how the traced runs split their transfers between the NIC's two directions.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import sys
 from sgdsim.errors import SgdsimError
 from sgdsim.hardware import load_hardware, save_hardware
 from sgdsim.lab.busy import busy_shares, check_flows
+from sgdsim.spec.two_way import check_shape
 
 
 def model_bytes(spec: str, batch_size: int) -> int:
@@ -69,19 +74,22 @@ def main() -> None:
     ap.add_argument("traced", help="async_regimes.py --trace output (several: comma-separated)")
     ap.add_argument("hardware", help="hardware file with the two-way table")
     ap.add_argument("--flows", default="3", help="flow counts each share starts at (default 3: one share)")
+    ap.add_argument("--shape", type=float, default=0.0,
+                    help="the table's shape in the shares, an exponent in [0, 1] (default 0: flat)")
     ap.add_argument("--record", action="store_true", help="write the pooled fit into the file")
     args = ap.parse_args()
     try:
         flows = _flows(args.flows)
+        shape = check_shape(args.shape, "--shape")
         runs = traced_runs(args.traced)
         hw = load_hardware(args.hardware)
         if hw.two_way_table is None:
             raise SgdsimError(f"{args.hardware} has no two_way_table (netbench --lab --two-way)")
         sizes = [model_bytes(r["model"], int(r["batch_size"])) for r in runs]
         for r, size in zip(runs, sizes):
-            c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table)
+            c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table, shape=shape)
             print(f"W = {r['workers']}, run {r['repeat']}: pulls {c[0]:.3f}, pushes {c[1]:.3f}")
-        c = busy_shares([r["events"] for r in runs], sizes, hw.bandwidth_bps, hw.two_way_table, flows)
+        c = busy_shares([r["events"] for r in runs], sizes, hw.bandwidth_bps, hw.two_way_table, flows, shape)
     except (OSError, KeyError, TypeError, ValueError, SgdsimError) as exc:
         print(f"busy.py: error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -90,12 +98,13 @@ def main() -> None:
           f"pulls {_shares(c[0])}, pushes {_shares(c[1])}")
     if args.record:
         hw = dataclasses.replace(hw, two_way_busy=_rounded(c[0]), two_way_busy_push=_rounded(c[1]),
+                                 two_way_busy_shape=shape or None,
                                  measured={**hw.measured, "busy": {
                                      "traced": args.traced, "flows": list(flows),
                                      "model_bytes": sorted(set(sizes)),
                                      "runs": [[r["workers"], r["repeat"]] for r in runs]}})
         save_hardware(hw, args.hardware, force=True)
-        print(f"wrote two_way_busy and two_way_busy_push to {args.hardware}")
+        print(f"wrote two_way_busy, two_way_busy_push{' and two_way_busy_shape' if shape else ''} to {args.hardware}")
 
 
 if __name__ == "__main__":

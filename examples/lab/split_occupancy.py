@@ -15,14 +15,20 @@ table's shape instead of the flat shares, scaled so that the traced runs' bytes 
 (``busy.py``'s equation with Σ f(n, m)·t in place of Σ t): one scale per direction, or one per
 class of 3-4 and 5 or more transfers.
 
+``--fit-shape`` chooses the exponent of the table's shape in the busy shares
+(``two_way_busy_shape``, 0 flat to 1 the table's own shape; the shares fitted again for each):
+the one whose simulated runs leave each direction idle as often as the traced runs do.
+
     python examples/lab/split_occupancy.py              # ~10 s
     python examples/lab/split_occupancy.py --variants   # ~3 min more
+    python examples/lab/split_occupancy.py --fit-shape  # ~2 min
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,7 +38,7 @@ import numpy as np
 
 import knob_ablation as ka  # beside this script
 from sgdsim.analytic.two_way import BUSY_FLOWS
-from sgdsim.lab.busy import busy_terms, split_intervals
+from sgdsim.lab.busy import busy_shares, busy_terms, split_intervals
 from sgdsim.lab.traces import pulls_pushes
 
 TRACED = "docs/validation/regimes/traced-w48.json"
@@ -83,19 +89,71 @@ def line(label: str, pulls, pushes) -> str:
     return f"| {label} | {down:.1%} | {up:.1%} | " + ", ".join(f"{s}: {v:.2f}" for s, v in top) + " |"
 
 
+def traced(hw: dict) -> tuple[list, list]:
+    """The traced runs a file's busy shares were fitted on: (each run's events, its transfer's bytes)."""
+    sizes, runs, out = hw["measured"]["busy"]["model_bytes"], [], []
+    sizes = sizes if isinstance(sizes, list) else [sizes]
+    for path in hw["measured"]["busy"]["traced"].split(","):  # the lab's CNN moves the fewer bytes
+        size = sizes[0 if len(sizes) == 1 or "cnn" in path else 1]
+        for r in json.load(open(path, encoding="utf-8"))["runs"]:
+            runs.append(r["events"])
+            out.append(size)
+    return runs, out
+
+
+def shaped_file(path: str, shape: float, dest: str) -> bool:
+    """The hardware file with its busy shares fitted again with the table's shape to the power
+    ``shape`` (``busy_shares(..., shape=)``), as ``examples/lab/busy.py --shape`` records them;
+    False (nothing written) when a fitted share is above 1."""
+    hw = json.load(open(path, encoding="utf-8"))
+    runs, sizes = traced(hw)
+    flows = tuple(hw["measured"]["busy"].get("flows", (BUSY_FLOWS,)))
+    pull, push = busy_shares(runs, sizes, hw["bandwidth_bps"], hw["two_way_table"], flows, shape)
+    if max(np.max(pull), np.max(push)) > 1.0:
+        return False
+    hw.update(two_way_busy=pull, two_way_busy_push=push, two_way_busy_shape=shape)
+    with open(dest, "w", encoding="utf-8") as f:
+        json.dump(hw, f)
+    return True
+
+
+def fit_shape(seeds=range(1, 9)) -> float:
+    """The shape whose simulated runs leave each direction idle as often as the traced lab runs
+    do (W = 4 and 8, both directions: least squares over the four mean idle shares)."""
+    lab: dict = collections.defaultdict(list)
+    for run in json.load(open(TRACED, encoding="utf-8"))["runs"]:
+        lab[run["workers"]].append(occupancy(*pulls_pushes(run["events"]))[:2])
+    target = {w: np.mean(v, axis=0) for w, v in lab.items()}
+    print("| shape | W = 4 idle (pulls, pushes) | W = 8 idle | squared distance |\n|---:|---|---|---:|")
+    print(f"| lab | {_pair(target[4])} | {_pair(target[8])} | |")
+    best = (math.inf, 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape in np.round(np.linspace(0, 1, 11), 1):
+            dest = os.path.join(tmp, "hw.json")
+            if not shaped_file(HW["100"], float(shape), dest):
+                print(f"| {shape:.1f} | a share above 1: the table's shape gives less than the runs moved | | |")
+                continue
+            sim = {w: np.mean([occupancy(*simulated(w, s, dest))[:2] for s in seeds], axis=0) for w in (4, 8)}
+            dist = sum(float(np.sum((100 * (sim[w] - target[w])) ** 2)) for w in (4, 8))
+            print(f"| {shape:.1f} | {_pair(sim[4])} | {_pair(sim[8])} | {dist:.1f} |", flush=True)
+            best = min(best, (dist, float(shape)))
+    print(f"\nshape {best[1]:.1f}: the least squared distance")
+    return best[1]
+
+
+def _pair(v) -> str:
+    return f"{100 * v[0]:.1f} %, {100 * v[1]:.1f} %"
+
+
 def scales(hw: dict, classes) -> list:
     """Per direction, the scale of the measured table per class of transfers on the NIC that
     moves the traced runs' bytes (``sgdsim.lab.busy``'s equations with Σ f·t for Σ t)."""
-    rate, sizes = hw["bandwidth_bps"] / 8, hw["measured"]["busy"]["model_bytes"]
+    rate, (runs, sizes) = hw["bandwidth_bps"] / 8, traced(hw)
     rows: list[list] = [[], []]
-    for path in hw["measured"]["busy"]["traced"].split(","):
-        size = sizes if not isinstance(sizes, list) else sizes[0 if "cnn" in path else 1]
-        runs = json.load(open(path, encoding="utf-8"))["runs"]
-        for d, unexplained, t, f, both, k in busy_terms([r["events"] for r in runs], size,
-                                                         hw["bandwidth_bps"], hw["two_way_table"],
-                                                         np.asarray(classes)):
-            rows[d].append([unexplained] + [rate * float(np.sum((f * t)[both & (k == i)]))
-                                            for i in range(len(classes))])
+    for d, unexplained, t, f, both, k in busy_terms(runs, sizes, hw["bandwidth_bps"], hw["two_way_table"],
+                                                     np.asarray(classes)):
+        rows[d].append([unexplained] + [rate * float(np.sum((f * t)[both & (k == i)]))
+                                        for i in range(len(classes))])
     out = []
     for r in rows:
         a = np.array(r)
@@ -114,7 +172,7 @@ def scaled_file(path: str, classes, dest: str) -> None:
             for m, v in enumerate(row):
                 if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
                     row[m] = float(min(1.0, v * s[d][np.searchsorted(classes, n + m, side="right") - 1]))
-    for key in ("two_way_busy", "two_way_busy_push"):
+    for key in ("two_way_busy", "two_way_busy_push", "two_way_busy_shape"):
         hw.pop(key, None)
     print(f"  {os.path.basename(path)}: scales (pulls, pushes) by class {list(classes)}: "
           f"{[[round(float(x), 3) for x in v] for v in s]}")
@@ -146,7 +204,11 @@ def replays(files: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", action="store_true", help="also replay the grids with two variants")
+    ap.add_argument("--fit-shape", action="store_true", help="only choose the busy shares' shape (about 2 min)")
     args = ap.parse_args()
+    if args.fit_shape:
+        fit_shape()
+        return
     print("| run | pull direction idle | push direction idle | commonest splits (pulls, pushes) |\n|---|---:|---:|---|")
     for run in json.load(open(TRACED, encoding="utf-8"))["runs"]:
         print(line(f"lab, W = {run['workers']}, run {run['repeat'] + 1}", *pulls_pushes(run["events"])))

@@ -65,6 +65,7 @@ class Hardware:
     two_way_busy: float | tuple | None = None  # downlink share in training traffic, both ways
     # busy (lab.busy): one share, or one per flow count from 3 on (analytic/two_way.busy_share)
     two_way_busy_push: float | tuple | None = None  # the same for the uplink
+    two_way_busy_shape: float | None = None  # the table's shape in them, as an exponent (lab.busy)
     two_way_joined: float | None = None  # a lone pull's share once a push joined it (incumbent.py)
     two_way_joined_after_s: float | None = None  # ... from this long after the push started
     two_way_joined_push: float | None = None  # the same for a push that a pull joined
@@ -152,7 +153,9 @@ class Hardware:
                       "two_way_joined_after": self._directions("two_way_joined_after_s"),
                       **({"two_way_joined_draws": draws} if any(draws) else {})}
         return {"two_way_table": self.two_way_table,
-                **({"two_way_busy": busy} if busy != (None, None) else {}), **joined}
+                **({"two_way_busy": busy} if busy != (None, None) else {}),
+                **({"two_way_busy_shape": self.two_way_busy_shape} if self.two_way_busy_shape else {}),
+                **joined}
 
     def _tcp_dynamics(self, stalls: bool) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
@@ -279,7 +282,7 @@ _FIELDS = (  # key, required, rule
     ("fcfs_weight", False, "in [0, 1]"), ("allreduce_bandwidth_bps", False, "positive"),
     ("share_cv", False, "non-negative"), ("parse_alpha_s_per_byte", False, "non-negative"),
     ("two_way_penalty", False, "in [0, 1)"), ("run_spread_rel", False, "in [0, 1)"),
-    ("model_error_rel", False, "in [0, 1)"),
+    ("model_error_rel", False, "in [0, 1)"), ("two_way_busy_shape", False, "in [0, 1]"),
     ("two_way_joined", False, "in (0, 1]"), ("two_way_joined_push", False, "in (0, 1]"),
     ("two_way_joined_after_s", False, "non-negative"),
     ("two_way_joined_after_push_s", False, "non-negative"),
@@ -338,6 +341,8 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     if corrections and "two_way_table" not in values:
         bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")
+    if "two_way_busy_shape" in values and not any(k in values for k in _BUSY):
+        bad("field 'two_way_busy_shape' shapes the busy shares, and the file has none (two_way_busy)")
     values |= _names(data, bad)
     measured = data.get("measured", {})
     if not isinstance(measured, dict):

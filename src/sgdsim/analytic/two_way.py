@@ -259,5 +259,5 @@ def rule_for(rule, ps_count: int | None) -> TwoWay:
     match the table without them: docs/validation/regimes/, finding 7)."""
     table = rule.table
     if table is not None and rule.busy != (None, None) and (ps_count or 1) == 1:
-        table = with_busy(table, rule.busy)
+        table = with_busy(table, rule.busy, rule.busy_shape)
     return TwoWay(rule.penalty, table)

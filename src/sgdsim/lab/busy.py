@@ -24,23 +24,26 @@ from ..errors import ConfigError
 from .traces import pulls_pushes
 
 
-def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOWS,)) -> tuple:
+def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOWS,),
+                shape: float = 0.0) -> tuple:
     """(pull, push) busy shares from traced runs: ``runs`` holds each run's ``events``
     (``run_training(trace=True).events``), or its (pulls, pushes) lists of (start, end);
     ``model_bytes`` is a transfer's bytes, one number or one per run. ``flows`` (ascending,
     from ``BUSY_FLOWS``): the flow count each share starts at. With one, a share per direction;
     with several, a tuple per direction (``analytic.two_way.busy_share`` reads it): (3, 4) fits
-    one share for 3 transfers on the NIC and one from 4 on.
+    one share for 3 transfers on the NIC and one from 4 on. ``shape`` s: the share of a busy
+    split is c times the table's entry (capped at 1) to the power s (``spec.two_way.with_busy``).
 
-    Per run and direction, moved − base = B·Σ_k c_k·t_k, t_k the time both directions were busy
-    with class k's flow counts. Least squares weighted by 1/Σ_k t_k (a run's bytes vary with
-    its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t); a run
+    Per run and direction, moved − base = B·Σ_k c_k·Σ f^s·t over the intervals both directions
+    were busy with class k's flow counts (s = 0: their time t_k). Least squares weighted by
+    1/Σ_k t_k (a run's bytes vary with its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t); a run
     that never had the NIC busy both ways says nothing of c and is left out."""
     classes = check_flows(flows)
     rate = bandwidth_bps / 8.0
     rows: list[list] = [[], []]
-    for d, unexplained, t, _, both, k in busy_terms(runs, model_bytes, bandwidth_bps, table, classes):
-        rows[d].append([unexplained, *(rate * float(np.sum(t[both & (k == i)])) for i in range(len(classes)))])
+    for d, unexplained, t, f, both, k in busy_terms(runs, model_bytes, bandwidth_bps, table, classes):
+        g = t * np.minimum(f, 1.0) ** shape
+        rows[d].append([unexplained, *(rate * float(np.sum(g[both & (k == i)])) for i in range(len(classes)))])
     shares = [_weighted_fit(np.array(r, float).reshape(-1, len(classes) + 1), classes) for r in rows]
     return tuple(float(c[0]) if len(classes) == 1 else tuple(float(v) for v in c) for c in shares)
 

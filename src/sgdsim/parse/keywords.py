@@ -16,7 +16,8 @@ capacity; ``two_way_table[d][n][m]`` gives the measured shares instead (``netben
 --two-way`` measures both; ``analytic/two_way.py``). ``two_way_busy`` (pull, push): the
 shares training traffic gets while the NIC carries 3 or more transfers both ways
 (``sgdsim.lab.busy``), each one share or a list by flow count from 3 on (the last holds
-from there on); they replace those entries of the table, with one PS.
+from there on); they replace those entries of the table, with one PS. ``two_way_busy_shape``
+s in [0, 1]: each such entry is the busy share times the measured entry to the power s (0: flat).
 ``two_way_joined`` (pull, push) and ``two_way_joined_after``: the share a lone transfer keeps
 once a transfer the other way joined it, from that long after the join (``sim/sharing/fair.py``;
 ``examples/lab/incumbent.py record-joined`` measures them); with the table, one PS.
@@ -78,7 +79,7 @@ CLUSTER_KEYWORDS = dict(
     bandwidth="10Gbps", flow_cap=None, ring_latency=0.0, overhead_alpha=0.0, overhead_beta=0.0,
     fcfs_weight=0.5, share_cv=0.0, join_boost=1.0, join_after=0.0, join_delay=0.0,
     measured_late_comer=None, stall_prob=0.0, stall_mean=0.0, stall_incumbent=0.0,
-    stall_incumbent_mean=0.0, two_way_penalty=0.0, two_way_table=None, two_way_busy=None,
+    stall_incumbent_mean=0.0, two_way_penalty=0.0, two_way_table=None, two_way_busy=None, two_way_busy_shape=0.0,
     two_way_joined=1.0, two_way_joined_after=0.0, two_way_joined_draws=((), ()),
     gpus_per_node=1, intra_bandwidth=None, host_cores=None, host_contention=0.0,
     allreduce_compute_share=0.0, transport="tcp", tcp_cpu=0.0, reduce_on="device", reduce_cpu=0.0,
@@ -120,7 +121,7 @@ def cluster(kw: dict) -> Cluster:
                     incumbent_prob=pair(kw["stall_incumbent"], "--stall-incumbent"),
                     incumbent_mean_s=pair(kw["stall_incumbent_mean"], "--stall-incumbent-mean", duration=True))
     two_way = TwoWayRule(penalty=_float(kw["two_way_penalty"], "--two-way-penalty"), table=kw["two_way_table"],
-                         busy=busy(kw["two_way_busy"]), joined=pair(kw["two_way_joined"], "two_way_joined"),
+                         busy=busy(kw["two_way_busy"]), busy_shape=kw["two_way_busy_shape"], joined=pair(kw["two_way_joined"], "two_way_joined"),
                          joined_after_s=pair(kw["two_way_joined_after"], "two_way_joined_after", duration=True),
                          joined_draws=kw["two_way_joined_draws"])
     contention = Contention(fcfs_weight=_float(kw["fcfs_weight"], "--fcfs-weight"), late_comer=late,

@@ -17,7 +17,7 @@ from .host import Host
 from .limits import (MAX_CONTENTION, MAX_CV, MAX_GPUS_PER_NODE, MAX_HOST_CORES,
                      MAX_OVERHEAD_ALPHA_S_PER_BYTE, check_bandwidth, check_duration, check_range,
                      durations, pair)
-from .two_way import check_busy, check_table
+from .two_way import check_busy, check_shape, check_table
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,9 @@ class Stalls:
 @dataclass(frozen=True)
 class TwoWayRule:
     """Traffic both ways on a NIC: a direction with m more flows the other way loses
-    ``penalty``·m of its capacity, or the measured ``table``; ``busy``, ``joined*``: measured
-    corrections of the table, with one server (``spec/two_way.py``, ``sim/sharing/fair.py``)."""
+    ``penalty``·m of its capacity, or the measured ``table``; ``busy``, ``busy_shape``,
+    ``joined*``: measured corrections of the table, with one server (``spec/two_way.py``,
+    ``sim/sharing/fair.py``)."""
 
     penalty: float = 0.0
     table: tuple | None = None
@@ -118,6 +119,7 @@ class TwoWayRule:
     joined: tuple = (1.0, 1.0)
     joined_after_s: tuple = (0.0, 0.0)
     joined_draws: tuple = ((), ())
+    busy_shape: float = 0.0
 
     def __post_init__(self):
         check_range(self.penalty, "--two-way-penalty", 0.0, 1.0, hi_open=True, text="a fraction in [0, 1)")
@@ -128,6 +130,9 @@ class TwoWayRule:
         if len(tuple(self.busy)) != 2:
             raise ConfigError(f"two_way_busy expects (pulls, pushes), got {self.busy!r}")
         object.__setattr__(self, "busy", tuple(None if b is None else check_busy(b) for b in self.busy))
+        object.__setattr__(self, "busy_shape", check_shape(self.busy_shape, "two_way_busy_shape"))
+        if self.busy_shape and self.busy == (None, None):
+            raise ConfigError("two_way_busy_shape shapes the busy shares: give two_way_busy too")
         object.__setattr__(self, "joined", pair(self.joined, "two_way_joined"))
         object.__setattr__(self, "joined_after_s", durations(self.joined_after_s, "two_way_joined_after_s"))
         check_joined(self.joined, self.joined_after_s)

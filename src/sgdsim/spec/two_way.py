@@ -22,6 +22,14 @@ def busy_share(share, flows: int) -> float:
     return share[min(flows - BUSY_FLOWS, len(share) - 1)] if isinstance(share, tuple) else share
 
 
+def check_shape(shape, what: str = "two-way busy shape") -> float:
+    """The exponent of the table's shape in the busy shares: a number in [0, 1], or one
+    ConfigError line naming ``what``."""
+    if isinstance(shape, bool) or not isinstance(shape, (int, float)) or not 0.0 <= shape <= 1.0:
+        raise ConfigError(f"{what} must be a number in [0, 1], got {shape!r}")
+    return float(shape)
+
+
 def check_busy(share, what: str = "two-way busy share") -> float | tuple:
     """One busy share in (0, 1], or a non-empty sequence of them by flow count (as a tuple);
     anything else is one ConfigError line naming ``what``."""
@@ -34,10 +42,11 @@ def check_busy(share, what: str = "two-way busy share") -> float | tuple:
     return tuple(float(v) for v in values) if isinstance(share, (list, tuple)) else float(share)
 
 
-def with_busy(table, shares) -> tuple:
+def with_busy(table, shares, shape: float = 0.0) -> tuple:
     """``table`` with every measured split of n >= 1 flows against m >= 1, n + m >=
-    ``BUSY_FLOWS``, set to direction d's ``busy_share(shares[d], n + m)`` (None: that direction
-    as measured)."""
+    ``BUSY_FLOWS``, set to direction d's ``busy_share(shares[d], n + m)`` times the measured
+    entry (capped at 1) to the power ``shape`` (None: that direction as measured). Shape 0 is
+    one flat share for every split; 1 keeps the table's own shape, scaled."""
     t = [[list(row) for row in d] for d in check_table(table)]
     for d, share in enumerate(shares):
         if share is None:
@@ -46,7 +55,7 @@ def with_busy(table, shares) -> tuple:
         for n, row in enumerate(t[d]):
             for m, v in enumerate(row):
                 if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
-                    row[m] = busy_share(share, n + m)
+                    row[m] = busy_share(share, n + m) * min(1.0, v) ** shape
     return check_table(t)
 
 
