@@ -201,17 +201,26 @@ def test_the_hardware_file_applies_its_busy_shares_with_one_ps_and_round_trips()
 def test_busy_shares_without_a_table_are_refused_in_one_line():
     with pytest.raises(ConfigError, match="give the table too"):
         TwoWayRule(busy=(0.7, None))
-    with pytest.raises(ConfigError, match="give two_way_busy too"):
+    with pytest.raises(ConfigError, match="go together"):
         TwoWayRule(table=_table(), busy_shape=0.5)
+    with pytest.raises(ConfigError, match="go together"):
+        TwoWayRule(table=_table(), busy_shaped=(0.7, 0.7))
     with pytest.raises(ConfigError, match="two_way_busy_shape must be a number in \\[0, 1\\]"):
-        TwoWayRule(table=_table(), busy=(0.7, 0.7), busy_shape=-0.1)
+        TwoWayRule(table=_table(), busy_shaped=(0.7, 0.7), busy_shape=-0.1)
 
 
-def test_the_hardware_files_shape_reaches_the_models_and_round_trips():
-    hw = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75, two_way_busy_shape=0.5))
-    t, raw = _table_for(_cluster(hw), 1), hw.two_way_table
-    assert t[0][2][1] == 0.6 * min(1.0, raw[0][2][1]) ** 0.5 and t[1][1][2] == 0.75 * min(1.0, raw[1][1][2]) ** 0.5
+def test_the_simulator_takes_the_shaped_shares_and_the_coarse_model_the_flat_ones():
+    hw = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75, two_way_busy_shaped=0.7,
+                                      two_way_busy_shaped_push=0.8, two_way_busy_shape=0.5))
+    cluster, raw = _cluster(hw), hw.two_way_table
+    coarse, fine = _table_for(cluster, 1), rule_for(cluster.contention.two_way, 1, shaped=True).table
+    assert coarse[0][2][1] == 0.6 and coarse[1][1][2] == 0.75
+    assert fine[0][2][1] == 0.7 * min(1.0, raw[0][2][1]) ** 0.5 and fine[1][1][2] == 0.8 * min(1.0, raw[1][1][2]) ** 0.5
+    assert fine[0][1][1] == raw[0][1][1]  # two flows: as measured
+    assert rule_for(cluster.contention.two_way, 2, shaped=True).table == raw  # one PS only
     assert hardware_from_dict(json.loads(json.dumps(hw.to_dict()))) == hw
+    flat = hardware_from_dict(_hardware(two_way_busy=0.6, two_way_busy_push=0.75))
+    assert rule_for(_cluster(flat).contention.two_way, 1, shaped=True).table == _table_for(_cluster(flat), 1)
 
 
 @pytest.mark.parametrize("extra,match", [
@@ -221,8 +230,10 @@ def test_the_hardware_files_shape_reaches_the_models_and_round_trips():
     ({"two_way_busy": [0.8, None]}, "'two_way_busy' must be in \\(0, 1\\], or a list"),
     ({"two_way_busy": []}, "'two_way_busy' must be in"),
     ({"two_way_busy": 0.7, "two_way_table": None}, "has none"),
-    ({"two_way_busy": 0.7, "two_way_busy_shape": 1.5}, "'two_way_busy_shape' must be in \\[0, 1\\]"),
-    ({"two_way_busy_shape": 0.5}, "shapes the busy shares, and the file has none"),
+    ({"two_way_busy_shaped": 0.7, "two_way_busy_shape": 1.5}, "'two_way_busy_shape' must be in \\[0, 1\\]"),
+    ({"two_way_busy_shape": 0.5}, "'two_way_busy_shape' and 'two_way_busy_shaped' go together"),
+    ({"two_way_busy_shaped": 0.7}, "'two_way_busy_shape' and 'two_way_busy_shaped' go together"),
+    ({"two_way_busy_shaped": 1.3, "two_way_busy_shape": 0.5}, "'two_way_busy_shaped' must be in \\(0, 1\\]"),
 ])
 def test_bad_busy_fields_are_one_line_errors(extra, match):
     with pytest.raises(Exception, match=match) as err:
@@ -263,14 +274,15 @@ TRACED_200 = ",".join(f"docs/validation/regimes/traced200-{n}.json" for n in
 def test_the_lab_files_busy_shares_come_from_the_committed_traces(traced, hardware, flows):
     pytest.importorskip("torch")  # the script sizes a transfer from the lab's model
     hw = json.loads((ROOT / "examples/grids" / hardware).read_text())
-    out = _busy_script(traced, f"examples/grids/{hardware}", "--flows", flows,
-                       "--shape", str(hw.get("two_way_busy_shape", 0.0)))
+    shape = hw.get("two_way_busy_shape", 0.0)
+    out = _busy_script(traced, f"examples/grids/{hardware}", "--flows", flows, "--shape", str(shape))
     assert out.returncode == 0, out.stderr
-    pooled = out.stdout.strip().splitlines()[-1]
+    pooled, shaped = out.stdout.strip().splitlines()[-2:]
 
     def shares(v):
         return "/".join(f"{x:.3f}" for x in (v if isinstance(v, list) else [v]))
     assert f"pulls {shares(hw['two_way_busy'])}, pushes {shares(hw['two_way_busy_push'])}" in pooled
+    assert f"power {shape:g}: pulls {shares(hw['two_way_busy_shaped'])}, pushes {shares(hw['two_way_busy_shaped_push'])}" in shaped
     assert hw["measured"]["busy"]["traced"] == traced
 
 

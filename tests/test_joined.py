@@ -198,6 +198,11 @@ def _joined_for(cluster, ps_count):
     return SimConfig(Strategy(ps_count=ps_count), cluster).joined
 
 
+# the table and the busy shares that correct it gone: the joined fields are then what is left
+NO_TABLE = {"two_way_table": None, "two_way_busy": None, "two_way_busy_push": None, "two_way_busy_shaped": None,
+            "two_way_busy_shaped_push": None, "two_way_busy_shape": None}
+
+
 def test_a_hardware_file_carries_the_joined_share_to_the_models():
     hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
     data = {**hw.to_dict(), "two_way_joined": 0.63, "two_way_joined_after_s": 0.45,
@@ -209,7 +214,7 @@ def test_a_hardware_file_carries_the_joined_share_to_the_models():
     cluster = specs_from_hardware(hardware_from_dict(data), "ps")[1]  # what plan and evaluate use
     assert _joined_for(cluster, 1) == ((0.63, 1.0), (0.45, 0.0), ((), ()))
     with pytest.raises(ProfileError, match="two_way_joined"):
-        hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None})
+        hardware_from_dict({**data, **NO_TABLE})
     with pytest.raises(ProfileError, match="in \\(0, 1\\]"):
         hardware_from_dict({**data, "two_way_joined": 0.0})
     assert dataclasses.replace(hw, two_way_joined=0.63).to_dict()["two_way_joined"] == 0.63
@@ -231,7 +236,7 @@ def test_a_hardware_file_carries_the_joined_draws_to_the_simulator():
         with pytest.raises(ProfileError, match="list of \\[after_s, share\\] pairs"):
             hardware_from_dict({**data, "two_way_joined_draws_push": bad})
     with pytest.raises(ProfileError, match="two_way_joined_draws"):
-        hardware_from_dict({**data, "two_way_table": None, "two_way_busy": None, "two_way_busy_push": None,
+        hardware_from_dict({**data, **NO_TABLE,
                             "two_way_joined": None, "two_way_joined_after_s": None})
 
 

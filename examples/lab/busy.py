@@ -14,9 +14,10 @@ more tell them apart; finding 16):
 
     .venv/bin/python examples/lab/busy.py A.json,B.json,C.json HARDWARE.json --flows 3,4 --record
 
-``--shape S`` (0 to 1) fits the shares as c times the table's entry to the power S and records
-S with them (``two_way_busy_shape``); ``examples/lab/split_occupancy.py --fit-shape`` chooses S
-from how the traced runs split their transfers between the NIC's two directions.
+``--shape S`` (0 to 1) also fits the shares as c times the table's entry to the power S, which
+the simulator uses, and records them with S (``two_way_busy_shaped``, ``two_way_busy_shape``;
+the flat shares stay for the coarse model). ``examples/lab/split_occupancy.py --fit-shape``
+chooses S from how the traced runs split their transfers between the NIC's two directions.
 """
 from __future__ import annotations
 
@@ -87,24 +88,31 @@ def main() -> None:
             raise SgdsimError(f"{args.hardware} has no two_way_table (netbench --lab --two-way)")
         sizes = [model_bytes(r["model"], int(r["batch_size"])) for r in runs]
         for r, size in zip(runs, sizes):
-            c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table, shape=shape)
+            c = busy_shares([r["events"]], size, hw.bandwidth_bps, hw.two_way_table)
             print(f"W = {r['workers']}, run {r['repeat']}: pulls {c[0]:.3f}, pushes {c[1]:.3f}")
-        c = busy_shares([r["events"] for r in runs], sizes, hw.bandwidth_bps, hw.two_way_table, flows, shape)
+        events = [r["events"] for r in runs]
+        c = busy_shares(events, sizes, hw.bandwidth_bps, hw.two_way_table, flows)
+        shaped = busy_shares(events, sizes, hw.bandwidth_bps, hw.two_way_table, flows, shape) if shape else None
     except (OSError, KeyError, TypeError, ValueError, SgdsimError) as exc:
         print(f"busy.py: error: {exc}", file=sys.stderr)
         sys.exit(2)
     by = "" if len(flows) == 1 else f" by flow count from {'/'.join(map(str, flows))}"
     print(f"pooled ({len(runs)} runs, {'/'.join(str(s) for s in sorted(set(sizes)))} bytes a transfer){by}: "
           f"pulls {_shares(c[0])}, pushes {_shares(c[1])}")
+    if shaped:
+        print(f"with the table's shape to the power {shape:g}: pulls {_shares(shaped[0])}, pushes {_shares(shaped[1])}")
     if args.record:
         hw = dataclasses.replace(hw, two_way_busy=_rounded(c[0]), two_way_busy_push=_rounded(c[1]),
                                  two_way_busy_shape=shape or None,
+                                 two_way_busy_shaped=_rounded(shaped[0]) if shaped else None,
+                                 two_way_busy_shaped_push=_rounded(shaped[1]) if shaped else None,
                                  measured={**hw.measured, "busy": {
                                      "traced": args.traced, "flows": list(flows),
                                      "model_bytes": sorted(set(sizes)),
                                      "runs": [[r["workers"], r["repeat"]] for r in runs]}})
         save_hardware(hw, args.hardware, force=True)
-        print(f"wrote two_way_busy, two_way_busy_push{' and two_way_busy_shape' if shape else ''} to {args.hardware}")
+        more = ", two_way_busy_shaped(_push) and two_way_busy_shape" if shape else ""
+        print(f"wrote two_way_busy, two_way_busy_push{more} to {args.hardware}")
 
 
 if __name__ == "__main__":

@@ -111,7 +111,10 @@ def shaped_file(path: str, shape: float, dest: str) -> bool:
     pull, push = busy_shares(runs, sizes, hw["bandwidth_bps"], hw["two_way_table"], flows, shape)
     if max(np.max(pull), np.max(push)) > 1.0:
         return False
-    hw.update(two_way_busy=pull, two_way_busy_push=push, two_way_busy_shape=shape)
+    for key in ("two_way_busy_shaped", "two_way_busy_shaped_push", "two_way_busy_shape"):
+        hw.pop(key, None)
+    if shape > 0:
+        hw.update(two_way_busy_shaped=pull, two_way_busy_shaped_push=push, two_way_busy_shape=shape)
     with open(dest, "w", encoding="utf-8") as f:
         json.dump(hw, f)
     return True
@@ -172,7 +175,8 @@ def scaled_file(path: str, classes, dest: str) -> None:
             for m, v in enumerate(row):
                 if n >= 1 and m >= 1 and n + m >= BUSY_FLOWS and v is not None:
                     row[m] = float(min(1.0, v * s[d][np.searchsorted(classes, n + m, side="right") - 1]))
-    for key in ("two_way_busy", "two_way_busy_push", "two_way_busy_shape"):
+    for key in ("two_way_busy", "two_way_busy_push", "two_way_busy_shape", "two_way_busy_shaped",
+                "two_way_busy_shaped_push"):
         hw.pop(key, None)
     print(f"  {os.path.basename(path)}: scales (pulls, pushes) by class {list(classes)}: "
           f"{[[round(float(x), 3) for x in v] for v in s]}")

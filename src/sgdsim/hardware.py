@@ -65,7 +65,9 @@ class Hardware:
     two_way_busy: float | tuple | None = None  # downlink share in training traffic, both ways
     # busy (lab.busy): one share, or one per flow count from 3 on (analytic/two_way.busy_share)
     two_way_busy_push: float | tuple | None = None  # the same for the uplink
-    two_way_busy_shape: float | None = None  # the table's shape in them, as an exponent (lab.busy)
+    two_way_busy_shape: float | None = None  # s: the simulator's busy shares keep the table^s,
+    two_way_busy_shaped: float | tuple | None = None  # fitted so (lab.busy), pulls and pushes
+    two_way_busy_shaped_push: float | tuple | None = None
     two_way_joined: float | None = None  # a lone pull's share once a push joined it (incumbent.py)
     two_way_joined_after_s: float | None = None  # ... from this long after the push started
     two_way_joined_push: float | None = None  # the same for a push that a pull joined
@@ -145,17 +147,17 @@ class Hardware:
         models apply them with one PS: ``Cluster.two_way``)."""
         if self.two_way_table is None:
             return {"two_way_penalty": self.two_way_penalty or 0.0}
-        busy = self._directions("two_way_busy", None)
-        joined = {}
+        busy, joined = self._directions("two_way_busy", None), {}
+        if self.two_way_busy_shape:  # the simulator's shares (lab.busy --shape); the coarse model's stay flat
+            joined = {"two_way_busy_shape": self.two_way_busy_shape,
+                      "two_way_busy_shaped": self._directions("two_way_busy_shaped", None)}
         draws = self._directions("two_way_joined_draws", ())
         if self._directions("two_way_joined", None) != (None, None) or any(draws):
-            joined = {"two_way_joined": self._directions("two_way_joined", 1.0),
+            joined |= {"two_way_joined": self._directions("two_way_joined", 1.0),
                       "two_way_joined_after": self._directions("two_way_joined_after_s"),
                       **({"two_way_joined_draws": draws} if any(draws) else {})}
         return {"two_way_table": self.two_way_table,
-                **({"two_way_busy": busy} if busy != (None, None) else {}),
-                **({"two_way_busy_shape": self.two_way_busy_shape} if self.two_way_busy_shape else {}),
-                **joined}
+                **({"two_way_busy": busy} if busy != (None, None) else {}), **joined}
 
     def _tcp_dynamics(self, stalls: bool) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and
@@ -336,16 +338,15 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     for key in _DRAWS:
         if data.get(key) is not None:
             values[key] = _draws(data[key], key, bad)
-    corrections = [k for base in ("two_way_busy", "two_way_joined", "two_way_joined_draws")
+    corrections = [k for base in ("two_way_busy", "two_way_busy_shaped", "two_way_joined", "two_way_joined_draws")
                    for k in (base, push_twin(base)) if k in values]
     if corrections and "two_way_table" not in values:
         bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")
-    if "two_way_busy_shape" in values and not any(k in values for k in _BUSY):
-        bad("field 'two_way_busy_shape' shapes the busy shares, and the file has none (two_way_busy)")
+    if bool(values.get("two_way_busy_shape")) != any(k in values for k in _BUSY[2:]):
+        bad("fields 'two_way_busy_shape' and 'two_way_busy_shaped' go together (examples/lab/busy.py --shape)")
     values |= _names(data, bad)
-    measured = data.get("measured", {})
-    if not isinstance(measured, dict):
+    if not isinstance(measured := data.get("measured", {}), dict):
         bad("field 'measured' must be an object")
     return Hardware(measured=measured, **values)
 
@@ -362,7 +363,7 @@ def _names(data: dict, bad) -> dict:
                 bad(f"field {key!r} must be one of {', '.join(known)}, got {data[key]!r}")
             out[key] = data[key]
     return out
-_BUSY = ("two_way_busy", "two_way_busy_push")
+_BUSY = ("two_way_busy", "two_way_busy_push", "two_way_busy_shaped", "two_way_busy_shaped_push")
 
 
 def _finite(v) -> bool:

@@ -252,12 +252,16 @@ def _settle(solve, Ks, grid, queues, scale, out, rows, first_rounds: int):
 
 
 @functools.lru_cache(maxsize=64)  # every run of a sweep asks for the same rule
-def rule_for(rule, ps_count: int | None) -> TwoWay:
+def rule_for(rule, ps_count: int | None, shaped: bool = False) -> TwoWay:
     """The models' two-way rule from a cluster's ``TwoWayRule``: the measured table with the
     busy shares where the PS count is one (they were measured on one PS's NIC, which carries
     every transfer; with several each NIC carries a share of the bytes, and the lab's 2-PS runs
-    match the table without them: docs/validation/regimes/, finding 7)."""
+    match the table without them: docs/validation/regimes/, finding 7). ``shaped``: the
+    simulator's, with the shares that keep the table's shape where they were fitted so."""
     table = rule.table
-    if table is not None and rule.busy != (None, None) and (ps_count or 1) == 1:
-        table = with_busy(table, rule.busy, rule.busy_shape)
+    if table is not None and (ps_count or 1) == 1:
+        if shaped and rule.busy_shape > 0:
+            table = with_busy(table, rule.busy_shaped, rule.busy_shape)
+        elif rule.busy != (None, None):
+            table = with_busy(table, rule.busy)
     return TwoWay(rule.penalty, table)

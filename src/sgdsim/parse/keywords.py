@@ -16,8 +16,9 @@ capacity; ``two_way_table[d][n][m]`` gives the measured shares instead (``netben
 --two-way`` measures both; ``analytic/two_way.py``). ``two_way_busy`` (pull, push): the
 shares training traffic gets while the NIC carries 3 or more transfers both ways
 (``sgdsim.lab.busy``), each one share or a list by flow count from 3 on (the last holds
-from there on); they replace those entries of the table, with one PS. ``two_way_busy_shape``
-s in [0, 1]: each such entry is the busy share times the measured entry to the power s (0: flat).
+from there on); they replace those entries of the table, with one PS. ``two_way_busy_shaped``
+(pull, push) with ``two_way_busy_shape`` s in (0, 1]: the same fitted as c times the measured
+entry to the power s, which the simulator uses instead (the coarse model keeps the flat ones).
 ``two_way_joined`` (pull, push) and ``two_way_joined_after``: the share a lone transfer keeps
 once a transfer the other way joined it, from that long after the join (``sim/sharing/fair.py``;
 ``examples/lab/incumbent.py record-joined`` measures them); with the table, one PS.
@@ -79,8 +80,8 @@ CLUSTER_KEYWORDS = dict(
     bandwidth="10Gbps", flow_cap=None, ring_latency=0.0, overhead_alpha=0.0, overhead_beta=0.0,
     fcfs_weight=0.5, share_cv=0.0, join_boost=1.0, join_after=0.0, join_delay=0.0,
     measured_late_comer=None, stall_prob=0.0, stall_mean=0.0, stall_incumbent=0.0,
-    stall_incumbent_mean=0.0, two_way_penalty=0.0, two_way_table=None, two_way_busy=None, two_way_busy_shape=0.0,
-    two_way_joined=1.0, two_way_joined_after=0.0, two_way_joined_draws=((), ()),
+    stall_incumbent_mean=0.0, two_way_penalty=0.0, two_way_table=None, two_way_busy=None,
+    two_way_busy_shape=0.0, two_way_busy_shaped=None,    two_way_joined=1.0, two_way_joined_after=0.0, two_way_joined_draws=((), ()),
     gpus_per_node=1, intra_bandwidth=None, host_cores=None, host_contention=0.0,
     allreduce_compute_share=0.0, transport="tcp", tcp_cpu=0.0, reduce_on="device", reduce_cpu=0.0,
     server_cpu=0.0)
@@ -121,9 +122,10 @@ def cluster(kw: dict) -> Cluster:
                     incumbent_prob=pair(kw["stall_incumbent"], "--stall-incumbent"),
                     incumbent_mean_s=pair(kw["stall_incumbent_mean"], "--stall-incumbent-mean", duration=True))
     two_way = TwoWayRule(penalty=_float(kw["two_way_penalty"], "--two-way-penalty"), table=kw["two_way_table"],
-                         busy=busy(kw["two_way_busy"]), busy_shape=kw["two_way_busy_shape"], joined=pair(kw["two_way_joined"], "two_way_joined"),
+                         busy=busy(kw["two_way_busy"]), joined=pair(kw["two_way_joined"], "two_way_joined"),
                          joined_after_s=pair(kw["two_way_joined_after"], "two_way_joined_after", duration=True),
-                         joined_draws=kw["two_way_joined_draws"])
+                         joined_draws=kw["two_way_joined_draws"], busy_shape=kw["two_way_busy_shape"],
+                         busy_shaped=busy(kw["two_way_busy_shaped"], "two_way_busy_shaped"))
     contention = Contention(fcfs_weight=_float(kw["fcfs_weight"], "--fcfs-weight"), late_comer=late,
                             measured_late_comer=kw["measured_late_comer"], stalls=stalls, two_way=two_way)
     nodes = Nodes(gpus_per_node=_int(kw["gpus_per_node"], "--gpus-per-node"),
@@ -192,15 +194,15 @@ def pair(value, what: str, duration: bool = False) -> tuple:
     return tuple(_float(p, what) for p in parts)
 
 
-def busy(value) -> tuple:
+def busy(value, name: str = "two_way_busy") -> tuple:
     """Busy shares (pulls, pushes): None, one share for both, or two, each a share, a list of
     shares by flow count from 3 on, or None (as the table)."""
     if value is None:
         return (None, None)
     parts = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
     if len(parts) != 2:
-        raise ConfigError(f"two_way_busy expects a share or two (pulls, pushes), got {value!r}")
-    return tuple(None if v is None else check_busy(v) for v in parts)
+        raise ConfigError(f"{name} expects a share or two (pulls, pushes), got {value!r}")
+    return tuple(None if v is None else check_busy(v, f"{name} share") for v in parts)
 
 
 _FINITE = 1.7976931348623157e308

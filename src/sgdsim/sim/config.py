@@ -80,7 +80,7 @@ class SimConfig:
 
     @property
     def two_way(self) -> TwoWay:
-        return rule_for(self.cluster.contention.two_way, self.strategy.ps_count)
+        return rule_for(self.cluster.contention.two_way, self.strategy.ps_count, shaped=True)
 
     @property
     def joined(self) -> tuple:

@@ -109,9 +109,11 @@ class Stalls:
 @dataclass(frozen=True)
 class TwoWayRule:
     """Traffic both ways on a NIC: a direction with m more flows the other way loses
-    ``penalty``·m of its capacity, or the measured ``table``; ``busy``, ``busy_shape``,
-    ``joined*``: measured corrections of the table, with one server (``spec/two_way.py``,
-    ``sim/sharing/fair.py``)."""
+    ``penalty``·m of its capacity, or the measured ``table``; ``busy``, ``joined*``: measured
+    corrections of the table, with one server (``spec/two_way.py``, ``sim/sharing/fair.py``).
+    ``busy_shaped`` with ``busy_shape`` s: the busy shares fitted as c times the table's entry
+    to the power s, for the simulator, whose transfers split between the two directions as
+    they would; the coarse model, which places them binomially, keeps the flat ``busy``."""
 
     penalty: float = 0.0
     table: tuple | None = None
@@ -120,6 +122,7 @@ class TwoWayRule:
     joined_after_s: tuple = (0.0, 0.0)
     joined_draws: tuple = ((), ())
     busy_shape: float = 0.0
+    busy_shaped: tuple = (None, None)
 
     def __post_init__(self):
         check_range(self.penalty, "--two-way-penalty", 0.0, 1.0, hi_open=True, text="a fraction in [0, 1)")
@@ -130,14 +133,19 @@ class TwoWayRule:
         if len(tuple(self.busy)) != 2:
             raise ConfigError(f"two_way_busy expects (pulls, pushes), got {self.busy!r}")
         object.__setattr__(self, "busy", tuple(None if b is None else check_busy(b) for b in self.busy))
+        if len(tuple(self.busy_shaped)) != 2:
+            raise ConfigError(f"two_way_busy_shaped expects (pulls, pushes), got {self.busy_shaped!r}")
+        object.__setattr__(self, "busy_shaped", tuple(None if b is None else check_busy(b, "two_way_busy_shaped")
+                                                      for b in self.busy_shaped))
         object.__setattr__(self, "busy_shape", check_shape(self.busy_shape, "two_way_busy_shape"))
-        if self.busy_shape and self.busy == (None, None):
-            raise ConfigError("two_way_busy_shape shapes the busy shares: give two_way_busy too")
+        if (self.busy_shape > 0) != (self.busy_shaped != (None, None)):
+            raise ConfigError("two_way_busy_shaped and two_way_busy_shape go together: the shares "
+                              "fitted with the table's shape to that power (examples/lab/busy.py --shape)")
         object.__setattr__(self, "joined", pair(self.joined, "two_way_joined"))
         object.__setattr__(self, "joined_after_s", durations(self.joined_after_s, "two_way_joined_after_s"))
         check_joined(self.joined, self.joined_after_s)
         object.__setattr__(self, "joined_draws", joined_draws(self.joined_draws))
-        corrected = self.busy != (None, None) or self.joined != (1.0, 1.0) or any(self.joined_draws)
+        corrected = self.busy != (None, None) or self.busy_shaped != (None, None) or self.joined != (1.0, 1.0) or any(self.joined_draws)
         if corrected and self.table is None:
             raise ConfigError("the two-way busy and joined shares correct a measured two-way table: "
                               "give the table too (a hardware file's two_way_table)")
