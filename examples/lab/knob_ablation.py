@@ -24,7 +24,7 @@ from sgdsim.validate.grid import load_grid
 FITTED = ("async", "cnn", "allreduce", "2ps", "widecnn")  # the lab's own trainer: fitted on
 HELD_OUT = ("torch",)  # the held-out trainer family's first grid (the table of 2026-11-27)
 # every grid of the held-out family: nothing is fitted on any of them
-HELD_OUT_ALL = HELD_OUT + ("torch-b", "torch-c", "torch-d", "torch-e")
+HELD_OUT_ALL = HELD_OUT + ("torch-b", "torch-c", "torch-d", "torch-e", "torch-f")
 SATURATED = 3  # from this many async workers on, the lab's links are near saturation
 
 NONE = {}
@@ -34,7 +34,10 @@ KNOBS = {
                                  "two_way_busy_push": None, "two_way_joined": None,
                                  "two_way_joined_after_s": None, "two_way_joined_push": None,
                                  "two_way_joined_after_push_s": None, "two_way_joined_draws": None,
-                                 "two_way_joined_draws_push": None},
+                                 "two_way_joined_draws_push": None, "two_way_busy_shape": None,
+                                 "two_way_busy_shaped": None, "two_way_busy_shaped_push": None},
+    "flat busy shares (no shape)": {"two_way_busy_shape": None, "two_way_busy_shaped": None,
+                                    "two_way_busy_shaped_push": None},
     "no late-comer boost": {"join_boost": None, "join_boost_push": None, "join_after_s": None,
                             "join_after_push_s": None, "join_delay_s": None, "join_delay_push_s": None},
     "no share spread": {"share_cv": None},

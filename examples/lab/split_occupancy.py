@@ -1,8 +1,10 @@
 """How async PS transfers split between the PS NIC's two directions: traced lab runs against the
-simulator, and two variants of the busy shares tried on the held-out torch grids (neither kept).
+simulator, two variants of the busy shares tried on the held-out torch grids (neither kept), and
+the choice of the shape the simulator's busy shares keep (adopted).
 
-The fine model is low at W >= 3 on async PS: -5.2 % signed over the 36 such points of the five
-torch grids, -2.6 % over the lab trainer's 10 (``knob_ablation.py``). Where the flat busy
+With flat busy shares the fine model was low at W >= 3 on async PS: -5.2 % signed over the 36
+such points of the five torch grids, -2.6 % over the lab trainer's 10 (``knob_ablation.py``,
+2026-12-01, before the shape). Where the flat busy
 shares apply (3 or more transfers on the NIC, both ways busy), each direction finishes
 transfers at a rate that does not depend on the split (n pulls against m pushes), so the split
 walks without a pull towards the middle and spends time at (W, 0) and (0, W), where one
