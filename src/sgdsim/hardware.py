@@ -147,17 +147,17 @@ class Hardware:
         models apply them with one PS: ``Cluster.two_way``)."""
         if self.two_way_table is None:
             return {"two_way_penalty": self.two_way_penalty or 0.0}
-        busy, joined = self._directions("two_way_busy", None), {}
-        if self.two_way_busy_shape:  # the simulator's shares (lab.busy --shape); the coarse model's stay flat
-            joined = {"two_way_busy_shape": self.two_way_busy_shape,
-                      "two_way_busy_shaped": self._directions("two_way_busy_shaped", None)}
+        busy, extra = self._directions("two_way_busy", None), {}
+        if self.two_way_busy_shape:  # the simulator's shares (busy.py --shape); the coarse model's stay flat
+            extra = {"two_way_busy_shape": self.two_way_busy_shape,
+                     "two_way_busy_shaped": self._directions("two_way_busy_shaped", None)}
         draws = self._directions("two_way_joined_draws", ())
         if self._directions("two_way_joined", None) != (None, None) or any(draws):
-            joined |= {"two_way_joined": self._directions("two_way_joined", 1.0),
+            extra |= {"two_way_joined": self._directions("two_way_joined", 1.0),
                       "two_way_joined_after": self._directions("two_way_joined_after_s"),
                       **({"two_way_joined_draws": draws} if any(draws) else {})}
         return {"two_way_table": self.two_way_table,
-                **({"two_way_busy": busy} if busy != (None, None) else {}), **joined}
+                **({"two_way_busy": busy} if busy != (None, None) else {}), **extra}
 
     def _tcp_dynamics(self, stalls: bool) -> dict:
         """Async PS flows of one server: the late-comer's boost pulls workers into lock-step and

@@ -36,8 +36,9 @@ def busy_shares(runs, model_bytes, bandwidth_bps: float, table, flows=(BUSY_FLOW
 
     Per run and direction, moved − base = B·Σ_k c_k·Σ f^s·t over the intervals both directions
     were busy with class k's flow counts (s = 0: their time t_k). Least squares weighted by
-    1/Σ_k t_k (a run's bytes vary with its busy time), which for one class is the pooled ratio Σ(moved − base) / (B·Σ t); a run
-    that never had the NIC busy both ways says nothing of c and is left out."""
+    1/Σ_k t_k (a run's bytes vary with its busy time), which for one class is the pooled ratio
+    Σ(moved − base) / (B·Σ t); a run that never had the NIC busy both ways says nothing of c and
+    is left out."""
     classes = check_flows(flows)
     rate = bandwidth_bps / 8.0
     rows: list[list] = [[], []]

@@ -11,8 +11,8 @@ from ..spec import ARCHITECTURES, Cluster, Control, Strategy
 from ..spec.registries import DEFAULT_ARCH
 from .keywords import specs
 
-TABLE_KEYS = ("two_way_table", "two_way_busy", "two_way_busy_shape", "two_way_busy_shaped", "two_way_joined", "two_way_joined_after",
-              "two_way_joined_draws")
+TABLE_KEYS = ("two_way_table", "two_way_busy", "two_way_busy_shape", "two_way_busy_shaped", "two_way_joined",
+              "two_way_joined_after", "two_way_joined_draws")
 
 
 def hardware_keywords(hw: Hardware, given: dict, *, tcp_dynamics: bool | None = None) -> dict:

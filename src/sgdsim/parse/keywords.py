@@ -81,7 +81,8 @@ CLUSTER_KEYWORDS = dict(
     fcfs_weight=0.5, share_cv=0.0, join_boost=1.0, join_after=0.0, join_delay=0.0,
     measured_late_comer=None, stall_prob=0.0, stall_mean=0.0, stall_incumbent=0.0,
     stall_incumbent_mean=0.0, two_way_penalty=0.0, two_way_table=None, two_way_busy=None,
-    two_way_busy_shape=0.0, two_way_busy_shaped=None,    two_way_joined=1.0, two_way_joined_after=0.0, two_way_joined_draws=((), ()),
+    two_way_busy_shape=0.0, two_way_busy_shaped=None, two_way_joined=1.0, two_way_joined_after=0.0,
+    two_way_joined_draws=((), ()),
     gpus_per_node=1, intra_bandwidth=None, host_cores=None, host_contention=0.0,
     allreduce_compute_share=0.0, transport="tcp", tcp_cpu=0.0, reduce_on="device", reduce_cpu=0.0,
     server_cpu=0.0)
