@@ -24,6 +24,7 @@ the one whose simulated runs leave each direction idle as often as the traced ru
     python examples/lab/split_occupancy.py              # ~10 s
     python examples/lab/split_occupancy.py --variants   # ~3 min more
     python examples/lab/split_occupancy.py --fit-shape  # ~2 min
+    python examples/lab/split_occupancy.py --fit-shape --rate 200   # the same case at 200 Mbit/s
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from sgdsim.lab.busy import busy_shares, busy_terms, split_intervals
 from sgdsim.lab.traces import pulls_pushes
 
 TRACED = "docs/validation/regimes/traced-w48.json"
+TRACED_200 = "docs/validation/regimes/traced200-w48.json"  # the same case at 200 Mbit/s
 PROFILE = "docs/validation/async/profiles/ps-async-nooverlap.json"
 HW = {"100": "examples/grids/hardware-lab-100mbps.json", "200": "examples/grids/hardware-lab-200mbps.json"}
 ALPHA = "4.65e-10"  # the case's calibrated parse cost (docs/validation/async/summary.json)
@@ -122,11 +124,12 @@ def shaped_file(path: str, shape: float, dest: str) -> bool:
     return True
 
 
-def fit_shape(seeds=range(1, 9)) -> float:
+def fit_shape(rate: str = "100", seeds=range(1, 9)) -> float:
     """The shape whose simulated runs leave each direction idle as often as the traced lab runs
-    do (W = 4 and 8, both directions: least squares over the four mean idle shares)."""
+    do (W = 4 and 8, both directions: least squares over the four mean idle shares), at the
+    lab's 100 or 200 Mbit/s (its hardware file and traced runs)."""
     lab: dict = collections.defaultdict(list)
-    for run in json.load(open(TRACED, encoding="utf-8"))["runs"]:
+    for run in json.load(open(TRACED if rate == "100" else TRACED_200, encoding="utf-8"))["runs"]:
         lab[run["workers"]].append(occupancy(*pulls_pushes(run["events"]))[:2])
     target = {w: np.mean(v, axis=0) for w, v in lab.items()}
     print("| shape | W = 4 idle (pulls, pushes) | W = 8 idle | squared distance |\n|---:|---|---|---:|")
@@ -135,7 +138,7 @@ def fit_shape(seeds=range(1, 9)) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         for shape in np.round(np.linspace(0, 1, 11), 1):
             dest = os.path.join(tmp, "hw.json")
-            if not shaped_file(HW["100"], float(shape), dest):
+            if not shaped_file(HW[rate], float(shape), dest):
                 print(f"| {shape:.1f} | a share above 1: the table's shape gives less than the runs moved | | |")
                 continue
             sim = {w: np.mean([occupancy(*simulated(w, s, dest))[:2] for s in seeds], axis=0) for w in (4, 8)}
@@ -211,9 +214,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", action="store_true", help="also replay the grids with two variants")
     ap.add_argument("--fit-shape", action="store_true", help="only choose the busy shares' shape (about 2 min)")
+    ap.add_argument("--rate", choices=sorted(HW), default="100",
+                    help="--fit-shape on the traced runs at this link rate, Mbit/s (default 100)")
     args = ap.parse_args()
     if args.fit_shape:
-        fit_shape()
+        fit_shape(args.rate)
         return
     print("| run | pull direction idle | push direction idle | commonest splits (pulls, pushes) |\n|---|---:|---:|---|")
     for run in json.load(open(TRACED, encoding="utf-8"))["runs"]:
