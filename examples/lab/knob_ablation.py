@@ -28,16 +28,15 @@ HELD_OUT_ALL = HELD_OUT + ("torch-b", "torch-c", "torch-d", "torch-e", "torch-f"
 SATURATED = 3  # from this many async workers on, the lab's links are near saturation
 
 NONE = {}
+SHAPED = {"two_way_busy_shape": None, "two_way_busy_shaped": None, "two_way_busy_shaped_push": None}
 KNOBS = {
     "all knobs (today)": NONE,
     "no two-way table/penalty": {"two_way_table": None, "two_way_penalty": None, "two_way_busy": None,
                                  "two_way_busy_push": None, "two_way_joined": None,
                                  "two_way_joined_after_s": None, "two_way_joined_push": None,
                                  "two_way_joined_after_push_s": None, "two_way_joined_draws": None,
-                                 "two_way_joined_draws_push": None, "two_way_busy_shape": None,
-                                 "two_way_busy_shaped": None, "two_way_busy_shaped_push": None},
-    "flat busy shares (no shape)": {"two_way_busy_shape": None, "two_way_busy_shaped": None,
-                                    "two_way_busy_shaped_push": None},
+                                 "two_way_joined_draws_push": None, **SHAPED},
+    "flat busy shares (no shape)": SHAPED,
     "no late-comer boost": {"join_boost": None, "join_boost_push": None, "join_after_s": None,
                             "join_after_push_s": None, "join_delay_s": None, "join_delay_push_s": None},
     "no share spread": {"share_cv": None},

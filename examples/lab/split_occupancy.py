@@ -40,6 +40,7 @@ import tempfile
 import numpy as np
 
 import knob_ablation as ka  # beside this script
+from busy import traced_runs  # beside this script too
 from sgdsim.analytic.two_way import BUSY_FLOWS
 from sgdsim.lab.busy import busy_shares, busy_terms, split_intervals
 from sgdsim.lab.traces import pulls_pushes
@@ -94,15 +95,13 @@ def line(label: str, pulls, pushes) -> str:
 
 
 def traced(hw: dict) -> tuple[list, list]:
-    """The traced runs a file's busy shares were fitted on: (each run's events, its transfer's bytes)."""
-    sizes, runs, out = hw["measured"]["busy"]["model_bytes"], [], []
+    """The traced runs a file's busy shares were fitted on: (each run's events, its transfer's
+    bytes, as the file recorded them: the lab's CNN moves the fewer)."""
+    sizes = hw["measured"]["busy"]["model_bytes"]
     sizes = sizes if isinstance(sizes, list) else [sizes]
-    for path in hw["measured"]["busy"]["traced"].split(","):  # the lab's CNN moves the fewer bytes
-        size = sizes[0 if len(sizes) == 1 or "cnn" in path else 1]
-        for r in json.load(open(path, encoding="utf-8"))["runs"]:
-            runs.append(r["events"])
-            out.append(size)
-    return runs, out
+    runs = traced_runs(hw["measured"]["busy"]["traced"])
+    return ([r["events"] for r in runs],
+            [sizes[0 if len(sizes) == 1 or "cnn" in r["model"] else 1] for r in runs])
 
 
 def shaped_file(path: str, shape: float, dest: str) -> bool:

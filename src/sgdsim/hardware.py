@@ -343,7 +343,7 @@ def hardware_from_dict(data, name: str = "<dict>") -> Hardware:
     if corrections and "two_way_table" not in values:
         bad(f"field {corrections[0]!r} corrects a measured two_way_table, and the file has none "
             "(netbench --lab --two-way)")
-    if bool(values.get("two_way_busy_shape")) != any(k in values for k in _BUSY[2:]):
+    if bool(values.get("two_way_busy_shape")) != any(k in values for k in _SHAPED):
         bad("fields 'two_way_busy_shape' and 'two_way_busy_shaped' go together (examples/lab/busy.py --shape)")
     values |= _names(data, bad)
     if not isinstance(measured := data.get("measured", {}), dict):
@@ -363,12 +363,12 @@ def _names(data: dict, bad) -> dict:
                 bad(f"field {key!r} must be one of {', '.join(known)}, got {data[key]!r}")
             out[key] = data[key]
     return out
-_BUSY = ("two_way_busy", "two_way_busy_push", "two_way_busy_shaped", "two_way_busy_shaped_push")
+_SHAPED = ("two_way_busy_shaped", "two_way_busy_shaped_push")  # the simulator's, with two_way_busy_shape
+_BUSY = ("two_way_busy", "two_way_busy_push") + _SHAPED
 
 
 def _finite(v) -> bool:
-    """A JSON number a float holds: not a bool, nan, inf or 400-digit integer (math.isfinite
-    raises OverflowError on that one)."""
+    """A JSON number a float holds: not a bool, nan, inf or 400-digit integer (isfinite raises)."""
     from .units import parse_number
 
     if isinstance(v, bool) or not isinstance(v, (int, float)):

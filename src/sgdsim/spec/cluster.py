@@ -130,13 +130,9 @@ class TwoWayRule:
             if self.penalty > 0:
                 raise ConfigError("give the two-way rule as a penalty or as a measured table, not both")
             object.__setattr__(self, "table", check_table(self.table))
-        if len(tuple(self.busy)) != 2:
-            raise ConfigError(f"two_way_busy expects (pulls, pushes), got {self.busy!r}")
-        object.__setattr__(self, "busy", tuple(None if b is None else check_busy(b) for b in self.busy))
-        if len(tuple(self.busy_shaped)) != 2:
-            raise ConfigError(f"two_way_busy_shaped expects (pulls, pushes), got {self.busy_shaped!r}")
-        object.__setattr__(self, "busy_shaped", tuple(None if b is None else check_busy(b, "two_way_busy_shaped")
-                                                      for b in self.busy_shaped))
+        object.__setattr__(self, "busy", _directions_shares(self.busy, "two_way_busy"))
+        object.__setattr__(self, "busy_shaped", _directions_shares(self.busy_shaped, "two_way_busy_shaped",
+                                                                   "two_way_busy_shaped"))
         object.__setattr__(self, "busy_shape", check_shape(self.busy_shape, "two_way_busy_shape"))
         if (self.busy_shape > 0) != (self.busy_shaped != (None, None)):
             raise ConfigError("two_way_busy_shaped and two_way_busy_shape go together: the shares "
@@ -145,10 +141,18 @@ class TwoWayRule:
         object.__setattr__(self, "joined_after_s", durations(self.joined_after_s, "two_way_joined_after_s"))
         check_joined(self.joined, self.joined_after_s)
         object.__setattr__(self, "joined_draws", joined_draws(self.joined_draws))
-        corrected = self.busy != (None, None) or self.busy_shaped != (None, None) or self.joined != (1.0, 1.0) or any(self.joined_draws)
+        corrected = (self.busy != (None, None) or self.busy_shaped != (None, None) or self.joined != (1.0, 1.0)
+                     or any(self.joined_draws))
         if corrected and self.table is None:
             raise ConfigError("the two-way busy and joined shares correct a measured two-way table: "
                               "give the table too (a hardware file's two_way_table)")
+
+
+def _directions_shares(value, name: str, what: str = "two-way busy share") -> tuple:
+    """(pulls, pushes) busy shares, each None or ``check_busy``'s, or one ConfigError line."""
+    if len(tuple(value)) != 2:
+        raise ConfigError(f"{name} expects (pulls, pushes), got {value!r}")
+    return tuple(None if b is None else check_busy(b, what) for b in value)
 
 
 def check_joined(shares, after_s) -> None:
