@@ -138,8 +138,9 @@ def test_a_boost_without_its_onset_applies_only_when_asked_and_only_to_async_ps_
     assert (on["join_boost"], on["join_after"], on["share_cv"]) == ((1.4, 1.0), (0.05, 0.0), 0.3)
     both = hardware_from_dict({**BASE_HW, "join_boost_push": 1.2, "join_after_push_s": 0.1})
     assert both.predict_kwargs("ps", "async", tcp_dynamics=True)["join_boost"] == (1.4, 1.2)
+    assert hw.predict_kwargs("ps", tcp_dynamics=True) == on  # no mode: predict's default, async
     for args in (("ps", "sync"), ("ps", "async", 2), ("ps", "async", 1, "fcfs"), ("allreduce", "sync"),
-                 ("ps", None)):
+                 ("allreduce", None)):
         got = hw.predict_kwargs(*args, tcp_dynamics=True)
         assert "join_boost" not in got and "share_cv" not in got
     # without a measured boost the spread stays out too: alone it biases the regimes
