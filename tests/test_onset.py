@@ -244,3 +244,30 @@ def test_the_python_api_and_the_cli_answer_alike_with_a_lab_file(capsys):
     plain = sgdsim.predict("examples/profiles/alexnet.json", workers=4, replications=1, steps=10,
                            **load_hardware(path).predict_kwargs("ps", tcp_dynamics=False))[0]
     assert api.throughput == cli[0]["throughput"] != plain.throughput
+
+
+def test_predict_takes_a_hardware_file_as_the_cli_does(capsys):
+    """``predict(profile, hardware=FILE, **keywords)`` is ``sgdsim predict --hardware FILE``:
+    the file's keywords for the strategy asked (sync PS takes no late-comer boost instead of
+    refusing it), each keyword given overriding the file's; a bad file is one error."""
+    import sgdsim
+    from sgdsim.cli import main
+    from sgdsim.errors import ProfileError
+    from sgdsim.hardware import load_hardware
+    path, prof = "examples/grids/hardware-lab-100mbps.json", "examples/profiles/alexnet.json"
+    run = dict(workers=4, replications=1, steps=10)
+    for extra, kw in (([], {}), (["--mode", "sync"], {"mode": "sync"}),
+                      (["--bandwidth", "1Gbps"], {"bandwidth": "1Gbps"})):
+        assert main(["predict", prof, "--workers", "4", "--hardware", path, "--replications", "1",
+                     "--steps", "10", "--quiet", "--format", "json", *extra]) == 0
+        cli = json.loads(capsys.readouterr().out)[0]["throughput"]
+        assert sgdsim.predict(prof, hardware=path, **run, **kw)[0].throughput == cli
+        assert sgdsim.predict(prof, hardware=load_hardware(path), **run, **kw)[0].throughput == cli
+    with pytest.raises(ProfileError, match="hardware file"):
+        sgdsim.predict(prof, hardware="no-such-file.json", **run)
+    with pytest.raises(ConfigError, match="hardware="):
+        sgdsim.predict(prof, hardware=3, **run)
+    from sgdsim.spec import Cluster, Control, Job, Link, Strategy
+    with pytest.raises(ConfigError, match="not a mix"):  # the specs are the whole description
+        sgdsim.predict(Job.of(sgdsim.load_profile(prof)), Strategy(), Cluster(Link(1e8)), Control(),
+                       hardware=path)

@@ -93,7 +93,8 @@ def predict(job: Job | Profile | CoarseProfile | str | os.PathLike | None = None
             control: Control | None = None, *, workers="1-16", model: str = "fine",
             coarse: str | CoarseProfile | None = None,
             worker_profiles: list[tuple[str, Profile | str, int]] | None = None,
-            executor: Executor | None = None, on_skip=None, **keywords) -> list[PredictionPoint]:
+            executor: Executor | None = None, on_skip=None, hardware=None,
+            **keywords) -> list[PredictionPoint]:
     """Predict throughput per worker count: ``predict(job, strategy, cluster, control,
     workers=...)`` with the four specs (``sgdsim.spec``), or ``predict(profile, **keywords)``,
     which only builds them (``parse/keywords.py`` documents every keyword: human units such as
@@ -103,18 +104,32 @@ def predict(job: Job | Profile | CoarseProfile | str | os.PathLike | None = None
     ``on_skip(reason)`` hears about the others). ``coarse``: a coarse profile
     (``"size=102MB,fwd=182ms,bwd=261ms,batch=128"`` or an object) instead of ``job``;
     ``worker_profiles`` (heterogeneous workers) replaces it too: one point. ``executor``: where
-    the simulated points run (``evaluate.executors``; default: in this process).
+    the simulated points run (``evaluate.executors``; default: in this process). ``hardware``:
+    a hardware file (its path or a ``Hardware``), as ``--hardware``: its network and measured
+    dynamics for the strategy the keywords give, each keyword given overriding the file.
     """
     given = [s for s in (strategy, cluster, control) if s is not None]
     if given:
-        if keywords or len(given) < 3 or not isinstance(job, Job):
+        if keywords or hardware is not None or len(given) < 3 or not isinstance(job, Job):
             raise ConfigError("give predict() a Job and its strategy, cluster and control, or a "
-                              "profile and keywords, not a mix")
+                              "profile and keywords (and hardware=), not a mix")
     else:
+        if hardware is not None:
+            keywords = _with_hardware(hardware, keywords)
         strategy, cluster, control = keywords_specs(**keywords)
         job = _job(job, coarse, worker_profiles)
     counts = [] if job.heterogeneous else parse_workers(workers)
     return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
+
+
+def _with_hardware(hardware, keywords: dict) -> dict:
+    """The keywords a hardware file gives the strategy in ``keywords``, then those given."""
+    from .hardware import Hardware, load_hardware
+    from .parse.hardware import hardware_keywords
+
+    if not isinstance(hardware, (str, os.PathLike, Hardware)):
+        raise ConfigError(f"hardware= takes a hardware file's path or a Hardware, got {type(hardware).__name__}")
+    return hardware_keywords(hardware if isinstance(hardware, Hardware) else load_hardware(hardware), keywords)
 
 
 def _job(profile, coarse, worker_profiles) -> Job:
