@@ -213,8 +213,7 @@ def test_a_hardware_file_means_the_same_to_both_fronts(resnet):
 
     hw = load_hardware("examples/grids/hardware-lab-200mbps.json")
     for arch, mode in (("ps", "async"), ("ps", "sync"), ("allreduce", "sync")):
-        front = sgdsim.predict(resnet, workers="2,4", mode=mode, arch=arch, model="coarse",
-                               **hw.predict_kwargs(arch, mode))
+        front = sgdsim.predict(resnet, workers="2,4", mode=mode, arch=arch, model="coarse", hardware=hw)
         strategy, cluster, _ = specs_from_hardware(hw, arch, mode=mode)
         core = evaluate(Job.of(resnet), strategy, cluster, [2, 4], "coarse")
         assert _xs(front) == _xs(core)

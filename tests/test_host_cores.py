@@ -69,10 +69,13 @@ def test_the_engine_shares_the_cores_only_where_it_can_see_and_afford_it():
     assert shared_cores(8, 8, 2, "async") == shared_cores(2, 2, 2, "sync") == shared_cores(8, 8, None, "sync") == 0
 
 
-def test_async_is_not_slowed():
-    kw = dict(workers=4, bandwidth=BW, mode="async", seed=3, steps=30, warmup=2, replications=2)
-    assert sgdsim.predict(PROF, host_cores=1, **kw)[0].throughput == \
-        sgdsim.predict(PROF, **kw)[0].throughput
+def test_async_is_not_slowed_and_asking_for_it_is_refused():
+    from sgdsim.predict import predict_with
+    kw = dict(bandwidth=BW, mode="async", seed=3, steps=30, warmup=2, replications=2)
+    assert predict_with(PROF, {**kw, "host_cores": 1}, workers=4)[0].throughput == \
+        predict_with(PROF, kw, workers=4)[0].throughput
+    with pytest.raises(ConfigError, match="--host-cores applies to --mode sync"):
+        sgdsim.predict(PROF, host_cores=1, workers=4, **kw)  # as the CLI refuses the option
     assert compute_slowdown(8, 2, "async") == 1.0 and compute_slowdown(8, None, "sync") == 1.0
 
 

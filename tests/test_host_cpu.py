@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 import sgdsim
 from sgdsim.errors import ConfigError
+from sgdsim.analytic.coarse_profile import parse_coarse
 from sgdsim.parse.keywords import specs
+from sgdsim.predict import predict_with
 from sgdsim.profile.host_cpu import SERVER_SUFFIX, with_host_cpu, with_server_ops
 from sgdsim.profile.io import load_profile
 from sgdsim.spec import Host, Job
@@ -22,8 +24,14 @@ COARSE = f"size={M / 1e6:g}MB,fwd={FWD * 1e3:g}ms,bwd={BWD * 1e3:g}ms,batch={BAT
 FAST = dict(replications=1, steps=20, model_error=0)
 
 
+def _coarse(model, workers, **kw):
+    """The models' answers (``predict_with``: the simulator's settings and every cost for every
+    case, each model taking what applies to it, as ``predict`` would refuse)."""
+    return predict_with(parse_coarse(COARSE), {**FAST, **kw}, workers=workers, model=model)
+
+
 def _step(model, workers=1, **kw):
-    return sgdsim.predict(None, coarse=COARSE, workers=[workers], model=model, **FAST, **kw)[0].step_time_s
+    return _coarse(model, [workers], **kw)[0].step_time_s
 
 
 @pytest.mark.parametrize("model", ["fine", "coarse"])
@@ -43,8 +51,7 @@ def test_async_ps_saturates_at_the_servers_cpu(model):
     throughput at batch / (2M·(server + tcp))."""
     tcp, server = 1e-9, 2e-9
     limit = BATCH / (2 * M * (server + tcp))
-    pts = sgdsim.predict(None, coarse=COARSE, workers=[8, 16], model=model, bandwidth="100Gbps",
-                         mode="async", tcp_cpu=tcp, server_cpu=server, **FAST)
+    pts = _coarse(model, [8, 16], bandwidth="100Gbps", mode="async", tcp_cpu=tcp, server_cpu=server)
     for p in pts:
         assert p.throughput == pytest.approx(limit, rel=0.03)
         assert p.throughput <= limit * 1.001
@@ -141,8 +148,8 @@ def test_throughput_never_rises_with_a_cost(model, case, workers, cost, low, mor
     if model == "fine" and case["mode"] == "async" and workers > 1:
         workers = 1  # several async workers interleave: their order may shift either way
     kw = {**case, **base, "reduce_on": "host"}
-    before = sgdsim.predict(None, coarse=COARSE, workers=[workers], model=model, **FAST, **{**kw, cost: low})
-    after = sgdsim.predict(None, coarse=COARSE, workers=[workers], model=model, **FAST, **{**kw, cost: low + more})
+    before = _coarse(model, [workers], **{**kw, cost: low})
+    after = _coarse(model, [workers], **{**kw, cost: low + more})
     assert after[0].throughput <= before[0].throughput * (1 + 1e-12)
 
 
@@ -156,8 +163,10 @@ def test_the_hardware_file_carries_the_costs(tmp_path):
     back = load_hardware(str(tmp_path / "hw.json"))
     assert back == hw
     kw = hardware_keywords(back, {"arch": "allreduce", "tcp_cpu": 5e-9})
-    assert (kw["tcp_cpu"], kw["reduce_cpu"], kw["server_cpu"], kw["transport"], kw["reduce_on"]) == \
-        (5e-9, 3e-10, 1e-9, "rdma", "host")
+    assert (kw["tcp_cpu"], kw["reduce_cpu"], kw["transport"], kw["reduce_on"]) == (5e-9, 3e-10, "rdma", "host")
+    assert "server_cpu" not in kw  # an all-reduce has no server: the file's value is left out
+    ps = hardware_keywords(back, {"arch": "ps", "mode": "sync"})
+    assert ps["server_cpu"] == 1e-9 and "reduce_on" not in ps and "reduce_cpu" not in ps
     data = {**hw.to_dict(), "transport": "udp"}
     (tmp_path / "bad.json").write_text(__import__("json").dumps(data))
     with pytest.raises(Exception, match="transport"):

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from sgdsim.parse.relevance import check_relevance
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples", "multigpu"))
 import host_costs  # noqa: E402
@@ -24,9 +26,10 @@ def test_every_row_has_a_setup_and_fields(row):
     f = host_costs.fields(s)
     assert f["transport"] in ("tcp", "rdma")
     if s["variables"] == "device":  # NCCL or GPU-side updates: no host CPU per byte
-        assert f == {"transport": "rdma", "reduce_on": "device"}
+        assert f == {"transport": "rdma", **({} if s["kind"] == "ps-gpu" else {"reduce_on": "device"})}
     else:
         assert f["server_cpu"] == host_costs.MEM_PASSES / host_costs.HOST_MEMORY_BPS[s["host"]]
+    check_relevance({"arch": row["arch"], "mode": "sync", **f}, "all")  # each field applies to the row
 
 
 @pytest.mark.parametrize("source,model,kind", [

@@ -229,20 +229,21 @@ def test_predict_takes_the_delay_from_its_option(capsys):
 
 
 def test_the_python_api_and_the_cli_answer_alike_with_a_lab_file(capsys):
-    """``predict(profile, **hw.predict_kwargs("ps"))`` with no mode is predict's default,
+    """``predict_with(profile, hw.predict_kwargs("ps"))`` with no mode is predict's default,
     async PS, and takes the file's measured dynamics as ``sgdsim predict --hardware`` does
     (it once dropped them: 8.71 against the CLI's 8.47 examples/s here)."""
-    import sgdsim
     from sgdsim.cli import main
     from sgdsim.hardware import load_hardware
+    from sgdsim.predict import predict_with
     path = "examples/grids/hardware-lab-100mbps.json"
     assert main(["predict", "examples/profiles/alexnet.json", "--workers", "4", "--hardware", path,
                  "--replications", "1", "--steps", "10", "--quiet", "--format", "json"]) == 0
     cli = json.loads(capsys.readouterr().out)
-    api = sgdsim.predict("examples/profiles/alexnet.json", workers=4, replications=1, steps=10,
-                         **load_hardware(path).predict_kwargs("ps"))[0]
-    plain = sgdsim.predict("examples/profiles/alexnet.json", workers=4, replications=1, steps=10,
-                           **load_hardware(path).predict_kwargs("ps", tcp_dynamics=False))[0]
+    run = {"replications": 1, "steps": 10}
+    api = predict_with("examples/profiles/alexnet.json", {**load_hardware(path).predict_kwargs("ps"), **run},
+                       workers=4)[0]
+    plain = predict_with("examples/profiles/alexnet.json",
+                         {**load_hardware(path).predict_kwargs("ps", tcp_dynamics=False), **run}, workers=4)[0]
     assert api.throughput == cli[0]["throughput"] != plain.throughput
 
 

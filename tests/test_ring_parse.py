@@ -12,10 +12,11 @@ import sys
 import pytest
 from conftest import layered_profile
 
-import sgdsim
+from sgdsim.analytic.coarse_profile import parse_coarse
 from sgdsim.calibrate_worker import calibrate, model_step_s
 from sgdsim.errors import ConfigError
 from sgdsim.hardware import Hardware, load_hardware, save_hardware
+from sgdsim.predict import predict_with
 from sgdsim.profile.io import save_profile
 from sgdsim.spec import Link
 from sgdsim.validate import load_grid
@@ -29,8 +30,8 @@ MiB = 2 ** 20
 
 
 def _step(model, N, **kw):
-    return sgdsim.predict(None, coarse=COARSE, workers=[N], model=model, arch="allreduce", mode="sync",
-                          bandwidth="10Gbps", **FAST, **kw)[0].step_time_s
+    kw = {**FAST, "arch": "allreduce", "mode": "sync", "bandwidth": "10Gbps", **kw}
+    return predict_with(parse_coarse(COARSE), kw, workers=[N], model=model)[0].step_time_s  # unchecked: FAST for both
 
 
 @pytest.mark.parametrize("model", ["fine", "coarse"])

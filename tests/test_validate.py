@@ -388,12 +388,13 @@ def test_summary_fits_the_margin_its_single_runs_call_for(tmp_path):
 def test_hardware_key_sets_the_models_network(tmp_path):
     from sgdsim.hardware import Hardware, save_hardware
 
-    save_hardware(Hardware(5e7, 1e-5, 1.6e-7, 2e-4, fcfs_weight=0.1, allreduce_bandwidth_bps=4e7,
-                           share_cv=0.3), tmp_path / "hw.json")
+    hw = Hardware(5e7, 1e-5, 1.6e-7, 2e-4, fcfs_weight=0.1, allreduce_bandwidth_bps=4e7, share_cv=0.3)
+    save_hardware(hw, tmp_path / "hw.json")
     g = load_grid(write(tmp_path, GRID.replace('warmup = "1s"', 'warmup = "1s"\nhardware = "hw.json"')))
     ps, ring = g.cases
-    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "fcfs_weight": 0.1,  # share_cv: opt-in
-           "two_way_penalty": 0.0, "run_spread": 0.0}
+    # share_cv: opt-in; the FCFS weight only where a policy mixes (sync PS's hybrid), not here
+    net = {"overhead_beta": 2e-4, "overhead_alpha": 0.0, "two_way_penalty": 0.0, "run_spread": 0.0}
+    assert hw.predict_kwargs("ps", "sync")["fcfs_weight"] == 0.1
     assert ps.network() == {"bandwidth": 5e7, **net} and ps.model_bandwidth_bps == 5e7
     assert ring.network() == {"bandwidth": 4e7, **net, "ring_latency": 0.0,
                               "allreduce_compute_share": 0.0}

@@ -28,14 +28,14 @@ REPLAYED = GRIDS + HELD_OUT + SECOND + NEW
 
 
 def replay_seed(seed: int, out: str) -> None:
-    predict = run.predict
-    run.predict = lambda *a, **k: predict(*a, **{**k, "seed": seed})
+    predict = run.predict_with
+    run.predict_with = lambda job, kw, **k: predict(job, {**kw, "seed": seed}, **k)
     try:
         for name in REPLAYED:
             replay(load_grid(f"examples/grids/lab-{name}.toml"), f"docs/validation/{name}/points.csv",
                    os.path.join(out, str(seed), name))
     finally:
-        run.predict = predict
+        run.predict_with = predict
 
 
 def main() -> None:

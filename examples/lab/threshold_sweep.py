@@ -29,16 +29,16 @@ THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0
 def threshold(rho: float):
     """Replays predict with Eq. 5's threshold ``rho`` (a grid has no key for it: it belongs to
     the coarse model, not to the cluster's hardware file)."""
-    plain = run.predict
+    plain = run.predict_with
 
-    def predict(*args, **kw):
-        return plain(*args, **kw, rho_threshold=rho)
+    def predict(job, kw, **k):
+        return plain(job, {**kw, "rho_threshold": rho}, **k)
 
-    run.predict = predict
+    run.predict_with = predict
     try:
         yield
     finally:
-        run.predict = plain
+        run.predict_with = plain
 
 
 def errors(names, out: str) -> list[float]:

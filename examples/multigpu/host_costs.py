@@ -91,8 +91,8 @@ def server_cpu(host: str) -> float:
 
 def fields(s: dict) -> dict:
     """sgdsim's host-cost keywords for a setup (one rule per kind, see the module)."""
-    if s["variables"] == "device":
-        return dict(transport="rdma", reduce_on="device")
+    if s["variables"] == "device":  # a PS on a GPU applies the sums there: no reduction to place
+        return dict(transport="rdma", **({} if s["kind"] == "ps-gpu" else {"reduce_on": "device"}))
     if s["kind"] == "ps-cpu":
         return dict(transport="rdma", server_cpu=server_cpu(s["host"]))
     return dict(transport="tcp", tcp_cpu=TCP_CPU, server_cpu=server_cpu(s["host"]))

@@ -43,7 +43,7 @@ from .calibrate_worker import STEPS, _bisect, calibration_workers, job_keywords
 from .sim.stats import t95
 from .errors import ConfigError
 from .hardware import Hardware
-from .predict import predict
+from .predict import predict_with
 from .profile.model import Profile
 from .spec import ARCHITECTURES
 from .spec.control import MODEL_ERROR_REL
@@ -94,8 +94,8 @@ class _Model:
             # replications' own length): async pairs under measured TCP dynamics drift with run
             # length (docs/validation/torch-repeats-w2/), and 200 steps put W = 2 3-13 % above it
             reps, steps = (1, STEPS) if W == self.W0 else (REPLICATIONS, None)
-            pt = predict(self.profile, workers=[W], arch=self.arch, mode=self.mode,
-                         replications=reps, steps=steps, **kw)[0]
+            kw.update(arch=self.arch, mode=self.mode, replications=reps, steps=steps)
+            pt = predict_with(self.profile, kw, workers=[W])[0]
             self.cache[key] = (float(pt.throughput), float(pt.ci_low), float(pt.ci_high))
         return self.cache[key]
 

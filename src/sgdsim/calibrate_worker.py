@@ -25,7 +25,7 @@ from .spec import ARCHITECTURES
 from .spec.registries import DEFAULT_ARCH
 from .errors import ConfigError
 from .hardware import Hardware
-from .predict import predict
+from .predict import predict_with
 from .profile.model import Profile
 from .sim.stats import prediction_half_width
 from .units import format_bps
@@ -46,7 +46,8 @@ def model_step_s(profile: Profile, hw: Hardware, arch: str, mode: str, alpha: fl
     kw = hw.predict_kwargs(arch, mode, ps_count)
     kw.update(overhead_alpha=alpha, bandwidth=bandwidth_bps or kw["bandwidth"], ps_count=ps_count,
               **job_keywords(bucket_size_bytes))
-    pt = predict(profile, workers=calibration_workers(arch), arch=arch, mode=mode, replications=1, steps=STEPS, **kw)[0]
+    kw.update(arch=arch, mode=mode, replications=1, steps=STEPS)
+    pt = predict_with(profile, kw, workers=calibration_workers(arch))[0]
     return pt.step_time_s
 
 

@@ -18,6 +18,7 @@ from .spec import ARCHITECTURES, LateComer
 from .spec.host import REDUCE_ON, TRANSPORTS
 from .spec.strategy import measured_dynamics_apply as dynamics_apply
 from .spec.two_way import check_busy, check_table
+from .parse.relevance import ignored
 
 FORMAT = "sgdsim-hardware"
 VERSION = 1
@@ -107,28 +108,27 @@ class Hardware:
     def predict_kwargs(self, arch: str, mode: str | None = None, ps_count: int | None = None,
                        sharing: str | None = None, tcp_dynamics: bool | None = None,
                        flow_capped: bool = False) -> dict:
-        """What ``sgdsim.predict`` takes from this file (keyword arguments). The measured TCP
-        dynamics apply to async PS with one server (``_tcp_dynamics``). ``tcp_dynamics``: None
-        (the default) takes the late-comer's boost where the file has its onset delay; True
-        also the stalls (and a boost without a delay); False none (equal shares). Not with a
-        flow cap (``flow_capped``), which serves capped flows, not weights."""
+        """The keywords this file gives ``sgdsim.predict`` for one strategy (mode None: the
+        architecture's first), none it would ignore. TCP dynamics (``_tcp_dynamics``): async PS
+        of one server without a flow cap; ``tcp_dynamics`` None takes the late-comer's boost
+        where the file has its onset delay, True also the stalls, False none."""
+        mode = mode or ARCHITECTURES[arch].modes[0]
         dynamics = tcp_dynamics is not False and dynamics_apply(arch, mode, ps_count, sharing, flow_capped)
-        return {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
-                "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
-                "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
-                **self._two_way(),
-                "run_spread": self.run_spread_rel or 0.0,
-                **({"fit_uncertainty": self.fit_uncertainty_rel} if self.fit_uncertainty_rel else {}),
-                **({"model_error": self.model_error_rel} if self.model_error_rel is not None else {}),
-                **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
-                **({"host_contention": self._directions("host_contention")}
-                   if "host_contention" in ARCHITECTURES[arch].options
-                   and self._directions("host_contention", None) != (None, None) else {}),
-                **(self._tcp_dynamics(bool(tcp_dynamics)) if dynamics else {}),
-                **{kw: getattr(self, key) for kw, key in _HOST_KEYWORDS if getattr(self, key) is not None},
-                **({"ring_latency": self.ring_latency_s or 0.0,
-                    "allreduce_compute_share": self.allreduce_compute_share or 0.0}
-                   if "ring_latency" in ARCHITECTURES[arch].options else {})}
+        kw = {"bandwidth": self.bandwidth_for(arch), "overhead_beta": self.overhead_beta_s,
+              "overhead_alpha": self.parse_alpha_s_per_byte or 0.0,
+              "fcfs_weight": 0.5 if self.fcfs_weight is None else self.fcfs_weight,
+              **self._two_way(), "run_spread": self.run_spread_rel or 0.0,
+              **({"fit_uncertainty": self.fit_uncertainty_rel} if self.fit_uncertainty_rel else {}),
+              **({"model_error": self.model_error_rel} if self.model_error_rel is not None else {}),
+              **({"host_cores": self.host_cores} if self.host_cores is not None else {}),
+              **({"host_contention": self._directions("host_contention")}
+                 if self._directions("host_contention", None) != (None, None) else {}),
+              **(self._tcp_dynamics(bool(tcp_dynamics)) if dynamics else {}),
+              **{kw: getattr(self, key) for kw, key in _HOST_KEYWORDS if getattr(self, key) is not None},
+              "ring_latency": self.ring_latency_s or 0.0,
+              "allreduce_compute_share": self.allreduce_compute_share or 0.0}
+        drop = ignored({**kw, "arch": arch, "mode": mode, "sharing": sharing}, "all")
+        return {k: v for k, v in kw.items() if k not in drop}
 
     @property
     def fit_uncertainty_rel(self) -> float:

@@ -8,6 +8,7 @@ from .errors import ConfigError, ProfileError
 from .evaluate import evaluate
 from .evaluate.executors import Executor
 from .parse.keywords import specs as keywords_specs
+from .parse.relevance import check_relevance
 from .point import PredictionPoint
 from .profile.io import load_profile
 from .profile.model import Profile
@@ -106,18 +107,35 @@ def predict(job: Job | Profile | CoarseProfile | str | os.PathLike | None = None
     ``worker_profiles`` (heterogeneous workers) replaces it too: one point. ``executor``: where
     the simulated points run (``evaluate.executors``; default: in this process). ``hardware``:
     a hardware file (its path or a ``Hardware``), as ``--hardware``: its network and measured
-    dynamics for the strategy the keywords give, each keyword given overriding the file.
+    dynamics for the strategy the keywords give, each keyword given overriding the file. A
+    keyword the configuration would ignore is refused, as its option is (``parse/relevance.py``);
+    a file's value that does not apply is not.
     """
     given = [s for s in (strategy, cluster, control) if s is not None]
     if given:
         if keywords or hardware is not None or len(given) < 3 or not isinstance(job, Job):
             raise ConfigError("give predict() a Job and its strategy, cluster and control, or a "
                               "profile and keywords (and hardware=), not a mix")
-    else:
-        if hardware is not None:
-            keywords = _with_hardware(hardware, keywords)
-        strategy, cluster, control = keywords_specs(**keywords)
-        job = _job(job, coarse, worker_profiles)
+        return _evaluate(job, strategy, cluster, control, workers, model, executor, on_skip)
+    check_relevance(keywords, model, heterogeneous=bool(worker_profiles))
+    if hardware is not None:
+        keywords = _with_hardware(hardware, keywords)
+    return predict_with(_job(job, coarse, worker_profiles), keywords, workers=workers, model=model,
+                        executor=executor, on_skip=on_skip)
+
+
+def predict_with(job: Job | Profile | CoarseProfile | str | os.PathLike, keywords: dict, *,
+                 workers="1-16", model: str = "fine", executor: Executor | None = None,
+                 on_skip=None) -> list[PredictionPoint]:
+    """The keyword form without the relevance check, for callers whose keywords are a hardware
+    file's merged with their own (``validate``, ``calibrate``): a file's value the strategy
+    ignores is not an error there."""
+    strategy, cluster, control = keywords_specs(**keywords)
+    job = job if isinstance(job, Job) else _job(job, None, None)
+    return _evaluate(job, strategy, cluster, control, workers, model, executor, on_skip)
+
+
+def _evaluate(job: Job, strategy, cluster, control, workers, model, executor, on_skip):
     counts = [] if job.heterogeneous else parse_workers(workers)
     return evaluate(job, strategy, cluster, counts, model, control, executor, on_skip)
 

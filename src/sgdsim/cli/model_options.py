@@ -11,38 +11,34 @@ from ..errors import ConfigError
 from ..outputs import check_distinct_outputs, check_output_path
 from ..spec import ARCHITECTURES, COLLECTIVES, DEFAULT_RHO_THRESHOLD, MODES, ORDERS, SHARINGS, STREAMS
 from ..spec.host import REDUCE_ON, TRANSPORTS
-from ..spec.strategy import where
 from .common import add_executor_arguments, executor_from
 from ..progress import say
+from ..parse.relevance import MEASURED_DYNAMICS
 
-# The measured dynamics of PS transfers (TCP's) and of workers sharing a host, one value for
-# pulls and pushes or two: (dest, metavar, help, whether they apply to async PS only, or to PS
-# of either mode). All are the simulator's.
-TCP_PAIRS = (
-    ("join_boost", "K[,K_PUSH]", "PS sharing: a flow joining a busy link gets K times the weight of "
-     "the others (TCP's late-comer advantage; netbench --lab --joiner measures it into the hardware "
-     "file); two values: pulls, pushes (default 1 = equal)", True),
-    ("join_after", "DURATION[,DURATION]", "--join-boost applies once the youngest flow on the link "
-     "has run this long; two values: pulls, pushes (default 0s)", True),
-    ("join_delay", "DURATION[,DURATION]", "--join-boost applies once the joiner itself has run this "
-     "long (its slow start; examples/lab/incumbent.py ramp measures it); pulls, pushes (default "
-     "0s, or the --hardware file's)", True),
-    ("stall_prob", "P[,P_PUSH]", "PS: a transfer that starts against traffic the other way stalls "
-     "with this probability (TCP timeouts; measured by examples/lab/joiner.py reverse runs); two "
-     "values: pulls, pushes (default 0)", False),
-    ("stall_mean", "DURATION[,DURATION]", "--stall-prob: the mean of a stall's exponential length "
-     "(default 0s)", False),
-    ("stall_incumbent", "P[,P_PUSH]", "PS: a transfer under way stalls with this probability when "
-     "one starts the other way (examples/lab/incumbent.py measures it); pulls, pushes (default 0)",
-     False),
-    ("stall_incumbent_mean", "DURATION[,DURATION]", "--stall-incumbent: the mean of its stall's "
-     "exponential length (default 0s)", False),
-    ("host_contention", "A[,A_PUSH]", "PS, workers sharing one host's cores: a worker's compute "
-     "runs 1 + A·(other workers pulling) + A_PUSH·(pushing) times slower while they transfer "
-     "(measured from traced lab runs; topology/hosts.py) (default 0, or the --hardware file's)", False),
-)
-SIMULATOR_ONLY = ("steps", "warmup", "replications", "jitter", "timeline", "seed",
-                  *(dest for dest, *_ in TCP_PAIRS))
+# The options of the measured dynamics (``parse.relevance.MEASURED_DYNAMICS`` says where each
+# applies), one value for pulls and pushes or two: dest: (metavar, help).
+TCP_PAIRS = {
+    "join_boost": ("K[,K_PUSH]", "PS sharing: a flow joining a busy link gets K times the weight of "
+        "the others (TCP's late-comer advantage; netbench --lab --joiner measures it into the hardware "
+        "file); two values: pulls, pushes (default 1 = equal)"),
+    "join_after": ("DURATION[,DURATION]", "--join-boost applies once the youngest flow on the link "
+        "has run this long; two values: pulls, pushes (default 0s)"),
+    "join_delay": ("DURATION[,DURATION]", "--join-boost applies once the joiner itself has run this "
+        "long (its slow start; examples/lab/incumbent.py ramp measures it); pulls, pushes (default "
+        "0s, or the --hardware file's)"),
+    "stall_prob": ("P[,P_PUSH]", "PS: a transfer that starts against traffic the other way stalls "
+        "with this probability (TCP timeouts; measured by examples/lab/joiner.py reverse runs); two "
+        "values: pulls, pushes (default 0)"),
+    "stall_mean": ("DURATION[,DURATION]", "--stall-prob: the mean of a stall's exponential length "
+        "(default 0s)"),
+    "stall_incumbent": ("P[,P_PUSH]", "PS: a transfer under way stalls with this probability when "
+        "one starts the other way (examples/lab/incumbent.py measures it); pulls, pushes (default 0)"),
+    "stall_incumbent_mean": ("DURATION[,DURATION]", "--stall-incumbent: the mean of its stall's "
+        "exponential length (default 0s)"),
+    "host_contention": ("A[,A_PUSH]", "PS, workers sharing one host's cores: a worker's compute "
+        "runs 1 + A·(other workers pulling) + A_PUSH·(pushing) times slower while they transfer "
+        "(measured from traced lab runs; topology/hosts.py) (default 0, or the --hardware file's)"),
+}
 
 
 def add_model_arguments(q) -> None:
@@ -116,7 +112,8 @@ def _sharing_arguments(q) -> None:
     q.add_argument("--share-cv", type=float, default=None, metavar="CV",
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
-    for dest, metavar, text, _ in TCP_PAIRS:
+    for dest, _ in MEASURED_DYNAMICS:
+        metavar, text = TCP_PAIRS[dest]
         q.add_argument("--" + dest.replace("_", "-"), default=None, metavar=metavar, help=text)
 
 
@@ -218,8 +215,8 @@ def run_prediction(args, profile=None, report: str | None = None, notes: bool = 
     points = predict(
         job, workers=workers,
         worker_profiles=classes or None, timeline=timeline is not None,
-        model=args.model, coarse=args.coarse, **keywords(args, hw), executor=executor_from(args),
-        on_skip=lambda why: say(f"note: {why}; skipped"))
+        model=args.model, coarse=args.coarse, hardware=hw, **given_keywords(args),
+        executor=executor_from(args), on_skip=lambda why: say(f"note: {why}; skipped"))
     return points, targets
 
 
@@ -242,46 +239,10 @@ def _warn_shaky(job, classes, args):
 
 
 def check_relevance(args) -> None:
-    """An option the configuration would ignore is an error, never silently dropped."""
-    simulated = args.model in ("fine", "all")
-    arch = ARCHITECTURES[args.arch]
-    sharing = SHARINGS[args.sharing or arch.default_sharing(args.mode)]
-    fifo, coarse_only = STREAMS.names[0], next(n for n, s in SHARINGS.items() if not s.simulated)
-    rules = [
-        *((opt, opt not in arch.options, where(opt)) for opt in _arch_options()),
-        ("order", args.streams not in (None, fifo), f"--streams {fifo}"),
-        ("window", args.streams in (None, fifo), "--streams " + " or ".join(STREAMS.names[1:])),
-        ("intra_bandwidth", (args.gpus_per_node or 1) == 1, "--gpus-per-node above 1"),
-        ("host_cores", args.mode != "sync", "--mode sync (async workers compute at different times)"),
-        *((dest, dest not in arch.options or (async_only and args.mode != MODES[0]),
-           (f"--mode {MODES[0]} " if async_only else "") + where(dest))
-          for dest, _, _, async_only in TCP_PAIRS),
-        ("fcfs_weight", not sharing.runs, "a mixed sharing policy (--sharing "
-         + " or ".join(n for n, s in SHARINGS.items() if s.runs) + "; the default for sync PS)"),
-        ("rho_threshold", args.model not in ("coarse", "all") or not arch.servers
-         or args.mode != MODES[0] or sharing.simulated and args.sharing is not None,
-         "the coarse model of async PS with the Eq. 5 threshold (--model coarse or all)"),
-        ("workers", bool(args.worker_profile), "a homogeneous sweep (not with --worker-profile)"),
-        *((dest, "collective" not in arch.options, "an all-reduce (" + where("collective") + ")")
-          for dest in ("reduce_on", "reduce_cpu")),
-        ("server_cpu", not arch.pulls, "parameter servers (" + " or ".join(
-            f"--arch {n}" for n, a in ARCHITECTURES.items() if a.pulls) + ")"),
-        *((opt, not simulated, "the simulator (--model fine or all)") for opt in SIMULATOR_ONLY),
-        *((opt, args.model not in ("fine", "coarse", "all"), "the simulator and the coarse model "
-           "(the baselines' error is not measured)") for opt in ("model_error", "interval_level")),
-    ]
-    for dest, ignored, applies in rules:
-        if ignored and getattr(args, dest, None) not in (None, [], False):
-            raise ConfigError(f"--{dest.replace('_', '-')} applies to {applies}; this configuration "
-                              "would ignore it")
-    if not sharing.simulated and args.model not in ("coarse", "all"):
-        raise ConfigError(f"--sharing {coarse_only} is the coarse model's Eq. 5: use --model coarse or all")
+    """An option the configuration would ignore is an error (``parse/relevance.py``)."""
+    from ..parse.relevance import check_relevance as check
 
-
-def _arch_options() -> list[str]:
-    """Every architecture's own options, but the TCP pairs (checked with their mode)."""
-    pairs = {dest for dest, *_ in TCP_PAIRS}
-    return list(dict.fromkeys(o for a in ARCHITECTURES.values() for o in a.options if o not in pairs))
+    check(vars(args), args.model, heterogeneous=bool(args.worker_profile))
 
 
 def hardware(args):
@@ -296,11 +257,15 @@ def keywords(args, hw=None) -> dict:
     defaults (``parse/keywords.py``). An option's dest is its keyword's name; ``--timeline``
     is a file here, the keyword a switch, so it is passed apart. ``hw``: the file, if read."""
     from ..parse.hardware import hardware_keywords
+
+    return hardware_keywords(hw if hw is not None else hardware(args), given_keywords(args))
+
+
+def given_keywords(args) -> dict:
+    """The prediction's keywords as given on the command line (None: not given)."""
     from ..parse.keywords import KEYWORDS
 
-    hw = hw if hw is not None else hardware(args)
-    given = {k: getattr(args, k) for k in KEYWORDS if k != "timeline" and hasattr(args, k)}
-    return hardware_keywords(hw, given)
+    return {k: getattr(args, k) for k in KEYWORDS if k != "timeline" and hasattr(args, k)}
 
 
 def _warn_other_buckets(args, hw) -> None:

@@ -24,7 +24,7 @@ from ..progress import say
 from ..errors import ConfigError
 from ..parse.keywords import specs as keywords_specs
 from ..spec import Control, Strategy
-from ..predict import predict
+from ..predict import predict_with
 from ..profile.model import Profile
 from .grid import Case, Grid
 from .report import measured_runs
@@ -172,10 +172,9 @@ def predict_case(case: Case, profile, models=MODELS) -> tuple[list[Point], list[
             skipped.append(reason)
             continue
         # the simulator's own interval: the margin is fitted to, and checked on, runs against it
-        preds = predict(profile, workers=list(case.workers),
-                        **{**net, "model_error": 0.0, "fit_uncertainty": 0.0},
-                        mode=case.mode, arch=case.arch, sharing=case.sharing, model=name,
-                        replications=case.replications if name == "fine" else 1)
+        kw = {**net, "model_error": 0.0, "fit_uncertainty": 0.0, "mode": case.mode, "arch": case.arch,
+              "sharing": case.sharing, "replications": case.replications if name == "fine" else 1}
+        preds = predict_with(profile, kw, workers=list(case.workers), model=name)
         points += [Point(case.name, name, p.workers, float(p.throughput),
                          low=float(p.ci_low) if name == "fine" else None,
                          high=float(p.ci_high) if name == "fine" else None) for p in preds]
