@@ -35,6 +35,7 @@ CASES = [
     ("examples/multigpu/pilot_check.py", ["extra"], "usage"),
     ("examples/lab/split_occupancy.py", ["extra"], "extra"),
     ("examples/lab/knob_ablation.py", ["extra"], "extra"),
+    ("examples/lab/interval_levels.py", ["extra"], "extra"),
 ]
 
 

@@ -17,9 +17,16 @@ error fitted per family: the MVA of async PS on its 45 runs (COARSE_ASYNC_ERROR_
 closed forms (sync PS, all-reduce) on their 21 (COARSE_ERROR_BY_LEVEL).
 
     python examples/lab/interval_levels.py      # ~20 s; prints the markdown table
+
+``--replayed`` asks whether the committed fine margins still fit today's model: every grid is
+replayed (the fine model, ~40 s), the margins are refitted on the 66 fitted runs alone and on
+those with the lab trainer's 85 held-out runs (151), and each is checked on the six torch grids.
+
+    python examples/lab/interval_levels.py --replayed
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import io
@@ -28,7 +35,7 @@ import os
 import tempfile
 
 from sgdsim.evaluate.margin import conformal_margin, level_scale
-from sgdsim.spec.control import LEVELS
+from sgdsim.spec.control import LEVELS, MODEL_ERROR_BY_LEVEL
 from sgdsim.validate.cli import replay
 from sgdsim.validate.grid import load_grid
 
@@ -69,6 +76,39 @@ def runs(paths: list[str], model: str) -> list[tuple[float, float, float, float]
             lo, hi = (float(r["interval_low"]), float(r["interval_high"])) if r["interval_low"] else (p, p)
             out += [(float(x), p, lo, hi) for x in r["measured_runs"].split(";")]
     return out
+
+
+def replayed_runs(paths: list[str], tmp: str) -> list[tuple[float, float, float, float]]:
+    """``runs`` of the fine model as today's code predicts them (each grid replayed)."""
+    out = []
+    for path in paths:
+        name = os.path.basename(os.path.dirname(path))
+        with contextlib.redirect_stderr(io.StringIO()):
+            result = replay(load_grid(f"examples/grids/lab-{name}.toml"), path, os.path.join(tmp, name),
+                            models=("fine",))
+        for cr in result.cases:
+            for p in cr.points:
+                if p.model == "fine" and p.measured and not p.fitted:
+                    lo, hi = (p.low, p.high) if p.low is not None else (p.predicted, p.predicted)
+                    out += [(x, p.predicted, lo, hi) for x in cr.measured_runs[p.workers]]
+    return out
+
+
+def refit_table() -> None:
+    """``--replayed``: the committed fine margins against margins refitted on today's replays."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fit, earlier = replayed_runs(FIT, tmp), replayed_runs(EARLIER, tmp)
+        six = replayed_runs(TORCH + TORCH_B + TORCH_C + TORCH_D + TORCH_E + TORCH_F, tmp)
+    print("| level | margin m | fitted on | lab trainer, fitted (66): half-width | inside | lab trainer, "
+          "held out (85) | inside | six torch grids (109) | inside |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for level in LEVELS:
+        q = level_scale(level)
+        for m, what in ((MODEL_ERROR_BY_LEVEL[level], "committed"), (fitted([score(*r, q) for r in fit], level),
+                        "66 fitted runs, replayed"),
+                        (fitted([score(*r, q) for r in fit + earlier], level), "151 lab-trainer runs, replayed")):
+            print(f"| {level:.0%} | ±{m:.2%} | {what} | " + " | ".join(check(rs, m, q) for rs in (fit, earlier, six))
+                  + " |")
 
 
 def score(x: float, p: float, lo: float, hi: float, q: float) -> float:
@@ -141,4 +181,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--replayed", action="store_true", help="the committed fine margins against "
+                    "margins refitted on today's replays")
+    if ap.parse_args().replayed:
+        refit_table()
+    else:
+        main()
