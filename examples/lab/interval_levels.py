@@ -50,18 +50,23 @@ EARLIER = [f"docs/validation/{g}/points.csv" for g in (
     "heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e", "second-w2", "heldout-margin")]
 
 
-def coarse_runs(paths: list[str], tmp: str) -> dict[bool, list[tuple[float, float]]]:
-    """The coarse model's (single run, predicted), replayed, by family (True: async PS)."""
-    out: dict[bool, list] = {True: [], False: []}
+def replayed_checks(paths: list[str], tmp: str, model: str):
+    """(case result, point) of every measured check of ``model``, as today's code predicts it
+    (each grid replayed from its committed runs)."""
     for path in paths:
         name = os.path.basename(os.path.dirname(path))
         with contextlib.redirect_stderr(io.StringIO()):
             result = replay(load_grid(f"examples/grids/lab-{name}.toml"), path, os.path.join(tmp, name),
-                            models=("coarse",))
+                            models=(model,))
         for cr in result.cases:
-            for p in cr.points:
-                if p.model == "coarse" and p.measured and not p.fitted:
-                    out[cr.case.mode == "async"] += [(x, p.predicted) for x in cr.measured_runs[p.workers]]
+            yield from ((cr, p) for p in cr.points if p.model == model and p.measured and not p.fitted)
+
+
+def coarse_runs(paths: list[str], tmp: str) -> dict[bool, list[tuple[float, float]]]:
+    """The coarse model's (single run, predicted), replayed, by family (True: async PS)."""
+    out: dict[bool, list] = {True: [], False: []}
+    for cr, p in replayed_checks(paths, tmp, "coarse"):
+        out[cr.case.mode == "async"] += [(x, p.predicted) for x in cr.measured_runs[p.workers]]
     return out
 
 
@@ -79,19 +84,9 @@ def runs(paths: list[str], model: str) -> list[tuple[float, float, float, float]
 
 
 def replayed_runs(paths: list[str], tmp: str) -> list[tuple[float, float, float, float]]:
-    """``runs`` of the fine model as today's code predicts them (each grid replayed)."""
-    out = []
-    for path in paths:
-        name = os.path.basename(os.path.dirname(path))
-        with contextlib.redirect_stderr(io.StringIO()):
-            result = replay(load_grid(f"examples/grids/lab-{name}.toml"), path, os.path.join(tmp, name),
-                            models=("fine",))
-        for cr in result.cases:
-            for p in cr.points:
-                if p.model == "fine" and p.measured and not p.fitted:
-                    lo, hi = (p.low, p.high) if p.low is not None else (p.predicted, p.predicted)
-                    out += [(x, p.predicted, lo, hi) for x in cr.measured_runs[p.workers]]
-    return out
+    """``runs`` of the fine model as today's code predicts them."""
+    return [(x, p.predicted, *((p.low, p.high) if p.low is not None else (p.predicted, p.predicted)))
+            for cr, p in replayed_checks(paths, tmp, "fine") for x in cr.measured_runs[p.workers]]
 
 
 def refit_table() -> None:
