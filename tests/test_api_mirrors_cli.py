@@ -7,6 +7,7 @@ API, a nominal network's overheads set by the CLI alone) shows up as a differing
 import json
 
 from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import sgdsim
 from fuzz_strategies import options
@@ -22,20 +23,24 @@ VALID = {  # a CLI option: values it accepts (the keyword is its name with under
     "--fcfs-weight": ["0.3"], "--model-error": ["0.05"], "--interval-level": ["85%"],
     "--flow-cap": ["50Mbps"], "--host-cores": ["2"], "--ring-latency": ["1ms"], "--seed": ["3"],
     "--jitter": ["0.1"], "--model": ["fine", "coarse"], "--overhead-alpha": ["1e-9"],
+    "--rho-threshold": ["0.8"], "--streams": ["http2"], "--window": ["28MB"], "--gpus-per-node": ["2"],
+    "--intra-bandwidth": ["10GB/s"], "--bucket-size": ["5MB"], "--collective": ["hierarchical"],
 }
 PROFILE = "examples/profiles/alexnet.json"
+COARSE = ["--coarse", "size=20MB,fwd=30ms,bwd=60ms,batch=32"]  # the coarse profile form
 RUN = ["--workers", "2,3", "--replications", "1", "--steps", "10"]
 
 
-def _cli(capsys, opts: list[str]) -> tuple[int, str, str]:
-    code = main(["predict", PROFILE, *RUN, "--quiet", "--format", "json", *opts])
+def _cli(capsys, opts: list[str], source=(PROFILE,)) -> tuple[int, str, str]:
+    code = main(["predict", *source, *RUN, "--quiet", "--format", "json", *opts])
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def _api(opts: list[str]):
-    kw = {opts[i][2:].replace("-", "_"): opts[i + 1] for i in range(0, len(opts), 2)}
-    return sgdsim.predict(PROFILE, **{RUN[i][2:]: RUN[i + 1] for i in range(0, len(RUN), 2)}, **kw)
+def _api(opts: list[str], source=(PROFILE,)):
+    pairs = [*source, *RUN, *opts] if source[0].startswith("--") else [*RUN, *opts]
+    kw = {pairs[i][2:].replace("-", "_"): pairs[i + 1] for i in range(0, len(pairs), 2)}
+    return sgdsim.predict(None if source[0].startswith("--") else source[0], **kw)
 
 
 def _same(text: str) -> list[dict]:
@@ -43,11 +48,11 @@ def _same(text: str) -> list[dict]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(opts=options(VALID, max_size=4))
-def test_the_api_answers_what_the_cli_prints(capsys, opts):
-    code, out, err = _cli(capsys, opts)
+@given(opts=options(VALID, max_size=4), source=st.sampled_from([(PROFILE,), tuple(COARSE)]))
+def test_the_api_answers_what_the_cli_prints(capsys, opts, source):
+    code, out, err = _cli(capsys, opts, source)
     try:
-        points = _api(opts)
+        points = _api(opts, source)
     except SgdsimError as exc:
         event("both refuse")
         assert code == 2 and str(exc) in err, (opts, str(exc), err)
