@@ -10,7 +10,8 @@ three grids together, on the earlier held-out runs (heldout200*, second-w2, held
 over all four torch grids, on the fifth (async PS only, measured after the coarse model's
 saturated links and its refitted margins were committed: docs/validation/torch-e), over all
 five, on the sixth (async PS, measured after the simulator's shaped busy shares were committed:
-docs/validation/torch-f) and over all six: mean half-width and share of single runs inside.
+docs/validation/torch-f), over all six, on the seventh (sync PS and DDP again: docs/validation/torch-g) and
+over all seven: mean half-width and share of single runs inside.
 
 The coarse model (one value, no simulated runs) is replayed from the committed runs and its
 error fitted per family: the MVA of async PS on its 45 runs (COARSE_ASYNC_ERROR_BY_LEVEL), the
@@ -46,6 +47,7 @@ TORCH_C = ["docs/validation/torch-c/points.csv"]  # so was this one
 TORCH_D = ["docs/validation/torch-d/points.csv"]  # and the fourth
 TORCH_E = ["docs/validation/torch-e/points.csv"]  # the fifth, async PS, after the saturated links
 TORCH_F = ["docs/validation/torch-f/points.csv"]  # the sixth, async PS, after the shaped busy shares
+TORCH_G = ["docs/validation/torch-g/points.csv"]  # the seventh, sync PS and DDP again, after the API's check
 EARLIER = [f"docs/validation/{g}/points.csv" for g in (
     "heldout200", "heldout200b", "heldout200c", "heldout200d", "heldout200e", "second-w2", "heldout-margin")]
 
@@ -148,29 +150,34 @@ def main() -> None:
           "| earlier held-out: half-width | inside | its fourth grid: half-width | inside "
           "| the four torch grids: half-width | inside | its fifth grid: half-width | inside "
           "| the five torch grids: half-width | inside | its sixth grid: half-width | inside "
-          "| the six torch grids: half-width | inside |")
-    print("|---|---:|---:" + "|---:|---:" * 12 + "|")
+          "| the six torch grids: half-width | inside | its seventh grid: half-width | inside "
+          "| the seven torch grids: half-width | inside |")
+    print("|---|---:|---:" + "|---:|---:" * 14 + "|")
     fit = runs(FIT, "fine")
     held = [runs(paths, "fine") for paths in (TORCH, TORCH_B, TORCH_C)]
     fourth, fifth, sixth = runs(TORCH_D, "fine"), runs(TORCH_E, "fine"), runs(TORCH_F, "fine")
+    seventh = runs(TORCH_G, "fine")
     held += [held[0] + held[1] + held[2], runs(EARLIER, "fine"),  # the three torch grids, the rest,
              fourth, held[0] + held[1] + held[2] + fourth,  # then the fourth and all four,
              fifth, held[0] + held[1] + held[2] + fourth + fifth,  # the fifth and all five,
-             sixth, held[0] + held[1] + held[2] + fourth + fifth + sixth]  # the sixth and all six
+             sixth, held[0] + held[1] + held[2] + fourth + fifth + sixth,  # the sixth and all six,
+             seventh, held[0] + held[1] + held[2] + fourth + fifth + sixth + seventh]  # and the seventh
     for level in LEVELS:
         q = level_scale(level)
         m = math.ceil(conformal_margin([score(*r, q) for r in fit], level) * 1e4) / 1e4
         print(f"| fine | {level:.0%} | ±{m:.2%} | {check(fit, m, q)} | "
               + " | ".join(check(rs, m, q) for rs in held) + " |")
     with tempfile.TemporaryDirectory() as tmp:
-        fit, torch, torch_b, torch_c, earlier, torch_d, torch_e, torch_f = (
-            coarse_runs(paths, tmp) for paths in (FIT, TORCH, TORCH_B, TORCH_C, EARLIER, TORCH_D, TORCH_E, TORCH_F))
+        fit, torch, torch_b, torch_c, earlier, torch_d, torch_e, torch_f, torch_g = (
+            coarse_runs(paths, tmp) for paths in (FIT, TORCH, TORCH_B, TORCH_C, EARLIER, TORCH_D, TORCH_E, TORCH_F,
+                                                  TORCH_G))
     for level in LEVELS:
         margins = coarse_margins(fit, level)
         groups = (fit, torch, torch_b, torch_c, _joined(torch, torch_b, torch_c), earlier, torch_d,
                   _joined(torch, torch_b, torch_c, torch_d), torch_e,
                   _joined(torch, torch_b, torch_c, torch_d, torch_e), torch_f,
-                  _joined(torch, torch_b, torch_c, torch_d, torch_e, torch_f))
+                  _joined(torch, torch_b, torch_c, torch_d, torch_e, torch_f), torch_g,
+                  _joined(torch, torch_b, torch_c, torch_d, torch_e, torch_f, torch_g))
         print(f"| coarse | {level:.0%} | ±{margins[True]:.2%} async, ±{margins[False]:.2%} closed forms | "
               + " | ".join(check_families(g, margins) for g in groups) + " |")
 
