@@ -24,7 +24,7 @@ from sgdsim.validate.grid import load_grid
 FITTED = ("async", "cnn", "allreduce", "2ps", "widecnn")  # the lab's own trainer: fitted on
 HELD_OUT = ("torch",)  # the held-out trainer family's first grid (the table of 2026-11-27)
 # every grid of the held-out family: nothing is fitted on any of them
-HELD_OUT_ALL = HELD_OUT + ("torch-b", "torch-c", "torch-d", "torch-e", "torch-f")
+HELD_OUT_ALL = HELD_OUT + ("torch-b", "torch-c", "torch-d", "torch-e", "torch-f", "torch-g")
 SATURATED = 3  # from this many async workers on, the lab's links are near saturation
 
 NONE = {}
