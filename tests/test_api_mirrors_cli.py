@@ -47,7 +47,8 @@ def _same(text: str) -> list[dict]:
     return [{k: v for k, v in p.items() if k != "wall_s"} for p in json.loads(text)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(opts=options(VALID, max_size=4), source=st.sampled_from([(PROFILE,), tuple(COARSE)]))
 def test_the_api_answers_what_the_cli_prints(capsys, opts, source):
     code, out, err = _cli(capsys, opts, source)
