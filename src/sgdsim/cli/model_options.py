@@ -15,9 +15,9 @@ from .common import add_executor_arguments, executor_from
 from ..progress import say
 from ..parse.relevance import MEASURED_DYNAMICS
 
-# The options of the measured dynamics (``parse.relevance.MEASURED_DYNAMICS`` says where each
-# applies), one value for pulls and pushes or two: dest: (metavar, help).
-TCP_PAIRS = {
+# The help of the measured dynamics' options (``parse.relevance.MEASURED_DYNAMICS`` lists them
+# and says where each applies), one value for pulls and pushes or two: dest: (metavar, help).
+DYNAMICS_HELP = {
     "join_boost": ("K[,K_PUSH]", "PS sharing: a flow joining a busy link gets K times the weight of "
         "the others (TCP's late-comer advantage; netbench --lab --joiner measures it into the hardware "
         "file); two values: pulls, pushes (default 1 = equal)"),
@@ -113,7 +113,7 @@ def _sharing_arguments(q) -> None:
                    help="PS sharing: concurrent flows get unequal shares, lognormal weights of this "
                         "CV (default 0 = equal shares; netbench --fanout records a measured value)")
     for dest, _ in MEASURED_DYNAMICS:
-        metavar, text = TCP_PAIRS[dest]
+        metavar, text = DYNAMICS_HELP[dest]
         q.add_argument("--" + dest.replace("_", "-"), default=None, metavar=metavar, help=text)
 
 

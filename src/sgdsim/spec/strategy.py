@@ -86,12 +86,11 @@ def where(option: str) -> str:
     return " or ".join(f"--arch {n}" for n, a in ARCHITECTURES.items() if option in a.options)
 
 
-def measured_dynamics_apply(arch: str, mode: str | None, ps_count: int | None, sharing: str | None,
+def measured_dynamics_apply(arch: str, mode: str, ps_count: int | None, sharing: str | None,
                             flow_capped: bool = False) -> bool:
     """Where a hardware file's measured TCP dynamics apply: an architecture whose flows they
     were measured on, async, one server, fair sharing (the coarse model's Eq. 5 is its name
     for it), no flow cap (capped flows are not weighted). ``predict``, the hardware file and
-    the planner all ask here. Mode None is the architecture's first, as ``predict``'s default."""
-    mode = ARCHITECTURES[arch].modes[0] if mode is None else mode
+    the planner all ask here."""
     return (ARCHITECTURES[arch].tcp_dynamics and mode == MODES[0] and (ps_count or 1) == 1
             and (sharing is None or SHARINGS[sharing].fair) and not flow_capped)
