@@ -29,6 +29,8 @@ CASES = [
     ("examples/ops/ensemble_cv.py", [MISSING], MISSING),
     ("examples/ops/reference_window.py", [], "usage"),
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
+    ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),
+    ("examples/ops/model_calls.py", [], "required"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, capped, dense, grad, log_int, window_out
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, window_out
 
 FUNC = "aten.convolution.default"
 
@@ -30,6 +30,25 @@ def macs(p) -> float:
     oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
     ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
     return p["n"] * p["cout"] * oh * ow * p["cin"] // p["groups"] * p["kh"] * p["kw"]
+
+
+def conv_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A convolution's time, one term per rate: a fixed cost, autograd's bookkeeping, one per
+    multiply-add, and again when the input's gradient is computed too (the backward's second
+    product), one per element of the output, of the input (again for its gradient) and of the
+    weights (reordered into the library's blocked layouts), and each tensor's elements whose
+    bytes do not fit in ``cache_bytes``: streamed from memory. Like the roofline, and unlike a
+    correction learned on the grid, these scale to the wide layers of real models, which lie
+    beyond the grid's channel counts."""
+    oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
+    ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
+    g = float(grad(p["gi"]))
+    m = float(macs(p))
+    out = float(p["n"]) * p["cout"] * oh * ow
+    inp = float(p["n"]) * p["cin"] * p["h"] * p["w"]
+    wt = float(p["cout"]) * (p["cin"] // p["groups"]) * p["kh"] * p["kw"]
+    return [1.0, g, m, m * g, out, inp, inp * g, wt,
+            *(beyond_cache(e, 1, dtype, cache_bytes) for e in (inp, out, wt))]
 
 
 def _channels(rng, low: int) -> int:
@@ -64,4 +83,4 @@ def sample(rng):
 
 
 CONV2D = OpType("conv2d", (FUNC,), frozenset({"n", "cin", "h", "w", "cout", "kh", "kw"}),
-                params_of, build, sample, "2-D convolution, any stride, padding and groups")
+                params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms)

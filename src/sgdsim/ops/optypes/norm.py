@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, capped, dense, grad, log_int, numel, rows_cols
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, numel, rows_cols
 
 BN_FUNCS = ("aten.native_batch_norm.default", "aten._native_batch_norm_legit.default")
 
@@ -31,6 +31,18 @@ def bn_sample(rng):
             "gi": int(rng.random() < 0.9)}
 
 
+def bn_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A batch norm's time, one term per rate: a fixed cost, autograd's bookkeeping, one per
+    element (the passes over x: statistics, normalisation), again when the input's gradient is
+    made (the backward's passes over x and the incoming gradient), one per channel (its
+    statistics and affine parameters), one per (image, channel) plane (each plane's loop set up:
+    a 7 x 7 plane is 49 elements), and the elements beyond ``cache_bytes`` (input and output)."""
+    e = float(p["n"]) * p["c"] * p["hw"]
+    g = float(grad(p["gi"]))
+    return [1.0, g, e, e * g, float(p["c"]), float(p["n"]) * p["c"],
+            beyond_cache(e, 2, dtype, cache_bytes)]
+
+
 def ln_params(call: Call):
     x, shape = call.args[:2]
     if len(shape) != 1:
@@ -54,7 +66,7 @@ def ln_sample(rng):
 
 
 BATCH_NORM = OpType("batch_norm", BN_FUNCS, frozenset({"n", "c", "hw"}), bn_params, bn_build,
-                    bn_sample, "batch norm in training mode")
+                    bn_sample, "batch norm in training mode", bn_terms)
 LAYER_NORM = OpType("layer_norm", ("aten.native_layer_norm.default",),
                     frozenset({"rows", "cols"}), ln_params, ln_build, ln_sample,
                     "layer norm over the last dimension")
