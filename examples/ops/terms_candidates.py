@@ -1,4 +1,6 @@
-"""Physical-terms priors tried for conv2d and mean, and not kept (docs/ops.md §3).
+"""Physical-terms priors tried for conv2d and mean on the grid's rows (docs/ops.md §3). None
+was kept then; conv2d's terms were adopted later, with the backward's second product, judged
+on models' own calls (``ops/optypes/conv.conv_terms``, ``model_calls.py``).
 
 Each candidate is a list of terms (time ≈ Σ rate · term, rates ≥ 0 by NNLS on relative
 error, as ``estimator/terms.py``); printed: the 4-fold held-out median error of the forward
