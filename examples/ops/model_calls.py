@@ -56,8 +56,7 @@ def type_rows(models, estimators) -> list[str]:
 
 def step_rows(models, grid, device: str) -> list[str]:
     """(model, batch): the step from the grid's estimators against the step of its own calls."""
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    from estimate_models import GridOnly, step_of  # imports torch: only here
+    from estimate_models import GridOnly, step_of  # beside this script; imports torch: only here
     from sgdsim.ops.estimate import estimate_profile
 
     out = []
