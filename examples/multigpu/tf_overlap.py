@@ -14,9 +14,11 @@ to none. This script predicts every TensorFlow row at the other end, none, with
 1. the TensorFlow rows' layers imported without overlap (`import pipedream --no-overlap`);
 2. plus the ring NCCL 1.x built on the DGX-1 (``nccl1_ring.py``: one NVLink per direction at 2
    and 4 GPUs, the PCIe path at 8);
-3. plus the DGX-1's four PCIe switches for the parameters on its CPU: two GPUs behind each
-   x16 uplink (public DGX-1 topology, not read here), so 8 GPUs push through 4 x 12 GB/s, not
-   one 12 GB/s link.
+3. plus two GPUs behind each PCIe x16 uplink, for every one-node TensorFlow PS row (the
+   DGX-1's four PCIe switches, public DGX-1 topology, not read here; a K80 board's two GPUs
+   behind its on-board switch, as points.csv's intra_link says): G GPUs, in index order, push
+   through ceil(G / 2) x 12 GB/s, not one 12 GB/s link (2026-12-01: until then the DGX-1's
+   four at every G and the K80 hosts' one link).
 
 Nothing else changes; the other sources keep their overlap. Prints the errors per step, and
 the last two changes with the overlap kept.
@@ -35,25 +37,26 @@ import published
 
 TF = [s for s in published.SETUPS if s.startswith("tfbench")]
 DGX = "tfbench-dgx1-p100"
-FOUR_SWITCHES = "48GB/s"  # 4 x the 12 GB/s of one PCIe 3 x16 uplink
-# (name, TensorFlow rows without overlap, NCCL 1.x's ring, four PCIe switches)
+UPLINK_GB_S, GPUS_PER_UPLINK = 12, 2  # one PCIe 3 x16 uplink (the page's PCIe figure)
+# (name, TensorFlow rows without overlap, NCCL 1.x's ring, two GPUs per x16 uplink)
 STEPS = (("as published (overlap)", False, False, False),
          ("TensorFlow rows without overlap", True, False, False),
          ("+ NCCL 1.x's ring", True, True, False),
-         ("+ the DGX-1's four PCIe switches", True, True, True),
-         ("the ring and the switches, overlap kept", False, True, True))
+         ("+ two GPUs per PCIe x16 uplink", True, True, True),
+         ("the ring and the uplinks, overlap kept", False, True, True))
 
 
 def changes(row: dict, step: tuple) -> dict:
     """The setup changes of ``step`` for ``row``."""
-    _, no_overlap, ring, switches = step
+    _, no_overlap, ring, per_uplink = step
     out: dict = {}
     if no_overlap and row["source_id"] in TF:
         out["overlap"] = False
     if ring and row["source_id"] == DGX and row["arch"] == "allreduce":
         out["intra"] = nccl1_ring.ring_hop_bandwidth(int(row["total_gpus"]))
-    if switches and row["source_id"] == DGX and row["arch"] == "ps":
-        out["ps_link"] = FOUR_SWITCHES
+    if per_uplink and "ps_link" in published.SETUPS[row["source_id"]] and row["arch"] == "ps":
+        uplinks = -(-int(row["total_gpus"]) // GPUS_PER_UPLINK)
+        out["ps_link"] = f"{UPLINK_GB_S * uplinks}GB/s"
     return out
 
 
