@@ -232,4 +232,22 @@ def test_the_matmul_grid_samples_what_models_use():
         assert 0.7 < sum(w % 16 == 0 for w in widths) / len(widths) < 0.95, name
         assert 0.7 < sum(m % 8 == 0 for m in rows) / len(rows) < 0.95, name
         assert min(d["m"] for d in draws) < 8 and min(d["k"] for d in draws) >= 8, name
-        assert all(d["m"] * d["k"] * d["n"] * d.get("b", 1) <= 3e8 for d in draws), name
+        macs = [d["m"] * d["k"] * d["n"] * d.get("b", 1) for d in draws]
+        vocab = [d for d in draws if d["n"] > 8192]  # a language model's output layer
+        assert all(m <= 3e8 for m, d in zip(macs, draws) if d["n"] <= 8192), name
+        assert all(m <= 3e9 for m in macs), name
+        if name == "bmm":
+            assert not vocab
+        else:  # GPT-2's head: 768 -> 50,257; a share of the draws, not most
+            assert 0.04 < len(vocab) / len(draws) < 0.2 and max(d["n"] for d in vocab) > 40000
+
+
+def test_the_embedding_grid_holds_vocabulary_sized_tables():
+    """GPT-2's table (39 M weights) and BERT's (23 M): a drawn rows x width seldom reaches
+    them, and their dense gradient runs at several times the small tables' cost per element."""
+    rng = np.random.default_rng(7)
+    draws = [REGISTRY["embedding"].sample(rng) for _ in range(400)]
+    large = [d for d in draws if d["num"] * d["dim"] >= 20e6]
+    assert 0.05 < len(large) / len(draws) < 0.3
+    assert max(d["num"] * d["dim"] for d in draws) > 38.6e6
+    assert all(d["num"] <= 65536 and d["dim"] <= 1600 for d in draws)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from ..errors import ConfigError
 from .db_tables import RETEST, VALUES, tables as _tables
 from . import reference
+from .optypes import complete
 from .records import Device, OpRecord, params_from_key, params_key
 
 SCHEMA_VERSION = 3  # 2: fwd_bound, bwd_bound, retests; 3: fwd_ref_s, bwd_ref_s (older ones upgraded when opened)
@@ -352,8 +353,9 @@ class OpDB:
 
     def _records(self, q, conn=None) -> list[OpRecord]:
         rows = conn.execute(q).all() if conn is not None else self._all(q)
-        return [OpRecord(Device(*r[:4]), r[4], params_from_key(r[5]), *r[6:13], fwd_bound=bool(r[13]),
-                         bwd_bound=bool(r[14]), fwd_ref_s=r[15], bwd_ref_s=r[16]) for r in rows]
+        return [OpRecord(Device(*r[:4]), r[4], complete(r[4], params_from_key(r[5])), *r[6:13],
+                         fwd_bound=bool(r[13]), bwd_bound=bool(r[14]), fwd_ref_s=r[15],
+                         bwd_ref_s=r[16]) for r in rows]
 
     def _all(self, q) -> list:
         with self.engine.connect() as c:

@@ -12,6 +12,7 @@ import os
 
 from ..errors import ConfigError
 from ..units import parse_number
+from .optypes import complete
 from .records import Device, OpRecord, params_key
 
 FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "op", "params",
@@ -117,7 +118,8 @@ def _record(where: str, row: dict) -> OpRecord:
             raise ConfigError(f"{where}: {f} must be 0 or 1, got {str(row[f])[:40]!r}")
         flags[f] = str(row.get(f)) == "1"
     device = Device(*(str(row[f]) for f in FIELDS[:4]))
-    return OpRecord(device=device, op=str(row["op"]), params=_params(where, row["params"]),
+    op = str(row["op"])
+    return OpRecord(device=device, op=op, params=complete(op, _params(where, row["params"])),
                     dtype=str(row["dtype"]), samples=samples, **numbers, **flags)
 
 

@@ -40,6 +40,12 @@ def _plain(value):
     return value if isinstance(value, (str, float)) else int(value)
 
 
+def complete(op: str, params: Params) -> Params:
+    """A stored row's parameters with those its type reads since (``OpType.added``)."""
+    t = REGISTRY.get(op)
+    return t.complete(params) if t is not None else params
+
+
 def optype(name: str) -> OpType:
     try:
         return REGISTRY[name]
@@ -53,4 +59,4 @@ def wanted_types(text: str) -> set[str] | None:
     return None if text == "all" else {optype(name.strip()).name for name in text.split(",")}
 
 
-__all__ = ["TYPES", "REGISTRY", "SAMPLED", "OTHER_NAME", "OpType", "Params", "classify", "optype", "wanted_types"]
+__all__ = ["TYPES", "REGISTRY", "SAMPLED", "OTHER_NAME", "OpType", "Params", "classify", "complete", "optype", "wanted_types"]

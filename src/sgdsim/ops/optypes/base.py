@@ -24,6 +24,14 @@ class OpType:
     # the terms of a physical prior (parameters, dtype, cache bytes -> one number per term,
     # each given its own rate by the estimator: ``estimator/terms.py``); None: the roofline
     prior_terms: Callable[[Params, str, float], list[float]] | None = None
+    # parameters read since rows were first stored, each with the value every older row had
+    # (``complete``): a database or a file from before still loads, trains and looks up
+    added: tuple[tuple[str, int | float | str], ...] = ()
+
+    def complete(self, params: Params) -> Params:
+        """``params`` with the parameters it was stored without, at their older value."""
+        missing = [(k, v) for k, v in self.added if k not in params]
+        return {**params, **dict(missing)} if missing else params
 
 
 ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,

@@ -58,16 +58,33 @@ def _mkn(rng):
             "n": aligned_int(rng, 8, 4096)}
 
 
+def _vocab(rng):
+    """A language model's output layer: a width onto a vocabulary (GPT-2's 768 -> 50,257,
+    BERT's 768 -> 30,522), a product the square draws above never reach."""
+    return {"m": aligned_int(rng, 1, 4096, 8), "k": aligned_int(rng, 64, 2048),
+            "n": log_int(rng, 8192, 65536)}
+
+
 def _flops(p):
     return p["m"] * p["k"] * p["n"] * p.get("b", 1)
 
 
+MAX_MACS = 3e8  # a grid point: at most ~20 ms on a CPU core
+VOCAB_SHARE, VOCAB_MAX_MACS = 0.1, 3e9  # the output layers' few points, up to ~0.2 s each
+
+
+def _draw_2d(rng):
+    if rng.random() < VOCAB_SHARE:
+        return capped(rng, _vocab, _flops, VOCAB_MAX_MACS)
+    return capped(rng, _mkn, _flops, MAX_MACS)
+
+
 def addmm_sample(rng):
-    return {**capped(rng, _mkn, _flops, 3e8), "tb": 1, "ga": int(rng.random() < 0.8)}
+    return {**_draw_2d(rng), "tb": 1, "ga": int(rng.random() < 0.8)}
 
 
 def mm_sample(rng):
-    return {**capped(rng, _mkn, _flops, 3e8), "tb": int(rng.random() < 0.5),
+    return {**_draw_2d(rng), "tb": int(rng.random() < 0.5),
             "ga": int(rng.random() < 0.8), "gb": int(rng.random() < 0.8)}
 
 
@@ -75,7 +92,7 @@ def bmm_sample(rng):
     def draw(r):
         return {"b": log_int(r, 1, 256), "m": aligned_int(r, 1, 1024, 8),
                 "k": aligned_int(r, 8, 1024), "n": aligned_int(r, 8, 1024)}
-    return {**capped(rng, draw, _flops, 3e8), "ga": 1, "gb": 1}
+    return {**capped(rng, draw, _flops, MAX_MACS), "ga": 1, "gb": 1}
 
 
 def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:

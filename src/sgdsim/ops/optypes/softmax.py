@@ -24,7 +24,7 @@ def _build(func):
 
 def sm_sample(rng):
     def draw(r):
-        return {"rows": log_int(r, 1, 65536), "cols": log_int(r, 2, 50000)}
+        return {"rows": log_int(r, 1, 65536), "cols": log_int(r, 2, 65536)}  # vocabularies
     return {**capped(rng, draw, lambda p: p["rows"] * p["cols"], 2e7),
             "gi": int(rng.random() < 0.9)}
 
