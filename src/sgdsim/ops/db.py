@@ -353,9 +353,8 @@ class OpDB:
 
     def _records(self, q, conn=None) -> list[OpRecord]:
         rows = conn.execute(q).all() if conn is not None else self._all(q)
-        return [OpRecord(Device(*r[:4]), r[4], complete(r[4], params_from_key(r[5])), *r[6:13],
-                         fwd_bound=bool(r[13]), bwd_bound=bool(r[14]), fwd_ref_s=r[15],
-                         bwd_ref_s=r[16]) for r in rows]
+        return [OpRecord(Device(*r[:4]), r[4], complete(r[4], params_from_key(r[5])), *r[6:13], fwd_bound=bool(r[13]),
+                         bwd_bound=bool(r[14]), fwd_ref_s=r[15], bwd_ref_s=r[16]) for r in rows]
 
     def _all(self, q) -> list:
         with self.engine.connect() as c:
