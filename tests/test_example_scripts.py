@@ -27,6 +27,7 @@ CASES = [
     ("examples/lab/stagger_phases.py", ["README.md"], "not a runs file"),
     ("examples/ops/prior_cv.py", [MISSING], MISSING),
     ("examples/ops/ensemble_cv.py", [MISSING], MISSING),
+    ("examples/ops/ensemble_calls.py", [MISSING, MISSING, "--ops", "conv2d"], MISSING),
     ("examples/ops/reference_window.py", [], "usage"),
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
     ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),

@@ -121,9 +121,9 @@ def load_estimators(db, device: str) -> dict:
     texts = db.load_estimators(device)
     if not texts:
         return {}
-    from .estimator.model import OpEstimator
+    from .estimator.ensemble import estimator_from_json
 
-    return {key: OpEstimator.from_json(text) for key, text in texts.items()}
+    return {key: estimator_from_json(text) for key, text in texts.items()}
 
 
 def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True,
