@@ -1,9 +1,10 @@
-"""Would the geometric mean of several trainings be steadier on models' own calls than one?
+"""Would several trainings of a type, combined, be steadier on models' own calls than one?
 (issue 38, item 3.) Two trainings of the same grid rows can pick different principal components
 and networks whose validation errors are a few points apart, and differ by tens of percent on
 shapes the grid never held (docs/ops.md, §5 run 7). Per operator type and seed: one estimator
 trained with the whole budget, and K trained with a K-th of it each (other seeds, so other
-validation splits), their geometric mean; both judged on a models database of the same device
+validation splits), combined as ``ops train --members K`` does (their median; ``--combine
+mean``: their geometric mean); both judged on a models database of the same device
 (``sgdsim ops measure --model``): forward median |error| and the estimated over the measured
 sum of the calls' forward and backward.
 
@@ -19,6 +20,7 @@ from prior_cv import load_groups  # beside this script
 from run_main import run_main
 
 from sgdsim.ops.db import open_db
+from sgdsim.ops.estimator.ensemble import Ensemble
 from sgdsim.ops.estimator.model import train
 from sgdsim.ops.optypes import REGISTRY
 
@@ -32,7 +34,10 @@ def judged(preds, rows) -> tuple[float, float]:
     return float(np.median(np.abs(fwd / f_true - 1))), float(ratio)
 
 
-def geometric_mean(members, params):
+def combined(members, params, how: str):
+    """``ops train --members``'s median (``Ensemble``), or the geometric mean it replaced."""
+    if how == "median":
+        return Ensemble(members).predict(params)
     preds = [m.predict(params) for m in members]
     mean = [np.exp(np.mean([np.log(np.maximum(p[i], 1e-12)) for p in preds], axis=0)) for i in (0, 1)]
     return mean[0], np.where(preds[0][1] > 0, mean[1], 0.0)
@@ -46,7 +51,7 @@ def one_type(recs, calls, op: str, args) -> str:
         single.append(judged(est.predict(params), calls))
         members = [train(recs, dims, np.random.default_rng([s, j]), args.budget / args.members,
                          use_prior="auto") for j in range(args.members)]
-        ens.append(judged(geometric_mean(members, params), calls))
+        ens.append(judged(combined(members, params, args.combine), calls))
     cell = lambda v: " / ".join(f"{e:.1%}" for e, _ in v) + " | " + " / ".join(f"{r:.2f}" for _, r in v)
     return f"| {op} | {len(calls)} | {cell(single)} | {cell(ens)} |"
 
@@ -59,6 +64,8 @@ def main() -> None:
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--budget", type=float, default=5.0, help="seconds per type, split among the members")
+    ap.add_argument("--combine", choices=("median", "mean"), default="median",
+                    help="the members' median (what ops train stores) or geometric mean")
     ap.add_argument("--single-budget", type=float, default=None,
                     help="the one estimator's budget (default --budget; members overrun theirs "
                          "more, so three take about twice one's time: 2 x --budget matches it)")

@@ -1,11 +1,11 @@
-"""``Ensemble``: the geometric mean of several trainings of one type's rows.
+"""``Ensemble``: the median of several trainings of one type's rows.
 
 One training picks a principal component and a network among candidates whose validation
 errors are a few points apart on 20 validation rows, and the pick decides shapes the grid never
 held: four trainings of the same 100 conv2d rows put ResNet-50's convolutions at 14.5-47.3 %
 forward median error (docs/ops.md, §5 run 7). Members trained on other validation splits, with
-a share of the budget each, and averaged in log time keep the spread of one pick out of the
-answer. A member is a plain ``OpEstimator``; the ensemble travels as their JSON in one text.
+a share of the budget each, keep the spread of one pick out of the answer: their median, so
+that one member far off beyond the grid is outvoted. A member is a plain ``OpEstimator``; the ensemble travels as their JSON in one text.
 """
 from __future__ import annotations
 
@@ -39,15 +39,17 @@ class Ensemble:
         return self.members[0].layout  # the same rows, the same layout
 
     def predict(self, params: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-        """Forward and backward seconds: the members' geometric mean; a backward every
-        member puts at 0 s (no input needs a gradient) stays 0."""
+        """Forward and backward seconds: the members' median (of three, the middle one), not
+        their mean: one member far off beyond the grid (an eltwise call of GPT-2's at 7x the
+        measured sum) does not move it. A backward every member puts at 0 s (no input needs
+        a gradient) stays 0."""
         preds = [m.predict(params) for m in self.members]
-        fwd = np.exp(np.mean([np.log(p[0]) for p in preds], axis=0))
+        fwd = np.median(np.stack([p[0] for p in preds]), axis=0)
         bwd = np.stack([p[1] for p in preds])
         zero = (bwd <= 0).all(axis=0)
-        logs = np.log(np.where(bwd > 0, bwd, 1.0))
-        counts = np.maximum((bwd > 0).sum(axis=0), 1)
-        return fwd, np.where(zero, 0.0, np.exp(logs.sum(axis=0) / counts))
+        timed = np.where(bwd > 0, bwd, np.nan)
+        timed[:, zero] = 1.0  # no member times it: 0 s below, and no all-NaN median
+        return fwd, np.where(zero, 0.0, np.nanmedian(timed, axis=0))
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, "members": [json.loads(m.to_json()) for m in self.members],
@@ -82,7 +84,7 @@ def train_members(records, shape_dims, rng: np.random.Generator, budget_s: float
                   **kw):
     """One ``train`` with the whole budget (``members`` 1), or ``members`` trainings with an
     equal share of it, each with its own generator (so its own validation split), as an
-    ``Ensemble``. Its validation error is the members' mean: each member's own rows score it,
+    ``Ensemble`` (their median). Its validation error is the members' mean: each member's own rows score it,
     and no row is held out from all of them."""
     if not 1 <= members <= MAX_MEMBERS:
         raise ConfigError(f"members must be in 1..{MAX_MEMBERS}, got {members}")
