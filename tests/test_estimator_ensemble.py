@@ -1,4 +1,4 @@
-"""``Ensemble`` (``sgdsim ops train --members K``): the geometric mean of K trainings, stored and
+"""``Ensemble`` (``sgdsim ops train --members K``): the median of K trainings, stored and
 loaded as one estimator, used wherever one is."""
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def main() -> None:
     with open_db(args.models_db, create=False) as models:
         print(f"Device: {device}; {args.seeds} seeds; {args.members} members of {args.budget / args.members:g} s "
               f"against one of {args.single_budget or args.budget:g} s\n\n| operator | models' calls | one: forward median error, "
-              "seed 0 / 1 / ... | sum | mean of members: forward | sum |\n|---|---:|---|---|---|---|")
+              "seed 0 / 1 / ... | sum | members combined: forward | sum |\n|---|---:|---|---|---|---|")
         for op in args.ops.split(","):
             calls = [r for r in models.load(op=op, device=device) if r.fwd_s > 0 and not r.fwd_bound]
             if calls and (op, "float32") in groups:

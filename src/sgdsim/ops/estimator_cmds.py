@@ -27,7 +27,7 @@ def register(sub) -> dict:
         if name == "train":
             q.add_argument("--members", type=int, default=MEMBERS,
                            help="estimators trained per type, a share of the budget each, their "
-                                "geometric mean kept; 3 is steadier on shapes beyond the grid and "
+                                "median kept; 3 is steadier on shapes beyond the grid and "
                                 f"takes about twice as long (default {MEMBERS})")
             q.add_argument("--no-pc", action="store_true",
                            help="train without the principal component (for comparison)")

@@ -5,7 +5,8 @@ errors are a few points apart on 20 validation rows, and the pick decides shapes
 held: four trainings of the same 100 conv2d rows put ResNet-50's convolutions at 14.5-47.3 %
 forward median error (docs/ops.md, §5 run 7). Members trained on other validation splits, with
 a share of the budget each, keep the spread of one pick out of the answer: their median, so
-that one member far off beyond the grid is outvoted. A member is a plain ``OpEstimator``; the ensemble travels as their JSON in one text.
+that one member far off beyond the grid is outvoted. A member is a plain ``OpEstimator``; the
+ensemble travels as their JSON in one text.
 """
 from __future__ import annotations
 
@@ -42,14 +43,9 @@ class Ensemble:
         """Forward and backward seconds: the members' median (of three, the middle one), not
         their mean: one member far off beyond the grid (an eltwise call of GPT-2's at 7x the
         measured sum) does not move it. A backward every member puts at 0 s (no input needs
-        a gradient) stays 0."""
-        preds = [m.predict(params) for m in self.members]
-        fwd = np.median(np.stack([p[0] for p in preds]), axis=0)
-        bwd = np.stack([p[1] for p in preds])
-        zero = (bwd <= 0).all(axis=0)
-        timed = np.where(bwd > 0, bwd, np.nan)
-        timed[:, zero] = 1.0  # no member times it: 0 s below, and no all-NaN median
-        return fwd, np.where(zero, 0.0, np.nanmedian(timed, axis=0))
+        a gradient) stays 0: the members learnt the same rows, so they agree on which are."""
+        fwd, bwd = zip(*(m.predict(params) for m in self.members))
+        return np.median(fwd, axis=0), np.median(bwd, axis=0)
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, "members": [json.loads(m.to_json()) for m in self.members],
@@ -84,8 +80,8 @@ def train_members(records, shape_dims, rng: np.random.Generator, budget_s: float
                   **kw):
     """One ``train`` with the whole budget (``members`` 1), or ``members`` trainings with an
     equal share of it, each with its own generator (so its own validation split), as an
-    ``Ensemble`` (their median). Its validation error is the members' mean: each member's own rows score it,
-    and no row is held out from all of them."""
+    ``Ensemble`` (their median). Its validation error is the members' mean: each member's own
+    rows score it, and no row is held out from all of them."""
     if not 1 <= members <= MAX_MEMBERS:
         raise ConfigError(f"members must be in 1..{MAX_MEMBERS}, got {members}")
     if members == 1:
@@ -101,4 +97,3 @@ def train_members(records, shape_dims, rng: np.random.Generator, budget_s: float
         "members": [{k: e.stats[k] for k in ("arch", "pc", "validation_error")} for e in ests],
         "budget_s": budget_s, "budget_hit": any(e.stats["budget_hit"] for e in ests),
         "train_s": sum(e.stats["train_s"] for e in ests)})
-
