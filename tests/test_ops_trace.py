@@ -251,3 +251,25 @@ def test_the_embedding_grid_holds_vocabulary_sized_tables():
     assert 0.05 < len(large) / len(draws) < 0.3
     assert max(d["num"] * d["dim"] for d in draws) > 38.6e6
     assert all(d["num"] <= 65536 and d["dim"] <= 1600 for d in draws)
+
+
+def test_the_eltwise_grid_reaches_a_language_models_tables():
+    """The optimizer's add over GPT-2's table (38.6 M elements) and BERT's (23.4 M): a share of
+    the draws, the rest below 8 M elements as before."""
+    rng = np.random.default_rng(11)
+    draws = [REGISTRY["eltwise"].sample(rng) for _ in range(600)]
+    large = [d for d in draws if d["numel"] > 2 ** 23]
+    assert 0.05 < len(large) / len(draws) < 0.15
+    assert max(d["numel"] for d in large) > 38.6e6 and max(d["numel"] for d in draws) <= 2 ** 26
+    assert {d["fn"] for d in large} >= {"add", "clone"}
+
+
+def test_a_types_grid_does_not_depend_on_the_other_types_asked_for():
+    """``--grid conv2d`` and ``--grid all`` draw the same conv2d rows; the order of --grid too."""
+    from sgdsim.ops.collect import grid_calls
+
+    def rows(types, op):
+        return [p for name, p, _ in grid_calls(types, 6, 3) if name == op]
+    assert rows(["eltwise"], "eltwise") == rows(["relu", "conv2d", "eltwise"], "eltwise")
+    assert rows(["conv2d", "relu"], "relu") == rows(["relu"], "relu")
+    assert rows(["relu"], "relu") != [p for name, p, _ in grid_calls(["relu"], 6, 4)]

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("sqlalchemy")
 
 from sgdsim.cli import main  # noqa: E402
+from sgdsim.errors import ConfigError  # noqa: E402
 from sgdsim.ops.db import open_db  # noqa: E402
 from sgdsim.ops.estimator.model import evaluate  # noqa: E402
 from sgdsim.ops.records import learnable  # noqa: E402
@@ -114,3 +115,34 @@ def test_retest_refuses_an_unknown_operator_type(database, capsys):
     rc = main(["ops", "retest", "--db", database, "--op", "relux"])
     err = capsys.readouterr().err
     assert rc == 2 and "unknown operator type 'relux'" in err and err.count("\n") == 1
+
+
+def test_a_types_training_does_not_depend_on_the_other_types_asked_for(database, monkeypatch):
+    """Each type's generator comes from --seed and its name, not its place in --op."""
+    import sgdsim.ops.estimator.ensemble as ensemble
+
+    def first_draws(ops: str, seed: int) -> dict:
+        drawn = {}
+
+        def spy(records, shape_dims, rng, *a, **kw):
+            drawn[records[0].op] = int(rng.integers(2 ** 62))
+            raise ConfigError("spied")
+        monkeypatch.setattr(ensemble, "train_members", spy)
+        main(["ops", "train", "--db", database, "--budget", "1", "--op", ops, "--seed", str(seed)])
+        return drawn
+    both, alone = first_draws("gelu,relu", 4), first_draws("relu", 4)
+    assert set(both) == {"gelu", "relu"} and alone == {"relu": both["relu"]}
+    assert first_draws("relu", 5)["relu"] != alone["relu"] and both["gelu"] != both["relu"]
+
+
+def test_rows_without_a_parameter_their_type_reads_fail_that_type_in_one_line(tmp_path, capsys):
+    path = str(tmp_path / "mm.sqlite")
+    rows = [OpRecord(DEV, "mm", {"m": 8 * k, "k": 16, "n": 16, "tb": 0, "gb": 1}, "float32",
+                     1e-5 * k, 2e-5 * k, 5, 0.01, 0.01, 1.0) for k in range(1, 13)]
+    with open_db(path) as db:
+        db.upsert(rows + [relu(2 ** k) for k in range(6, 18)])
+    rc = main(["ops", "train", "--db", path, "--budget", "1"])
+    _, err = capsys.readouterr()
+    assert rc == 0 and "not trained: mm/float32 (mm rows lack ga" in err
+    with open_db(path, create=False) as db:
+        assert set(db.load_estimators(DEV.name)) == {("relu", "float32")}

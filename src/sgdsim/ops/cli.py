@@ -87,7 +87,7 @@ def cmd_measure(args) -> int:
     rng = _rng(args.seed)
     # the database opened first: a bad --db fails before minutes of timing
     with open_db(args.db) as db, timing_settings(torch, args.threads):
-        device, todo = _plan(args, rng, status)
+        device, todo = _plan(args, status)
         skip = set() if args.remeasure else _known(db, device.name)
         todo = [t for t in todo if _key(t) not in skip]
         say(f"measuring {len(todo)} call(s) on {device.name}"
@@ -108,7 +108,7 @@ def cmd_measure(args) -> int:
     return 0
 
 
-def _plan(args, rng, status):
+def _plan(args, status):
     from .collect import grid_calls, model_calls, this_device
     from .optypes import SAMPLED
 
@@ -117,7 +117,7 @@ def _plan(args, rng, status):
         with status(f"tracing {args.model} on the meta device"):
             return device, model_calls(args.model, args.batch_size, args.dtype)
     types = list(SAMPLED) if args.grid == "all" else [t.strip() for t in args.grid.split(",")]
-    return device, grid_calls(types, args.samples, rng, args.dtype)
+    return device, grid_calls(types, args.samples, args.seed, args.dtype)
 
 
 def _run(db, todo, how, bar) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..errors import ConfigError
-from .optypes import OTHER_NAME, classify, optype
+from .optypes import OTHER_NAME, classify, optype, type_rng
 from .records import Device, OpRecord, params_key
 from .template import Call
 
@@ -33,15 +33,17 @@ def call_dtype(call: Call) -> str:
     return floats[0] if floats else DEFAULT_DTYPE
 
 
-def grid_calls(types: list[str], samples: int, rng: np.random.Generator,
+def grid_calls(types: list[str], samples: int, seed: int,
                dtype: str = DEFAULT_DTYPE) -> list[tuple[str, dict, Call]]:
-    """``samples`` distinct parameter points per type (fewer if the type's space is small)."""
+    """``samples`` distinct parameter points per type (fewer if the type's space is small),
+    each type drawn from its own stream (``type_rng``)."""
     out = []
     for name in types:
         t = optype(name)
         if name == OTHER_NAME:
             raise ConfigError("'other' has no sampled grid: measure it from models "
                               "(sgdsim ops measure --model ...)")
+        rng = type_rng(seed, name)
         seen: set[str] = set()
         for _ in range(samples * 20):
             if len(seen) >= samples:

@@ -70,13 +70,12 @@ def _groups(db, args):
 
 
 def cmd_train(args) -> int:
-    import numpy as np
-
     from ..progress import Progress, say
     from ..units import format_duration_s
     from .db import open_db
     from .estimator.ensemble import train_members
     from .estimator.search import OVERRUN
+    from .optypes import type_rng
 
     failed: list[str] = []
     set_aside: list[str] = []
@@ -93,9 +92,10 @@ def cmd_train(args) -> int:
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
               f"principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
-            for i, ((op, dtype), rows) in enumerate(groups.items()):
+            for (op, dtype), rows in groups.items():
                 try:  # one type's bad data never stops the others
-                    est = train_members(rows, registry[op].shape_dims, np.random.default_rng(args.seed + i),
+                    _check_params(op, rows, registry[op])
+                    est = train_members(rows, registry[op].shape_dims, type_rng(args.seed, f"{op}/{dtype}"),
                                         args.budget, args.members, use_pc=not args.no_pc,
                                         use_prior={"auto": "auto", "on": True, "off": False}[args.prior])
                 except ConfigError as exc:
@@ -112,6 +112,14 @@ def cmd_train(args) -> int:
                 bar.advance()
     _summary(device, len(groups) - len(failed), failed, set_aside, args.db)
     return 0
+
+
+def _check_params(op: str, rows, optype) -> None:
+    """Rows written by hand or by another tool may lack a parameter the type reads."""
+    lacks = sorted({k for r in rows for k in optype.lacks(r.params)})
+    if lacks:
+        raise ConfigError(f"{op} rows lack {', '.join(lacks)}, which the type reads: measure "
+                          f"them with sgdsim ops measure --grid {op}")
 
 
 def _summary(device: str, trained: int, failed: list[str], set_aside: list[str], db: str | None) -> None:

@@ -5,6 +5,10 @@ claims is ``other`` (timed when traced, never sampled).
 """
 from __future__ import annotations
 
+import zlib
+
+import numpy as np
+
 from ...errors import ConfigError
 from ..template import Call
 from .attention import SDPA
@@ -52,6 +56,13 @@ def optype(name: str) -> OpType:
     except KeyError:
         raise ConfigError(f"unknown operator type {name!r} "
                           f"(known: {', '.join(REGISTRY)})") from None
+
+
+def type_rng(seed: int, name: str) -> np.random.Generator:
+    """A type's own random stream: its grid draws and its training do not depend on which
+    other types were asked for, or in what order (``--grid conv2d`` draws the rows
+    ``--grid all`` draws for conv2d)."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
 def wanted_types(text: str) -> set[str] | None:

@@ -33,6 +33,15 @@ class OpType:
         missing = [(k, v) for k, v in self.added if k not in params]
         return {**params, **dict(missing)} if missing else params
 
+    def lacks(self, params: Params) -> list[str]:
+        """The parameters a row of this type must have and ``params`` has not (those a grid
+        point has; a type with no grid, ``other``, requires none)."""
+        try:
+            point = self.sample(np.random.default_rng(0))
+        except ValueError:  # no grid
+            return []
+        return sorted(set(point) - set(params))
+
 
 ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
               "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
