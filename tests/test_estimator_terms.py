@@ -14,7 +14,7 @@ from sgdsim.ops.estimator.model import OpEstimator, train
 from sgdsim.ops.estimator.prior import check_prior, fit_prior, prior_times
 from sgdsim.ops.estimator.terms import CACHE_GRID, nnls, term_matrix
 from sgdsim.ops.optypes import REGISTRY
-from sgdsim.ops.optypes.pointwise import ARITH
+from sgdsim.ops.optypes.pointwise import ARITH, INPLACE_FNS
 from sgdsim.ops.records import Device, OpRecord
 
 DEV = Device("cpu (test)", "cpu")
@@ -23,19 +23,23 @@ PER_FN = {"add": 0.2e-9, "mul": 0.3e-9, "sub": 0.25e-9, "div": 0.4e-9, "mul_scal
           "tanh": 0.6e-9, "pow": 0.5e-9, "clone": 0.1e-9}
 
 
-def eltwise_time(p, rates=(3e-6, 2e-6, 0.1e-9), beyond_s=0.3e-9) -> float:
-    """A fixed cost, autograd's, a base and a per-function cost per element, and more per
-    element beyond a 1 MiB cache (inputs and output, 4 bytes each)."""
-    n, tensors = p["numel"], ARITH[p["fn"]][1] + 1
+def eltwise_time(p, rates=(3e-6, 2e-6, 0.1e-9), beyond_s=0.3e-9, fresh_s=1.2e-9) -> float:
+    """A fixed cost, autograd's, a base and a per-function cost per element, more per
+    element beyond a 1 MiB cache (inputs and output, 4 bytes each; in place, the output is an
+    input), and an out-of-place output's fresh memory."""
+    n, inplace = p["numel"], p["inplace"]
+    tensors = ARITH[p["fn"]][1] + 1 - inplace
     return (rates[0] + rates[1] * p["gi"] + (rates[2] + PER_FN[p["fn"]]) * n
-            + beyond_s * max(0.0, n - CACHE / (4 * tensors)))
+            + beyond_s * max(0.0, n - CACHE / (4 * tensors)) + fresh_s * n * (1 - inplace))
 
 
 def eltwise_rows(n_rows: int, rng) -> list[OpRecord]:
     rows = []
     for _ in range(n_rows):
-        p = {"fn": str(rng.choice(sorted(ARITH))), "numel": int(np.exp(rng.uniform(np.log(64), np.log(4e6)))),
-             "bcast": 0, "gi": int(rng.random() < 0.7)}
+        fn = str(rng.choice(sorted(ARITH)))
+        p = {"fn": fn, "numel": int(np.exp(rng.uniform(np.log(64), np.log(4e6)))),
+             "bcast": 0, "gi": int(rng.random() < 0.7),
+             "inplace": int(fn in INPLACE_FNS and rng.random() < 0.5)}
         t = eltwise_time(p)
         rows.append(OpRecord(DEV, "eltwise", p, "float32", t, 2 * t if p["gi"] else 0.0, 5, 0.0, 0.0, 1.0))
     return rows
@@ -103,7 +107,8 @@ def test_exact_terms_are_recovered_with_their_cache_size():
     assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
     gi = np.array([p["gi"] for p in params]) == 1
     assert np.allclose(got[gi, 1], np.maximum(2 * want[gi], prior["floor_s"]), rtol=1e-6)
-    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 6 + 2 * len(ARITH))
+    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 7 + 2 * len(ARITH))
+    assert any(p["inplace"] for p in params) and not all(p["inplace"] for p in params)
 
 
 def test_types_without_terms_keep_the_roofline():
@@ -185,14 +190,27 @@ def test_softmax_terms_by_hand():
 
 
 def test_eltwise_fixed_costs_per_broadcast_and_function():
-    # the last 1 + len(ARITH) terms: a broadcast's fixed cost, then one per function
+    # before the last term, 1 + len(ARITH): a broadcast's fixed cost, then one per function
     fns = sorted(ARITH)
-    p = {"numel": 10, "fn": "tanh", "bcast": 1, "gi": 0}
-    tail = REGISTRY["eltwise"].prior_terms(p, "float32", CACHE)[-(1 + len(fns)):]
+    p = {"numel": 10, "fn": "tanh", "bcast": 1, "gi": 0, "inplace": 0}
+    tail = REGISTRY["eltwise"].prior_terms(p, "float32", CACHE)[-(2 + len(fns)):-1]
     assert tail == [1.0] + [float(f == "tanh") for f in fns]
     q = {**p, "fn": "add", "bcast": 0}
-    assert REGISTRY["eltwise"].prior_terms(q, "float32", CACHE)[-(1 + len(fns)):] == \
+    assert REGISTRY["eltwise"].prior_terms(q, "float32", CACHE)[-(2 + len(fns)):-1] == \
         [0.0] + [float(f == "add") for f in fns]
+
+
+def test_an_out_of_place_output_is_fresh_memory_an_in_place_one_is_not():
+    """The last term: an out-of-place call's output elements; in place, none, and one tensor
+    fewer to hold in cache (the output is the first input)."""
+    terms = REGISTRY["eltwise"].prior_terms
+    big = 2 ** 20  # 4 MiB a tensor: beyond the 1 MiB cache either way
+    out = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 0, "inplace": 0}, "float32", CACHE)
+    inp = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 0, "inplace": 1}, "float32", CACHE)
+    assert out[-1] == big and inp[-1] == 0.0
+    beyond = 4 + len(ARITH)  # after fixed, autograd, elements, one per function, broadcast
+    assert out[beyond] == big - CACHE / (4 * 3) and inp[beyond] == big - CACHE / (4 * 2)
+    assert out[:beyond] == inp[:beyond]
 
 
 def test_conv_terms_by_hand():

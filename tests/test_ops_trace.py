@@ -273,3 +273,27 @@ def test_a_types_grid_does_not_depend_on_the_other_types_asked_for():
     assert rows(["eltwise"], "eltwise") == rows(["relu", "conv2d", "eltwise"], "eltwise")
     assert rows(["conv2d", "relu"], "relu") == rows(["relu"], "relu")
     assert rows(["relu"], "relu") != [p for name, p, _ in grid_calls(["relu"], 6, 4)]
+
+
+def test_in_place_arithmetic_is_its_own_parameter_and_replays_in_place():
+    """The optimizer's add_ and a residual += read as inplace 1 and are built (and so timed) in
+    place; a row stored before the parameter reads as out of place; a share of the grid's
+    draws of the functions that have an in-place variant are in place."""
+    from sgdsim.ops.optypes import complete
+    from sgdsim.ops.optypes.pointwise import INPLACE_FNS
+    from sgdsim.ops.template import Call, TSpec
+
+    eltwise = REGISTRY["eltwise"]
+    a = b = TSpec((4, 8), (8, 1), "float32", False)
+    op, p = classify(Call("aten.add_.Tensor", (a, b)))
+    assert op == "eltwise" and p["fn"] == "add" and p["inplace"] == 1
+    assert classify(Call("aten.add.Tensor", (a, b)))[1]["inplace"] == 0
+    assert eltwise.build(p, "float32").func == "aten.add_.Tensor"
+    assert eltwise.build({**p, "fn": "mul_scalar"}, "float32").func == "aten.mul_.Scalar"
+    assert eltwise.build({**p, "fn": "tanh"}, "float32").func == "aten.tanh.default"
+    assert complete("eltwise", {k: v for k, v in p.items() if k != "inplace"})["inplace"] == 0
+    rng = np.random.default_rng(13)
+    draws = [eltwise.sample(rng) for _ in range(800)]
+    has = [d for d in draws if d["fn"] in INPLACE_FNS]
+    assert all(d["inplace"] == 0 for d in draws if d["fn"] not in INPLACE_FNS)
+    assert 0.2 < sum(d["inplace"] for d in has) / len(has) < 0.4

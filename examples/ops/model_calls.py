@@ -24,7 +24,8 @@ from run_main import run_main  # beside this script
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimate import load_estimators
 
-STEP_CASES = [("zoo:mlp", (32, 256)), ("zoo:resnet50", (2, 4)), ("zoo:gpt2?seq_len=64", (2, 4))]
+STEP_CASES = [("zoo:mlp", (32, 256)), ("zoo:resnet50", (2, 4)), ("zoo:bert-base?seq_len=64", (2, 4)),
+              ("zoo:gpt2?seq_len=64", (2, 4))]
 
 
 def _device(db, path: str) -> str:
@@ -72,7 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models_db", help="sgdsim ops measure --model rows (one device)")
     ap.add_argument("grid_db", help="a grid with trained estimators (sgdsim ops train), same device")
-    ap.add_argument("--steps", action="store_true", help="also the steps of three zoo models (needs torch)")
+    ap.add_argument("--steps", action="store_true", help="also the steps of four zoo models (needs torch)")
     args = ap.parse_args()
     with open_db(args.models_db, create=False) as models, open_db(args.grid_db, create=False) as grid:
         device = _device(models, args.models_db)
