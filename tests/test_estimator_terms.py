@@ -236,3 +236,26 @@ def test_batch_norm_terms_by_hand():
     p = {"n": 2, "c": 3, "hw": 4, "gi": 1}
     assert REGISTRY["batch_norm"].prior_terms(p, "float32", 64.0) == [1, 1, 24, 24, 3, 6, 16]
     assert REGISTRY["batch_norm"].prior_terms({**p, "gi": 0}, "float32", 64.0) == [1, 0, 24, 0, 3, 6, 16]
+
+
+def test_an_embeddings_dense_gradient_is_a_term_of_its_backward_only():
+    """Times made of the embedding's terms (the backward's dense table-sized gradient among
+    them) are recovered by the prior in each direction, and a table ten times larger costs
+    its backward, not its forward, ten times that term."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for _ in range(80):
+        p = {"num": int(np.exp(rng.uniform(np.log(2), np.log(60000)))),
+             "dim": int(np.exp(rng.uniform(np.log(16), np.log(1024)))),
+             "indices": int(np.exp(rng.uniform(np.log(1), np.log(8192)))), "gw": 1}
+        fwd = 4e-6 + 2e-9 * p["indices"] + 0.3e-9 * p["indices"] * p["dim"]
+        bwd = 9e-6 + 1.3e-9 * p["num"] * p["dim"] + 0.6e-9 * p["indices"] * p["dim"]
+        rows.append(OpRecord(DEV, "embedding", p, "float32", fwd, bwd, 5, 0.0, 0.0, 1.0))
+    prior = fit_prior(rows, has_bwd=True)
+    assert prior["terms"] == "embedding"
+    got = prior_times("embedding", "float32", [r.params for r in rows], prior)
+    want = np.array([[r.fwd_s, r.bwd_s] for r in rows])
+    assert np.allclose(got, np.maximum(want, prior["floor_s"]), rtol=1e-6)
+    small = {"num": 1000, "dim": 768, "indices": 128, "gw": 1}
+    f, b = prior_times("embedding", "float32", [small, {**small, "num": 10000}], prior).T
+    assert f[1] == pytest.approx(f[0]) and b[1] - b[0] == pytest.approx(1.3e-9 * 9000 * 768)
