@@ -67,9 +67,10 @@ VOCAB_SHARE, VOCAB_MAX = 0.1, 2 ** 26
 def arith_sample(rng):
     """Up to 8 M elements, and a share of the draws the size of a language model's tables
     (BERT's 23 M weights, GPT-2's 39 M): the optimizer updates a table with one add, a
-    pass over memory no cache holds, which the smaller draws never reach. Run 7's models
-    had three such calls (65 of their 118 ms of element-wise time) and put the type's sum
-    over the models' calls anywhere from 1.0x to 7.0x as trainings extrapolated."""
+    pass over memory no cache holds, which the smaller draws never reach (run 7: three such
+    calls, 65 of the models' 118 ms of element-wise time). Those adds are in place: drawn
+    only out of place, the large draws put the models' element-wise calls at 1.7-2.35x
+    (docs/ops.md §5, run 8)."""
     vocab = rng.random() < VOCAB_SHARE
     fn = str(rng.choice(sorted(ARITH)))
     bcast = int(ARITH[fn][1] == 2 and rng.random() < 0.3)  # only a pair of tensors broadcasts
