@@ -235,11 +235,13 @@ def test_the_matmul_grid_samples_what_models_use():
         macs = [d["m"] * d["k"] * d["n"] * d.get("b", 1) for d in draws]
         vocab = [d for d in draws if d["n"] > 8192]  # a language model's output layer
         assert all(m <= 3e8 for m, d in zip(macs, draws) if d["n"] <= 8192), name
-        assert all(m <= 3e9 for m in macs), name
+        assert all(m <= 1e10 for m in macs), name
         if name == "bmm":
             assert not vocab
         else:  # GPT-2's head: 768 -> 50,257; a share of the draws, not most
             assert 0.04 < len(vocab) / len(draws) < 0.2 and max(d["n"] for d in vocab) > 40000
+            # a language model's head over a batch of positions, as GPT-2's at 4 x 64
+            assert any(d["m"] >= 128 and d["k"] >= 512 for d in vocab), name
 
 
 def test_the_embedding_grid_holds_vocabulary_sized_tables():

@@ -70,7 +70,11 @@ def _flops(p):
 
 
 MAX_MACS = 3e8  # a grid point: at most ~20 ms on a CPU core
-VOCAB_SHARE, VOCAB_MAX_MACS = 0.1, 3e9  # the output layers' few points, up to ~0.2 s each
+# the output layers' few points, up to ~0.7 s each: GPT-2's head at batch 4 x 64 positions is
+# 9.9 G multiply-adds, and its backward's weight gradient (an inner dimension of 256, a fresh
+# 39 M-element output) ran at 4.7x its forward, where a cap of 3 G kept every vocabulary row's
+# batch x positions under 80 (docs/ops.md §5, run 8)
+VOCAB_SHARE, VOCAB_MAX_MACS = 0.1, 1e10
 
 
 def _draw_2d(rng):
