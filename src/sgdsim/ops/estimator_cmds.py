@@ -116,7 +116,8 @@ def cmd_train(args) -> int:
 
 def _check_params(op: str, rows, optype) -> None:
     """Rows written by hand or by another tool may lack a parameter the type reads."""
-    lacks = sorted({k for r in rows for k in optype.lacks(r.params)})
+    required = optype.required()
+    lacks = sorted({k for r in rows for k in required - set(r.params)})
     if lacks:
         raise ConfigError(f"{op} rows lack {', '.join(lacks)}, which the type reads: measure "
                           f"them with sgdsim ops measure --grid {op}")

@@ -118,10 +118,6 @@ def _tensor(spec: TSpec, rng, device):
     return t
 
 
-def _is_inplace(func: str) -> bool:
-    return not func.startswith("F.") and func.split(".")[1].endswith("_")
-
-
 class Runner:
     """One set of input data for a call; ``fresh(k)`` hands out k copies of it, ready to run.
 
@@ -133,7 +129,7 @@ class Runner:
 
     def __init__(self, call: Call, rng, device):
         self.fn = resolve(call.func)
-        self.inplace = _is_inplace(call.func)
+        self.inplace = call.inplace
         self.args = materialize(call.args, rng, device)
         self.kwargs = {k: materialize(v, rng, device) for k, v in call.kwargs}
         # a copy's output and its gradient are about the size of its largest tensor, twice

@@ -57,6 +57,11 @@ class Call:
     def needs_grad(self) -> bool:
         return any(t.requires_grad for t in self.tensors())
 
+    @property
+    def inplace(self) -> bool:
+        """An aten call that writes into its first argument ("aten.add_.Tensor")."""
+        return not self.func.startswith("F.") and self.func.split(".")[1].endswith("_")
+
     def in_dtype(self, dtype: str) -> "Call":
         """The same call with its floating-point tensors (and dtype arguments) in ``dtype``: a
         step traced in float32, replayed or estimated as it would run in bfloat16."""

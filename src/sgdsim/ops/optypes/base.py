@@ -33,14 +33,13 @@ class OpType:
         missing = [(k, v) for k, v in self.added if k not in params]
         return {**params, **dict(missing)} if missing else params
 
-    def lacks(self, params: Params) -> list[str]:
-        """The parameters a row of this type must have and ``params`` has not (those a grid
-        point has; a type with no grid, ``other``, requires none)."""
+    def required(self) -> frozenset[str]:
+        """The parameters every row of this type has: those of a grid point (a type with no
+        grid, ``other``, requires none)."""
         try:
-            point = self.sample(np.random.default_rng(0))
+            return frozenset(self.sample(np.random.default_rng(0)))
         except ValueError:  # no grid
-            return []
-        return sorted(set(point) - set(params))
+            return frozenset()
 
 
 ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,

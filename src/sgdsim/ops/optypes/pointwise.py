@@ -42,8 +42,7 @@ def _shape_params(call: Call):
 
 def arith_params(call: Call):
     p = _shape_params(call)
-    inplace = int(call.func.split(".")[1].endswith("_"))
-    return None if p is None else {"fn": short_name(call.func), **p, "inplace": inplace}
+    return None if p is None else {"fn": short_name(call.func), **p, "inplace": int(call.inplace)}
 
 
 def arith_build(p, dtype) -> Call:
