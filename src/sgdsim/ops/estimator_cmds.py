@@ -130,8 +130,12 @@ def _summary(device: str, trained: int, failed: list[str], set_aside: list[str],
     if set_aside:
         say(f"rows set aside (a time below the timer's resolution, stored as a bound): {', '.join(set_aside)}")
     if failed:
-        say(f"not trained: {'; '.join(failed)}. Measure more of each (sgdsim ops measure --grid TYPE "
-            f"--samples 30{where}), then train again; until then an estimate falls back to a roofline for it")
+        # a failure that already says what to run is not told to measure more as well
+        vague = [f.split("/")[0] for f in failed if "sgdsim ops" not in f]
+        hint = (f" Measure more of {', '.join(vague)} (sgdsim ops measure --grid {','.join(vague)} "
+                f"--samples 30{where}), then train again." if vague else "")
+        say(f"not trained: {'; '.join(failed)}.{hint} Until then an estimate falls back to a "
+            f"roofline for each")
     if not trained:
         raise ConfigError(f"no estimator trained for {device}: every operator type failed (see above)")
     say(f"stored {trained} estimator(s) for {device}")
