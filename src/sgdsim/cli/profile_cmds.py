@@ -255,6 +255,12 @@ def cmd_info(args) -> int:
     quality = recorded(p)
     if quality is not None:
         print(f"measurement: {describe(quality)}")
+    from ..profiler.memory import describe as memory_line
+
+    notes = p.extra.get("profiler") if isinstance(p.extra, dict) else None
+    line = memory_line(notes) if isinstance(notes, dict) else None
+    if line:
+        print(f"memory: {line}")
     return 0
 
 

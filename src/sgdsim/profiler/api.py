@@ -43,7 +43,7 @@ class ProfileRun:
 def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
                   device: str = "cpu", threads: int | None = None,
                   overlap: bool = True, retries: int = 1, on_note=None,
-                  tick=None) -> ProfileRun:
+                  tick=None, keep_memory: bool = False) -> ProfileRun:
     """Run ``warmup`` + ``steps`` training steps of MODEL ``spec`` with and without hooks.
 
     ``spec``: ``zoo:NAME[?key=value&...]``, ``path/to/file.py:fn`` or ``package.module:fn``
@@ -51,6 +51,8 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     per measured step that did not stall (``quality.py``), and the DAG of the PipeDream importer
     with ``overlap``. A measurement that looks busy is taken again up to ``retries`` times and
     the quietest kept; ``on_note(line)`` hears why; ``tick()`` follows each pair of steps.
+    ``keep_memory``: glibc keeps freed memory from here on, for the rest of the process
+    (``memory.keep_freed_memory``), so the steps do not fault freed memory in again.
     """
     _check_numbers(batch_size, steps, warmup, threads)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
@@ -59,6 +61,10 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     from .build import build_profile
 
     dev = _device(torch, device)
+    if keep_memory:
+        from .memory import keep_freed_memory
+
+        keep_freed_memory()
     old_threads = torch.get_num_threads()
     try:
         if threads:
@@ -77,6 +83,7 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     # overhead figure should measure the hooks, not those stalls.
     profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
     extra = {"profiler": {**_notes(measured, spec, (steps, warmup, used_threads), profiled, plain),
+                          **_os_notes(measured, keep_memory),
                           "quality": {**quality.to_json(), "dropped_steps": dropped}}}
     return ProfileRun(profile=build_profile(kept, job, overlap, extra),
                       profiled_step_s=profiled, plain_step_s=plain, quality=quality)
@@ -162,6 +169,13 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def _os_notes(m, keep_memory: bool) -> dict:
+    """The median plain step's cost to the OS (``memory.os_cost``) and how memory was kept."""
+    return {"keep_memory": keep_memory,
+            "plain_faulted_bytes": median(m.plain_faulted_bytes or [0]),
+            "plain_kernel_s": median(m.plain_kernel_s or [0.0])}
 
 
 def _notes(m, spec: str, run: tuple, profiled: float, plain: float) -> dict:

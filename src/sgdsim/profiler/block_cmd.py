@@ -15,7 +15,8 @@ def cmd_block(args) -> int:
     given = [flag for flag, value in (("--batch-size", args.batch_size), ("--estimate", args.estimate),
                                       ("--db", args.db), ("--target", args.target),
                                       ("--no-overlap", not args.overlap),
-                                      ("--retries", args.retries is not None)) if value]
+                                      ("--retries", args.retries is not None),
+                                      ("--keep-memory", args.keep_memory)) if value]
     if given:
         raise ConfigError(f"{given[0]} does not apply to a large model's block (use --layout tp=..,mb=..)")
     model = load_transformer(args.model, args.seq)

@@ -32,6 +32,10 @@ def register(subparsers):
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 5)")
     p.add_argument("--device", default=None, help="cpu or cuda[:N] (default cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's own choice)")
+    p.add_argument("--keep-memory", action="store_true",
+                   help="glibc's malloc keeps freed memory, as a caching allocator (PyTorch's on "
+                        "a GPU, jemalloc, tcmalloc) does: the steps do not pay the kernel to "
+                        "fault in again what they freed (docs/profiler.md)")
     p.add_argument("--retries", type=int, default=None,
                    help="measure again up to this many times when the machine looks busy, "
                         "keeping the quietest measurement (default 1)")
@@ -87,6 +91,13 @@ def cmd_profile(args) -> int:
           f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
           f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms")
     say(run.overhead_line())
+    notes = prof.extra["profiler"]
+    if not notes["keep_memory"]:
+        from .memory import kernel_note
+
+        line = kernel_note(notes["plain_kernel_s"], notes["plain_faulted_bytes"], run.plain_step_s)
+        if line:
+            say(line)
     if run.quality is not None and run.quality.shaky:
         from .quality import describe
 
@@ -126,7 +137,8 @@ def _measure(args):
 
         return profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
                              device=args.device, threads=args.threads, overlap=args.overlap,
-                             retries=retries, on_note=note, tick=tick)
+                             retries=retries, on_note=note, tick=tick,
+                             keep_memory=args.keep_memory)
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
@@ -167,7 +179,8 @@ def _cmd_estimate(args) -> int:
     if not args.estimate:
         raise ConfigError("--db, --target and --dtype apply to --estimate; without it the model runs here")
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
-                        ("--device", args.device), ("--retries", args.retries)):
+                        ("--device", args.device), ("--retries", args.retries),
+                        ("--keep-memory", args.keep_memory or None)):
         if value is not None:
             raise ConfigError(f"{flag} applies to a measured profile; --estimate runs nothing")
     with open_db(args.db, create=False) as db:

@@ -7,13 +7,14 @@ profiled steps, so the plain steps run exactly the user's code.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError
+from .memory import os_cost
 from .messages import first_line
 from .recorder import LayerSequenceChanged, Recorder, find_layers, synced_clock
 from .spec import Workload, call_model
@@ -37,6 +38,9 @@ class Measured:
     profiled_steps_s: list[float]  # wall time of each measured step, with hooks
     plain_steps_s: list[float]  # and of the unprofiled step run next to it
     unused_params: int = 0
+    # each plain step's cost to the OS (``memory.os_cost``): bytes faulted in, kernel seconds
+    plain_faulted_bytes: list[int] = field(default_factory=list)
+    plain_kernel_s: list[float] = field(default_factory=list)
 
 
 def measure(work: Workload, steps: int, warmup: int, sync=None, tick=None) -> Measured:
@@ -61,25 +65,38 @@ def measure(work: Workload, steps: int, warmup: int, sync=None, tick=None) -> Me
         _plain_step(work, opt, clock)
         _profiled_step(work, rec, owner, clock)
         tick()
-    prof, plain, times = _measured_steps(work, rec, owner, opt, clock, steps, tick)
-    return _summarise(work, rec, (owner, unused, ready), times, prof, plain)
+    prof, plain, times, os_use = _measured_steps(work, rec, owner, opt, clock, steps, tick)
+    m = _summarise(work, rec, (owner, unused, ready), times, prof, plain)
+    m.plain_faulted_bytes, m.plain_kernel_s = os_use
+    return m
 
 
 def _measured_steps(work, rec, owner, opt, clock, steps, tick):
-    """``steps`` pairs of one plain and one profiled step."""
+    """``steps`` pairs of one plain and one profiled step; with each plain step's cost to the
+    OS, as (bytes faulted in, kernel seconds) lists."""
     plain, prof, fwd, bwd, upd = [], [], [], [], []
+    faulted: list[int] = []
+    kernel: list[float] = []
+
+    def plain_step() -> None:
+        bytes0, kernel0 = os_cost()
+        plain.append(_plain_step(work, opt, clock))
+        bytes1, kernel1 = os_cost()
+        faulted.append(bytes1 - bytes0)
+        kernel.append(kernel1 - kernel0)
+
     for i in range(steps):
         if i % 2 == 0:  # alternate which kind goes first, so neither always follows the other
-            plain.append(_plain_step(work, opt, clock))
+            plain_step()
         step_s, f, b, u = _profiled_step(work, rec, owner, clock)
         if i % 2 == 1:
-            plain.append(_plain_step(work, opt, clock))
+            plain_step()
         prof.append(step_s)
         fwd.append(f)
         bwd.append(b)
         upd.append(u)
         tick()
-    return prof, plain, (fwd, bwd, upd)
+    return prof, plain, (fwd, bwd, upd), (faulted, kernel)
 
 
 def _plain_step(work: Workload, opt, clock) -> float:
