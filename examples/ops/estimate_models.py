@@ -93,19 +93,25 @@ def _now(refs: dict) -> dict[str, list[float]]:
     return out
 
 
-def measure_steps(steps: int, runs: int, cases, refs: dict) -> dict:
-    """{(spec, batch): [(plain step seconds, {op: reference seconds}), one per run]}; every
-    case once per round; ``refs``: {op: Reference} timed around each step (may be empty)."""
+def measure_steps(steps: int, runs: int, cases, refs: dict, keep_memory: bool = False) -> dict:
+    """{(spec, batch): [(plain step seconds, {op: reference seconds}, (bytes faulted in, kernel
+    seconds) per plain step), one per run]}; every case once per round; ``refs``: {op:
+    Reference} timed around each step (may be empty); ``keep_memory``: glibc keeps freed memory
+    (``profiler.memory``), for the whole process."""
     out: dict = {}
     for _ in range(runs):
         for spec, batches in cases:
             for b in batches:
                 before = _now(refs)
-                real = profile_model(spec, b, steps=steps, warmup=2, threads=1).plain_step_s
+                run = profile_model(spec, b, steps=steps, warmup=2, threads=1,
+                                    keep_memory=keep_memory)
                 after = _now(refs)
                 now = {op: float(np.median(before[op] + after[op])) for op in refs}
-                out.setdefault((spec, b), []).append((real, now))
-                print(spec, b, f"{real * 1e3:.2f} ms", flush=True)
+                notes = run.profile.extra["profiler"]
+                os_use = (notes["plain_faulted_bytes"], notes["plain_kernel_s"])
+                out.setdefault((spec, b), []).append((run.plain_step_s, now, os_use))
+                print(spec, b, f"{run.plain_step_s * 1e3:.2f} ms, {os_use[0] / 1e6:.0f} MB "
+                      f"faulted in, {os_use[1] * 1e3:.0f} ms in the kernel", flush=True)
     return out
 
 
@@ -118,13 +124,15 @@ def mean_refs(db, device: str) -> dict[str, float]:
 def steady_ms(measured: list, shares: dict, means: dict[str, float]) -> float:
     """The median measured step read at the mean reference speed ``means`` (as timed if no refs)."""
     return float(np.median([t * reference.speed_factor(shares, means, now)
-                            for t, now in measured])) * 1e3
+                            for t, now, _ in measured])) * 1e3
 
 
 def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: dict,
              means: tuple[dict, dict]) -> dict:
-    steps = [t for t, _ in measured]
+    steps = [m[0] for m in measured]
     real = float(np.median(steps))
+    faulted = float(np.median([m[2][0] for m in measured]))
+    kernel = float(np.median([m[2][1] / m[0] for m in measured]))
     exact = estimate_profile(spec, batch, models_db, device)
     est = estimate_profile(spec, batch, GridOnly(models_db, grid_db), device)
     info = est.extra["estimated"]
@@ -133,13 +141,15 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,
             "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"],
             "steady_models_ms": steady_ms(measured, shares, means[0]),
-            "steady_grid_ms": steady_ms(measured, shares, means[1])}
+            "steady_grid_ms": steady_ms(measured, shares, means[1]),
+            "faulted_MB": faulted / 1e6, "kernel_share": kernel}
 
 
 def render(rows, seconds) -> str:
     lines = ["| model | batch | measured step ms, median (range) | exact (database) ms | error | "
-             "estimator ms | error | untyped share | over the reference: exact | estimator |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "estimator ms | error | untyped share | over the reference: exact | estimator | "
+             "kernel share of the step (MB faulted in) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         e1 = r["exact_ms"] / r["measured_ms"] - 1
         e2 = r["estimator_ms"] / r["measured_ms"] - 1
@@ -148,7 +158,8 @@ def render(rows, seconds) -> str:
         lines.append(f"| {r['model']} | {r['batch']} | {r['measured_ms']:.2f} "
                      f"({r['measured_min_ms']:.2f}-{r['measured_max_ms']:.2f}) | "
                      f"{r['exact_ms']:.2f} | {e1:+.1%} | {r['estimator_ms']:.2f} | {e2:+.1%} | "
-                     f"{r['untyped_share']:.1%} | {s1:+.1%} | {s2:+.1%} |")
+                     f"{r['untyped_share']:.1%} | {s1:+.1%} | {s2:+.1%} | "
+                     f"{r['kernel_share']:.0%} ({r['faulted_MB']:.0f}) |")
     spread = max(r["measured_max_ms"] / r["measured_min_ms"] for r in rows)
 
     def mean(num, den):
@@ -192,6 +203,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="separate measurements of each case")
     ap.add_argument("--models", default=None,
                     help="comma-separated subset of the cases' models (default: all six)")
+    ap.add_argument("--keep-memory", action="store_true",
+                    help="glibc keeps freed memory while the steps run (sgdsim profile --keep-memory)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not time the types' reference calls around the steps")
     args = ap.parse_args()
@@ -208,7 +221,7 @@ def main() -> None:
                   for spec, batches in cases for b in batches}
         refs = {} if args.no_reference else {
             op: reference.Reference(op, "float32") for op in sorted(set().union(*shares.values()))}
-        measured = measure_steps(args.steps, args.runs, cases, refs)
+        measured = measure_steps(args.steps, args.runs, cases, refs, args.keep_memory)
         means = mean_refs(mdb, device), mean_refs(gdb, device)
         for spec, batches in cases:
             for b in batches:
