@@ -131,7 +131,7 @@ def _summary(device: str, trained: int, failed: list[str], set_aside: list[str],
         say(f"rows set aside (a time below the timer's resolution, stored as a bound): {', '.join(set_aside)}")
     if failed:
         # a failure that already says what to run is not told to measure more as well
-        vague = [f.split("/")[0] for f in failed if "sgdsim ops" not in f]
+        vague = list(dict.fromkeys(f.split("/")[0] for f in failed if "sgdsim ops" not in f))
         hint = (f" Measure more of {', '.join(vague)} (sgdsim ops measure --grid {','.join(vague)} "
                 f"--samples 30{where}), then train again." if vague else "")
         say(f"not trained: {'; '.join(failed)}.{hint} Until then an estimate falls back to a "
