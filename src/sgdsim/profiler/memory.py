@@ -72,7 +72,7 @@ def describe(notes: dict) -> str | None:
         step, kept = float(notes["plain_step_s"]), bool(notes["keep_memory"])
     except (KeyError, TypeError, ValueError):  # an older profile, or an imported one
         return None
-    how = ("glibc kept freed memory (--keep-memory)" if kept
+    how = ("glibc keeping freed memory (--keep-memory)" if kept
            else "the allocator as the job runs it")
     share = f"{kernel / step:.0%}" if step > 0 else "an unknown share"
     return (f"{share} of a plain step in the kernel, {faulted / 1e6:.0f} MB faulted in a step, "
