@@ -3,9 +3,10 @@
 glibc's malloc gives large freed blocks back to the kernel (``munmap`` for blocks above its mmap
 threshold, a trim of the heap's top above its trim threshold), so a training step that frees its
 gradients and activations faults them in again in the next step: the kernel maps and zeroes
-every page on first touch. On this project's 2-core VMs that cost 0.2-1.3 s of kernel time per
-step of GPT-2 or BERT at batch 2-4 (24-37 % of the step), and an operator timed alone, which
-reuses its freed memory, never pays it (docs/profiler.md, "Memory the step gives back").
+every page on first touch. On this project's 2-core VMs that cost up to 0.2 s of kernel time
+per step of BERT and 1.0 s of GPT-2 at batch 2-4 (up to 34 % of the step), and an operator
+timed alone, which reuses its freed memory, rarely pays it (docs/profiler.md, "Memory the step
+gives back").
 
 ``os_cost()`` reads the page faults and kernel CPU time of this process (``getrusage``), so the
 profiler can say how much of each plain step went there. ``keep_freed_memory()`` tells glibc
