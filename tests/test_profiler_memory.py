@@ -63,10 +63,16 @@ def test_os_cost_is_monotone_and_in_bytes():
     assert b1 >= b0 >= 0 and k1 >= k0 >= 0 and b0 % memory.PAGE_BYTES == 0
 
 
+def _notes(kernel_s, faulted_bytes, step_s, kept=False):
+    return {"plain_kernel_s": kernel_s, "plain_faulted_bytes": faulted_bytes,
+            "plain_step_s": step_s, "keep_memory": kept}
+
+
 def test_kernel_note_only_from_a_tenth_of_the_step():
-    assert memory.kernel_note(0.05, 740e6, 1.0) is None
-    assert memory.kernel_note(0.0, 0, 0.0) is None
-    line = memory.kernel_note(0.3, 740e6, 1.0)
+    assert memory.kernel_note(_notes(0.05, 740e6, 1.0)) is None
+    assert memory.kernel_note(_notes(0.0, 0, 0.0)) is None
+    assert memory.kernel_note(_notes(0.3, 740e6, 1.0, kept=True)) is None
+    line = memory.kernel_note(_notes(0.3, 740e6, 1.0))
     assert "30% of a step (300 ms)" in line and "740 MB" in line and "--keep-memory" in line
 
 

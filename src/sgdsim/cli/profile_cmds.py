@@ -250,15 +250,13 @@ def cmd_info(args) -> int:
           f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
     print(f"parameters {p.model_bytes() / 1e6:.2f} MB over {p.ps_count} PS; forward+backward "
           f"{p.mean_compute_s() * 1e3:.1f} ms; overlap {p.job.overlap}; profiled bandwidth {bw}")
-    from ..profiler.quality import describe, recorded
+    from ..profiler.memory import describe as memory_line
+    from ..profiler.quality import describe, profiler_notes, recorded
 
     quality = recorded(p)
     if quality is not None:
         print(f"measurement: {describe(quality)}")
-    from ..profiler.memory import describe as memory_line
-
-    notes = p.extra.get("profiler") if isinstance(p.extra, dict) else None
-    line = memory_line(notes) if isinstance(notes, dict) else None
+    line = memory_line(profiler_notes(p) or {})
     if line:
         print(f"memory: {line}")
     return 0

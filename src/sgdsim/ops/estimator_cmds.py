@@ -78,6 +78,7 @@ def cmd_train(args) -> int:
     from .optypes import type_rng
 
     failed: list[str] = []
+    vague: list[str] = []  # failed types whose message does not say what to run
     set_aside: list[str] = []
     with open_db(args.db, create=False) as db:
         device, groups, registry, small = _groups(db, args)
@@ -100,6 +101,8 @@ def cmd_train(args) -> int:
                                         use_prior={"auto": "auto", "on": True, "off": False}[args.prior])
                 except ConfigError as exc:
                     failed.append(f"{op}/{dtype} ({exc})")
+                    if not isinstance(exc, MissingParams):
+                        vague.append(op)
                     print(f"{op:<12} {dtype:<9} {len(rows):>5}  not trained: {exc}", flush=True)
                     bar.advance()
                     continue
@@ -110,8 +113,12 @@ def cmd_train(args) -> int:
                 print(f"{op:<12} {dtype:<9} {len(rows):>5} {s['arch']:>7} "
                       f"{s['validation_error']:>9.2%} {s['train_s']:>5.0f}  {s['pc']}", flush=True)
                 bar.advance()
-    _summary(device, len(groups) - len(failed), failed, set_aside, args.db)
+    _summary(device, len(groups) - len(failed), (failed, vague), set_aside, args.db)
     return 0
+
+
+class MissingParams(ConfigError):
+    """Rows lack a parameter their type reads; the message says what to measure."""
 
 
 def _check_params(op: str, rows, optype) -> None:
@@ -119,19 +126,21 @@ def _check_params(op: str, rows, optype) -> None:
     required = optype.required()
     lacks = sorted({k for r in rows for k in required - set(r.params)})
     if lacks:
-        raise ConfigError(f"{op} rows lack {', '.join(lacks)}, which the type reads: measure "
-                          f"them with sgdsim ops measure --grid {op}")
+        raise MissingParams(f"{op} rows lack {', '.join(lacks)}, which the type reads: measure "
+                            f"them with sgdsim ops measure --grid {op}")
 
 
-def _summary(device: str, trained: int, failed: list[str], set_aside: list[str], db: str | None) -> None:
+def _summary(device: str, trained: int, failures: tuple[list[str], list[str]], set_aside: list[str],
+             db: str | None) -> None:
+    """``failures``: every failed type's line, and the types whose line does not say what to run."""
     from ..progress import say
 
+    failed, vague = failures
     where = f" --db {db}" if db else ""
     if set_aside:
         say(f"rows set aside (a time below the timer's resolution, stored as a bound): {', '.join(set_aside)}")
     if failed:
-        # a failure that already says what to run is not told to measure more as well
-        vague = list(dict.fromkeys(f.split("/")[0] for f in failed if "sgdsim ops" not in f))
+        vague = list(dict.fromkeys(vague))  # one type may fail in several dtypes
         hint = (f" Measure more of {', '.join(vague)} (sgdsim ops measure --grid {','.join(vague)} "
                 f"--samples 30{where}), then train again." if vague else "")
         say(f"not trained: {'; '.join(failed)}.{hint} Until then an estimate falls back to a "

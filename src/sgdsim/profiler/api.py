@@ -174,8 +174,8 @@ def cpu_model() -> str:
 def _os_notes(m, keep_memory: bool) -> dict:
     """The median plain step's cost to the OS (``memory.os_cost``) and how memory was kept."""
     return {"keep_memory": keep_memory,
-            "plain_faulted_bytes": median(m.plain_faulted_bytes or [0]),
-            "plain_kernel_s": median(m.plain_kernel_s or [0.0])}
+            "plain_faulted_bytes": median(m.plain_faulted_bytes),
+            "plain_kernel_s": median(m.plain_kernel_s)}
 
 
 def _notes(m, spec: str, run: tuple, profiled: float, plain: float) -> dict:

@@ -91,13 +91,11 @@ def cmd_profile(args) -> int:
           f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
           f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms")
     say(run.overhead_line())
-    notes = prof.extra["profiler"]
-    if not notes["keep_memory"]:
-        from .memory import kernel_note
+    from .memory import kernel_note
 
-        line = kernel_note(notes["plain_kernel_s"], notes["plain_faulted_bytes"], run.plain_step_s)
-        if line:
-            say(line)
+    line = kernel_note(prof.extra["profiler"])
+    if line:
+        say(line)
     if run.quality is not None and run.quality.shaky:
         from .quality import describe
 

@@ -55,12 +55,27 @@ def keep_freed_memory() -> None:
                               f"{ENV_HINT} in the environment instead")
 
 
-def kernel_note(kernel_s: float, faulted_bytes: float, step_s: float) -> str | None:
-    """A line for the user when the kernel took a tenth of the median plain step or more."""
-    if step_s <= 0 or kernel_s < 0.1 * step_s:
+def _read(notes: dict) -> tuple[float, float, float, bool] | None:
+    """(bytes faulted in, kernel seconds, median plain step seconds, memory kept) of a
+    profile's ``profiler`` notes; None for an older or imported profile without them."""
+    try:
+        return (float(notes["plain_faulted_bytes"]), float(notes["plain_kernel_s"]),
+                float(notes["plain_step_s"]), bool(notes["keep_memory"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def kernel_note(notes: dict) -> str | None:
+    """A line for the user when the kernel took a tenth of the median plain step or more (and
+    memory was not kept)."""
+    read = _read(notes)
+    if read is None:
+        return None
+    faulted, kernel_s, step_s, kept = read
+    if kept or step_s <= 0 or kernel_s < 0.1 * step_s:
         return None
     return (f"note: {kernel_s / step_s:.0%} of a step ({kernel_s * 1e3:.0f} ms) is kernel time, "
-            f"mostly faulting in {faulted_bytes / 1e6:.0f} MB that the allocator gave back to the "
+            f"mostly faulting in {faulted / 1e6:.0f} MB that the allocator gave back to the "
             f"system in the step before; an allocator that keeps freed memory (jemalloc, "
             f"tcmalloc, or {ENV_HINT}) would not pay it: '--keep-memory' profiles the step so "
             f"(docs/profiler.md)")
@@ -68,11 +83,10 @@ def kernel_note(kernel_s: float, faulted_bytes: float, step_s: float) -> str | N
 
 def describe(notes: dict) -> str | None:
     """One line for ``sgdsim info`` from a profile's ``profiler`` notes (None: not recorded)."""
-    try:
-        faulted, kernel = float(notes["plain_faulted_bytes"]), float(notes["plain_kernel_s"])
-        step, kept = float(notes["plain_step_s"]), bool(notes["keep_memory"])
-    except (KeyError, TypeError, ValueError):  # an older profile, or an imported one
+    read = _read(notes)
+    if read is None:
         return None
+    faulted, kernel, step, kept = read
     how = ("glibc keeping freed memory (--keep-memory)" if kept
            else "the allocator as the job runs it")
     share = f"{kernel / step:.0%}" if step > 0 else "an unknown share"

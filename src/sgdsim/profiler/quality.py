@@ -115,11 +115,17 @@ def describe(quality: dict) -> str:
     return f"measured on a quiet machine [{evidence}]"
 
 
-def recorded(profile) -> dict | None:
-    """The ``profiler.quality`` a profile recorded (None: none, as for imported profiles)."""
+def profiler_notes(profile) -> dict | None:
+    """The ``profiler`` notes ``sgdsim profile`` wrote into a profile (None: none, as for
+    imported profiles)."""
     extra = getattr(profile, "extra", None)
     notes = extra.get("profiler") if isinstance(extra, dict) else None
-    quality = notes.get("quality") if isinstance(notes, dict) else None
+    return notes if isinstance(notes, dict) else None
+
+
+def recorded(profile) -> dict | None:
+    """The ``profiler.quality`` a profile recorded (None: none, as for imported profiles)."""
+    quality = (profiler_notes(profile) or {}).get("quality")
     return quality if isinstance(quality, dict) else None
 
 
