@@ -21,7 +21,7 @@ import torch
 
 from sgdsim.ops.collect import call_dtype
 from sgdsim.ops.graph import trace_model
-from sgdsim.ops.measure import steady_allocator, time_call, time_naive
+from sgdsim.ops.measure import keep_memory, time_call, time_naive
 from sgdsim.ops.optypes import REGISTRY, classify
 from sgdsim.ops.records import params_key
 from sgdsim.profiler.api import profile_model
@@ -96,7 +96,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
-    steady_allocator()  # as sgdsim ops measure does: a step's allocator, not fresh mmaps
+    keep_memory()  # as sgdsim ops measure does: freed memory kept, not fresh mmaps
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
     models = [step_sums(spec, b, rng) for spec, b in MODELS]

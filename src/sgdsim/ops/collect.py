@@ -81,9 +81,9 @@ def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int =
     ``precision``; with ``reference``, paired with its type's reference call), skipping keys
     in ``skip``; yields records as it goes.
     With a ``failures`` list, a call that cannot be replayed is noted there and skipped."""
-    from .measure import Precision, steady_allocator, time_call
+    from .measure import Precision, keep_memory, time_call
 
-    steady_allocator()
+    keep_memory()
     refs: dict[tuple[str, str], object] = {}
     for name, params, call in todo:
         dtype = call_dtype(call)

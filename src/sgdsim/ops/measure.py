@@ -9,9 +9,9 @@ Forward copies run with autograd recording (as in a training step); backward cop
 ``torch.autograd.grad`` over N outputs, after an untimed forward.
 
 ``time_call(naive_above_s=...)`` is the hybrid of docs/ops.md's Table 2 (a call that long timed
-alone): with the allocator a training step has (``steady_allocator``) it summed models' steps
-worse than the plain differential on this CPU (10.5 % against 5.9 %), so it is off by default
-and kept for that comparison.
+alone): with glibc's thresholds raised to 32 MiB (this module's allocator until run 10) it
+summed models' steps worse than the plain differential on this CPU (10.5 % against 5.9 %), so
+it is off by default and kept for that comparison.
 """
 from __future__ import annotations
 
@@ -60,25 +60,22 @@ DEFAULT_REPEATS = 5
 DEFAULT_PRECISION = Precision(0.05, 20, 1.0)
 
 
-def steady_allocator() -> bool:
-    """Fix glibc's malloc thresholds where a training process settles after its first steps.
-
-    glibc starts by serving blocks over 128 KiB with mmap, so every large tensor costs page
-    faults, and raises that threshold (up to 32 MiB) as such blocks are freed. A training step
-    runs in the raised state; a timer that allocates N copies' outputs at once would otherwise
-    measure page faults a model's step does not have. Returns False where there is no glibc.
-    """
-    import ctypes
-    import ctypes.util
+def keep_memory() -> bool:
+    """Time every call with glibc keeping what it frees (``profiler/memory.py``), as a caching
+    allocator serves a step: PyTorch's on a GPU, jemalloc, tcmalloc, ``sgdsim profile
+    --keep-memory``. With glibc's own thresholds (at most 32 MiB), whether a larger tensor
+    faults its pages in depended on what the process had freed before: a vocabulary table's
+    gradient ran at 0.17 ns an element in one grid row and at 1.0-1.8 in the next, so rows
+    disagreed with each other and with any step (docs/ops.md §5, run 10). Returns False where
+    there is no glibc (that allocator is then timed as it is)."""
+    from ..errors import ConfigError
+    from ..profiler.memory import keep_freed_memory
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+        keep_freed_memory()
+    except ConfigError:
         return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(mallopt(m_mmap_threshold, 32 * 2 ** 20)) and \
-        bool(mallopt(m_trim_threshold, 2 ** 31 - 1))
+    return True
 
 
 def resolve(func: str):
@@ -272,7 +269,7 @@ def _differential(timed, n: int, repeats: int, precision: Precision = Precision(
                   clock=time.perf_counter, reference=None) -> Samples:
     m = n // 2
     start = clock()
-    timed(n), timed(m)  # the allocator settles on what N copies need before the clock runs
+    _settle(timed, n, m)
     out = Samples([], [])
     while (rep := len(out.per_copy)) < repeats or (
             rep < precision.max_repeats and not _precise(out.per_copy, precision.rel)
@@ -286,6 +283,27 @@ def _differential(timed, n: int, repeats: int, precision: Precision = Precision(
         if reference is not None:
             out.refs.append(reference.sample())
     return out
+
+
+SETTLE_RUNS = 4  # untimed N-copy runs at most, while each still faults memory in
+SETTLED_BYTES = 1 << 20  # what an N-copy run may still fault in once settled
+
+
+def _settle(timed, n: int, m: int) -> None:
+    """Untimed runs of N and M copies until an N-copy run faults (almost) nothing in, at most
+    SETTLE_RUNS: with freed memory kept (``keep_memory``) the allocator then serves every
+    timed run from memory it holds. One pair was not always enough: what the copies allocate
+    lands between the gradients freed before, and four 48 MiB gradients still faulted two
+    tables in at the next run (a fresh page costs 1.5 ns a float here, a reused one 0.17)."""
+    from ..profiler.memory import os_cost
+
+    for _ in range(SETTLE_RUNS):
+        before, _ = os_cost()
+        timed(n)
+        fresh = os_cost()[0] - before
+        timed(m)
+        if fresh <= SETTLED_BYTES:
+            return
 
 
 def _precise(values: list[float], rel: float | None) -> bool:
