@@ -12,7 +12,7 @@ import pytest
 from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator.model import OpEstimator, train
 from sgdsim.ops.estimator.prior import check_prior, fit_prior, prior_times
-from sgdsim.ops.estimator.terms import CACHE_GRID, nnls, term_matrix
+from sgdsim.ops.estimator.terms import CACHE_GRID, MIN_SUPPORT, fit_rates, nnls, term_matrix
 from sgdsim.ops.optypes import REGISTRY
 from sgdsim.ops.optypes.pointwise import ARITH, INPLACE_FNS
 from sgdsim.ops.records import Device, OpRecord
@@ -95,6 +95,27 @@ def test_nnls_by_hand_and_a_zero_column():
     # min over x >= 0 of (x1 - 1)² + (x2 + 1)² + (x1 + x2 - 0.5)²: x2 = 0, x1 = 0.75
     A = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
     assert np.allclose(nnls(A, np.array([1.0, -1.0, 0.5])), [0.75, 0.0, 0.0])
+
+
+def test_a_term_too_few_rows_stand_on_gets_no_rate():
+    # times = 1e-6 + 2e-9 per element, exactly; a third term (the part of a tensor beyond the
+    # cache, say) is non-zero in k rows, where the time is 3x: with k < MIN_SUPPORT that rate
+    # would be fitted to those rows alone, so it is 0; from MIN_SUPPORT rows on it is fitted
+    # (noise-free: exactly the 2e-5 per unit that makes those rows 3x)
+    rng = np.random.default_rng(0)
+    n = 40
+    elems = rng.uniform(1e3, 1e5, n)
+    for k, fitted in ((MIN_SUPPORT - 1, False), (MIN_SUPPORT, True)):
+        beyond = np.zeros(n)
+        beyond[:k] = 1.0
+        X = np.stack([np.ones(n), elems, beyond * (2e-6 + 4e-9 * elems) / 2e-5], axis=1)
+        t = 1e-6 + 2e-9 * elems + beyond * (2e-6 + 4e-9 * elems)
+        rates = fit_rates(X, t)
+        if fitted:
+            assert np.allclose(rates, [1e-6, 2e-9, 2e-5], rtol=1e-6)
+        else:
+            assert rates[2] == 0.0
+            assert rates[1] == pytest.approx(2e-9, rel=0.05)  # the k rows pull the fixed cost
 
 
 def test_exact_terms_are_recovered_with_their_cache_size():

@@ -34,6 +34,7 @@ def test_exact_hits_rebuild_the_step_from_the_database(measured, tmp_path, capsy
     rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--db", measured,
                    "--target", "this-cpu", "-o", out], capsys)
     assert rc == 0, io.err
+    assert "an allocator that keeps freed memory" in io.err + io.out  # what the rows rest on
     prof = load_profile(str(out))
     info = prof.extra["estimated"]
     assert info["time_fraction_measured"] == 1.0 and info["calls_by_source"] == {

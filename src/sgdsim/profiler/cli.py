@@ -192,7 +192,9 @@ def _cmd_estimate(args) -> int:
         f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms; "
         f"{info['time_fraction_measured']:.0%} of it from measurements, "
         f"{info['time_fraction_estimated']:.0%} estimated, "
-        f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback")
+        f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback; the step as an "
+        f"allocator that keeps freed memory runs it ('sgdsim profile --keep-memory' measures "
+        f"it so on a CPU)")
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
         say(_roofline_line(info, args.db, target))
     unknown = info["calls_by_source"].get("unknown", 0)
