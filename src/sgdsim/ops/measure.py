@@ -295,12 +295,10 @@ def _settle(timed, n: int, m: int) -> None:
     timed run from memory it holds. One pair was not always enough: what the copies allocate
     lands between the gradients freed before, and four 48 MiB gradients still faulted two
     tables in at the next run (a fresh page costs 1.5 ns a float here, a reused one 0.17)."""
-    from ..profiler.memory import os_cost
+    from ..profiler.memory import os_cost_of
 
     for _ in range(SETTLE_RUNS):
-        before, _ = os_cost()
-        timed(n)
-        fresh = os_cost()[0] - before
+        _, fresh, _ = os_cost_of(lambda: timed(n))
         timed(m)
         if fresh <= SETTLED_BYTES:
             return

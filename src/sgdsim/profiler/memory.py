@@ -36,6 +36,14 @@ def os_cost() -> tuple[int, float]:
     return use.ru_minflt * PAGE_BYTES, use.ru_stime
 
 
+def os_cost_of(run):
+    """(``run()``'s result, bytes it faulted in, kernel seconds it took): ``os_cost`` around it."""
+    bytes0, kernel0 = os_cost()
+    out = run()
+    bytes1, kernel1 = os_cost()
+    return out, bytes1 - bytes0, kernel1 - kernel0
+
+
 def keep_freed_memory() -> None:
     """Make glibc's malloc keep freed memory for the rest of this process (there is no undoing
     it: setting the mmap threshold ends glibc's own adjustment of it). Refused, in one line,

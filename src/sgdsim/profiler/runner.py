@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from .memory import os_cost
+from .memory import os_cost_of
 from .messages import first_line
 from .recorder import LayerSequenceChanged, Recorder, find_layers, synced_clock
 from .spec import Workload, call_model
@@ -79,11 +79,10 @@ def _measured_steps(work, rec, owner, opt, clock, steps, tick):
     kernel: list[float] = []
 
     def plain_step() -> None:
-        bytes0, kernel0 = os_cost()
-        plain.append(_plain_step(work, opt, clock))
-        bytes1, kernel1 = os_cost()
-        faulted.append(bytes1 - bytes0)
-        kernel.append(kernel1 - kernel0)
+        step_s, fresh, kernel_s = os_cost_of(lambda: _plain_step(work, opt, clock))
+        plain.append(step_s)
+        faulted.append(fresh)
+        kernel.append(kernel_s)
 
     for i in range(steps):
         if i % 2 == 0:  # alternate which kind goes first, so neither always follows the other
