@@ -99,18 +99,29 @@ def bmm_sample(rng):
     return {**capped(rng, draw, _flops, MAX_MACS), "ga": 1, "gb": 1}
 
 
+TILE_N = 16  # output columns one vector register holds: float32 lanes of AVX-512
+
+
 def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """A matrix product's time, one term per rate: a fixed cost, autograd's bookkeeping, one
     per multiply-add, one per output element (written once, its k-loop set up once), one per
     element of A and of B (packed into the micro-kernel's panels before use), B's again when
-    it is a transposed view (packed from another order), and each matrix's elements whose
-    bytes do not fit in ``cache_bytes``: streamed from memory. A product with few rows is
-    bound by that stream of B, which one rate per multiply-add cannot see."""
+    it is a transposed view (packed from another order), and each operand's elements whose
+    bytes do not fit in ``cache_bytes``: streamed from memory (a batch's matrices together:
+    each is used once, so a batch larger than the cache streams all of them). A product with
+    few rows is bound by that stream of B, which one rate per multiply-add cannot see.
+
+    Three more, each an element of A or B on a path the BLAS takes for some shapes (seen in
+    the grids of MKL on an AMD and an Intel core, docs/ops.md §5): outputs narrower than ``TILE_N`` columns
+    leave the vector kernel (5-10 GFLOP/s against 50-90), a last partial tile of columns costs
+    about a full one, and two or three rows are neither a matrix-vector product nor a tile."""
     b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
     g = grad(p["ga"]) or grad(p.get("gb", 0))
+    narrow, partial = n < TILE_N, n > TILE_N and n % TILE_N != 0
     return [1.0, float(g), b * m * k * n, b * m * n, b * m * k, b * k * n,
             b * k * n * int(p.get("tb", 0)),
-            *(b * beyond_cache(e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n))]
+            b * m * k * narrow, b * m * k * partial, b * k * n * (1 < m < 4),
+            *(beyond_cache(b * e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n))]
 
 
 MNK = frozenset({"m", "k", "n"})
