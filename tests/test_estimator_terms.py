@@ -185,6 +185,15 @@ def test_gemm_terms_by_hand():
     assert REGISTRY["bmm"].prior_terms(q, "float32", 32.0) == [1, 0, 48, 16, 12, 24, 0, 12, 0, 24, 4, 16, 8]
     # bfloat16 halves the bytes: 16 elements fit, so B (12) does too
     assert REGISTRY["mm"].prior_terms(p, "bfloat16", 32.0)[-3:] == [0, 0, 0]
+    # the backward: A needs no gradient, B's is A^T @ dC, 3 rows 2 deep 4 wide (thin, narrow;
+    # its output, 12 elements, is 4 beyond the cache)
+    assert REGISTRY["mm"].backward_terms(p, "float32", 32.0) == [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 4]
+    # both gradients: the two products' terms summed; dC @ B^T reads B^T in B's own order
+    both = REGISTRY["mm"].backward_terms(dict(p, ga=1), "float32", 32.0)
+    grad_a = REGISTRY["mm"].prior_terms({"m": 2, "k": 4, "n": 3, "tb": 0, "ga": 1}, "float32", 32.0)
+    assert both == [x + y for x, y in zip(grad_a, [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 4])]
+    # nothing needs a gradient: no backward
+    assert not any(REGISTRY["mm"].backward_terms(dict(p, gb=0), "float32", 32.0))
 
 
 def test_gemm_tile_terms_switch_at_the_tile_width():
@@ -198,9 +207,31 @@ def test_gemm_tile_terms_switch_at_the_tile_width():
     assert tiles(1, 64) == [0, 0, 0] and tiles(3, 64) == [0, 0, 320] and tiles(4, 64) == [0, 0, 0]
 
 
+def test_a_direction_the_prior_explains_is_left_uncorrected():
+    """Forward times the terms explain exactly, backward times with a wiggle they cannot: the
+    prior alone scores lower on the forward's validation rows than any fitted correction, so
+    the forward is the prior's to the rounding, while the backward keeps its correction."""
+    rows = []
+    for r in eltwise_rows(180, np.random.default_rng(4)):
+        wiggle = 1.0 + 0.4 * np.sin(np.log(r.params["numel"]))
+        rows.append(OpRecord(DEV, "eltwise", r.params, "float32", r.fwd_s, 2 * r.fwd_s * wiggle, 5,
+                             0.0, 0.0, 1.0))
+    rows = [r for r in rows if r.params["gi"]]
+    est = train(rows, REGISTRY["eltwise"].shape_dims, np.random.default_rng(5), 1.0, use_prior=True,
+                clock_stop=False)
+    assert est.stats["prior_alone"] == ["fwd"]
+    params = [r.params for r in rows]
+    fwd, bwd = est.predict(params)
+    assert np.allclose(fwd, prior_times("eltwise", "float32", params, est.prior)[:, 0], rtol=1e-9)
+    assert not np.allclose(bwd, prior_times("eltwise", "float32", params, est.prior)[:, 1], rtol=1e-3)
+    again = OpEstimator.from_json(est.to_json())
+    assert np.allclose(again.predict(params)[0], fwd, rtol=1e-12)
+
+
 def test_exact_gemm_terms_are_recovered_with_their_cache_size():
     """A product with few rows streams B from memory: times made of the terms, B's bytes beyond
-    a 1 MiB cache costing more, are recovered to the rounding and the cache size found."""
+    a 1 MiB cache costing more, are recovered to the rounding and the cache size found; the
+    backward's times, made of its own products' terms, too."""
     rng = np.random.default_rng(1)
     rates = np.array([4e-6, 1e-6, 8e-12, 5e-11, 2e-10, 1e-10, 5e-11, 6e-10, 3e-10, 4e-10,
                       3e-10, 7e-10, 2e-10])
@@ -209,12 +240,13 @@ def test_exact_gemm_terms_are_recovered_with_their_cache_size():
         p = {k: int(np.exp(rng.uniform(0, np.log(4096)))) for k in "mkn"}
         p |= {"tb": int(rng.random() < 0.5), "ga": int(rng.random() < 0.8), "gb": 1}
         t = float(np.dot(REGISTRY["mm"].prior_terms(p, "float32", CACHE), rates))
-        rows.append(OpRecord(DEV, "mm", p, "float32", t, 2 * t, 5, 0.0, 0.0, 1.0))
+        tb = float(np.dot(REGISTRY["mm"].backward_terms(p, "float32", CACHE), 1.5 * rates))
+        rows.append(OpRecord(DEV, "mm", p, "float32", t, tb, 5, 0.0, 0.0, 1.0))
     prior = fit_prior(rows, has_bwd=True)
     assert prior["terms"] == "mm" and prior["cache_bytes"] == CACHE
-    want = np.array([r.fwd_s for r in rows])
     got = prior_times("mm", "float32", [r.params for r in rows], prior)
-    assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
+    for j, want in enumerate((np.array([r.fwd_s for r in rows]), np.array([r.bwd_s for r in rows]))):
+        assert np.allclose(got[:, j], np.maximum(want, prior["floor_s"]), rtol=1e-6)
 
 
 def test_pool_terms_by_hand():

@@ -30,6 +30,8 @@ CASES = [
     ("examples/ops/ensemble_calls.py", [MISSING, MISSING, "--ops", "conv2d"], MISSING),
     ("examples/ops/reference_window.py", [], "usage"),
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
+    ("examples/ops/terms_cv.py", [MISSING], MISSING),
+    ("examples/ops/terms_cv.py", [], "usage"),
     ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),
     ("examples/ops/model_calls.py", [], "required"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),

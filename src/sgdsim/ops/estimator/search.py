@@ -60,6 +60,7 @@ class Trial:
     seed: int
     model: object  # the fitted sklearn MLPRegressor
     scaler: tuple  # x mean, x std, y mean, y std (of the training rows)
+    by_output: tuple = ()  # the validation error of each output (forward, backward)
 
 
 def fit_cost(arch, rows: int, n_in: int, n_out: int, iters: int = FULL_ITERS) -> float:
@@ -115,9 +116,22 @@ class Fitter:
         self.trainings += 1
         self.planned += self.cost(x, arch, iters)
         pred = model.predict((x[self.val] - xm) / xs).reshape(len(self.val), -1) * ys + ym
+        err, by_output = self._score(pred)
+        return Trial(err, tuple(arch), alpha, seed, model, (xm, xs, ym, ys), by_output)
+
+    def _score(self, log_pred) -> tuple[float, tuple[float, ...]]:
+        """(the validation error, each output's) of predicted log targets."""
         with np.errstate(over="ignore", invalid="ignore"):
-            err = rel_error(np.exp(pred), self.times[self.val], self.mask[self.val])
-        return Trial(err if np.isfinite(err) else np.inf, tuple(arch), alpha, seed, model, (xm, xs, ym, ys))
+            each = output_errors(np.exp(log_pred), self.times[self.val], self.mask[self.val])
+        counted = [e for e in each if e is not None]
+        err = float(np.mean(counted)) if counted else 0.0
+        return (err if np.isfinite(err) else np.inf), tuple(np.inf if e is None or not np.isfinite(e)
+                                                            else e for e in each)
+
+    def uncorrected(self) -> tuple[float, ...]:
+        """Each output's validation error with no correction at all (the prior alone, where
+        the targets are what a prior misses)."""
+        return self._score(np.zeros((len(self.val), self.y.shape[1])))[1]
 
     def fit_ridge(self, x) -> Trial:
         """A linear least-squares model of the targets on ``x`` (the quadratic terms in it),
@@ -130,11 +144,9 @@ class Fitter:
         best = None
         for alpha in RIDGE_PENALTIES:
             w = np.linalg.solve(z.T @ z + alpha * np.eye(z.shape[1]), z.T @ t)
-            with np.errstate(over="ignore", invalid="ignore"):
-                err = rel_error(np.exp(zv @ w * ys + ym), self.times[self.val], self.mask[self.val])
-            err = err if np.isfinite(err) else np.inf
+            err, by_output = self._score(zv @ w * ys + ym)
             if best is None or err < best.err:
-                best = Trial(err, QUADRATIC, alpha, 0, _Linear(w), (xm, xs, ym, ys))
+                best = Trial(err, QUADRATIC, alpha, 0, _Linear(w), (xm, xs, ym, ys), by_output)
         self.trainings += len(RIDGE_PENALTIES)
         return best
 
@@ -152,11 +164,10 @@ def _std(a: np.ndarray) -> np.ndarray:
     return np.where(s > 1e-12, s, 1.0)  # a column constant on the training rows: left as is
 
 
-def rel_error(pred, true, mask) -> float:
-    """Mean over outputs of the mean relative |error| on the rows ``mask`` counts."""
-    errs = [np.mean(np.abs(pred[m, j] - true[m, j]) / true[m, j])
-            for j in range(true.shape[1]) if (m := mask[:, j]).any()]
-    return float(np.mean(errs)) if errs else 0.0
+def output_errors(pred, true, mask) -> list[float | None]:
+    """Each output's mean relative |error| on the rows ``mask`` counts (None: no such row)."""
+    return [float(np.mean(np.abs(pred[m, j] - true[m, j]) / true[m, j])) if (m := mask[:, j]).any()
+            else None for j in range(true.shape[1])]
 
 
 def _seed(rng: np.random.Generator) -> int:

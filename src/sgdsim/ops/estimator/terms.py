@@ -31,9 +31,10 @@ def has_terms(op: str) -> bool:
     return REGISTRY[op].prior_terms is not None
 
 
-def term_matrix(op: str, dtype: str, params: list[dict], cache_bytes: float) -> np.ndarray:
-    """(n, terms): each call's terms."""
-    f = REGISTRY[op].prior_terms
+def term_matrix(op: str, dtype: str, params: list[dict], cache_bytes: float,
+                backward: bool = False) -> np.ndarray:
+    """(n, terms): each call's terms (``backward``: its backward's, where its type has them)."""
+    f = (backward and REGISTRY[op].backward_terms) or REGISTRY[op].prior_terms
     return np.array([f(p, dtype, cache_bytes) for p in params], dtype=float).reshape(len(params), -1)
 
 
@@ -125,7 +126,8 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
         return None
     X = matrices[cache]
     rates = fit_rates(X, fwd)
-    back = fit_rates(X, bwd) if has_bwd and (bwd > 0).sum() >= 2 else rates
+    back = fit_rates(term_matrix(op, dtype, params, cache, backward=True), bwd) \
+        if has_bwd and (bwd > 0).sum() >= 2 else rates
     return {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
 
 
@@ -135,7 +137,8 @@ def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndar
     if X.shape[1] != len(prior["fwd"]):
         raise ConfigError(f"the {op} prior has {len(prior['fwd'])} terms, this sgdsim computes "
                          f"{X.shape[1]}: train the estimator again (sgdsim ops train)")
-    out = np.stack([X @ np.array(prior["fwd"]), X @ np.array(prior["bwd"])], axis=1)
+    Xb = term_matrix(op, dtype, params, prior["cache_bytes"], backward=True)
+    out = np.stack([X @ np.array(prior["fwd"]), Xb @ np.array(prior["bwd"])], axis=1)
     return np.maximum(out, prior["floor_s"])
 
 

@@ -24,6 +24,8 @@ class OpType:
     # the terms of a physical prior (parameters, dtype, cache bytes -> one number per term,
     # each given its own rate by the estimator: ``estimator/terms.py``); None: the roofline
     prior_terms: Callable[[Params, str, float], list[float]] | None = None
+    # the backward's own terms, as many (default: the forward's, each at a backward rate)
+    backward_terms: Callable[[Params, str, float], list[float]] | None = None
     # parameters read since rows were first stored, each with the value every older row had
     # (``complete``): a database or a file from before still loads, trains and looks up
     added: tuple[tuple[str, int | float | str], ...] = ()

@@ -124,9 +124,23 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
             *(beyond_cache(b * e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n))]
 
 
+def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """The backward's terms: those of its own products, summed. A's gradient is dC @ B^T (m
+    rows, n deep, k columns; B^T a transposed view unless B was one), B's is A^T @ dC (k rows,
+    m deep, n columns), each where its operand needs a gradient (a linear layer's weight
+    always does). The forward's shape is the wrong one for them: a layer's weight gradient
+    has its rows and depth swapped, which decides the tiles and paths above."""
+    b, m, k, n, tb = p.get("b", 1), p["m"], p["k"], p["n"], int(p.get("tb", 0))
+    products = ([{"b": b, "m": m, "k": n, "n": k, "tb": 1 - tb, "ga": 1}] if grad(p["ga"]) else []) + \
+        ([{"b": b, "m": k, "k": m, "n": n, "tb": 0, "ga": 1}] if grad(p.get("gb", 1)) else [])
+    terms = [gemm_terms(q, dtype, cache_bytes) for q in products]
+    return [float(sum(col)) for col in zip(*terms)] if terms else [0.0] * len(gemm_terms(p, dtype, cache_bytes))
+
+
 MNK = frozenset({"m", "k", "n"})
 ADDMM = OpType("addmm", ("aten.addmm.default",), MNK, addmm_params, addmm_build, addmm_sample,
-               "bias + A @ B (a linear layer)", gemm_terms)
-MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B", gemm_terms)
+               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms)
+MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B", gemm_terms,
+            gemm_backward_terms)
 BMM = OpType("bmm", ("aten.bmm.default",), MNK | {"b"}, bmm_params, bmm_build, bmm_sample,
-             "batched A @ B (attention scores)", gemm_terms)
+             "batched A @ B (attention scores)", gemm_terms, gemm_backward_terms)

@@ -1,0 +1,59 @@
+"""The physical-terms prior alone, no network correcting it: per operator type with terms
+(``OpType.prior_terms``) and per grid, the 4-fold held-out median |error| of the forward and
+of the backward time (the folds of ``prior_cv.py``: the same seed, the same rows held out). A column per
+database, so that a change to the terms is judged on every committed grid at once; run it at
+two commits to compare them (docs/ops.md §5).
+
+    sgdsim ops import docs/validation/ops/db-grid-epyc-2026-12-02-run11.csv --db run11.sqlite
+    python examples/ops/terms_cv.py run11.sqlite [more.sqlite ...] [--ops bmm,mm] [--seed 0]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+
+from prior_cv import load_groups  # beside this script
+from run_main import run_main
+from sgdsim.ops.estimator.prior import fit_prior, prior_times
+from sgdsim.ops.estimator.terms import has_terms
+
+FOLDS = 4
+
+
+def held_out_errors(recs, seed: int) -> tuple[float, float]:
+    """Median |predicted / measured - 1| of the forward and of the timed backwards, every row
+    held out once."""
+    op, dtype = recs[0].op, recs[0].dtype
+    fold = np.random.default_rng(seed).permutation(len(recs)) % FOLDS
+    errs: tuple[list, list] = ([], [])
+    for k in range(FOLDS):
+        test = [r for r, f in zip(recs, fold) if f == k]
+        prior = fit_prior([r for r, f in zip(recs, fold) if f != k], has_bwd=True)
+        got = prior_times(op, dtype, [r.params for r in test], prior)
+        for j, want in enumerate((np.array([r.fwd_s for r in test]),
+                                  np.array([0.0 if r.bwd_bound else r.bwd_s for r in test]))):
+            errs[j].extend(np.abs(got[want > 0, j] / want[want > 0] - 1))
+    return float(np.median(errs[0])), (float(np.median(errs[1])) if errs[1] else float("nan"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dbs", nargs="+")
+    ap.add_argument("--ops", default=None, help="comma list of operator types (default: all with terms)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    grids = [load_groups(path)[1] for path in args.dbs]
+    wanted = None if args.ops is None else set(args.ops.split(","))
+    kinds = sorted({k for g in grids for k in g if has_terms(k[0]) and (wanted is None or k[0] in wanted)})
+    print("| operator | " + " | ".join(f"{os.path.basename(p)}: forward / backward" for p in args.dbs) + " |")
+    print("|---|" + "---:|" * len(args.dbs))
+    for kind in kinds:
+        cells = ["{:.1%} / {:.1%}".format(*held_out_errors(g[kind], args.seed))
+                 if len(g.get(kind, [])) >= 20 else "-" for g in grids]
+        print(f"| {kind[0]} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    run_main(main, "DB [DB ...] [--ops bmm,mm] [--seed 0]", at_least=1)
