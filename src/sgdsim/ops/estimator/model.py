@@ -232,14 +232,14 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     best = _quadratic_if_better(fitter, best, params, layout, pc, prior)
     quadratic = best.arch == QUADRATIC
     xm, xs, ym, ys = best.scaler
-    alone, err = _prior_alone_where_better(fitter, best, prior)
+    alone, val_err = _prior_alone_where_better(fitter, best, prior)
     weights, biases = _without_correction(best.model, ym, ys, alone)
     return OpEstimator(
         records[0].op, records[0].dtype, layout, pc, xm, xs, ym, ys, weights, biases,
         has_bwd, zero_bwd, prior=prior, quadratic=quadratic, stats={
             "prior_alone": [("fwd", "bwd")[j] for j in alone],
             "samples": len(records), "set_aside": set_aside, "validation_rows": n_val,
-            "validation_error": err,
+            "validation_error": val_err,
             "arch": "quad" if quadratic else f"L{best.arch[0]}N{best.arch[1]}",
             "alpha": best.alpha, "pc": pc_text(layout, pc),
             "pc_judged": [[pc_text(layout, e), err] for e, err in judged],
@@ -282,9 +282,9 @@ def _quadratic_if_better(fitter: Fitter, best, params, layout: Layout, pc, prior
 def _prior_alone_where_better(fitter: Fitter, best, prior) -> tuple[tuple[int, ...], float]:
     """(the outputs, 0 forward and 1 backward, on which the prior alone scores lower on the
     validation rows than the chosen correction does; the validation error of the model so
-    made). One correction fits both directions and is chosen by their mean: for mm it bought
-    a better backward with a worse forward (held out, 26 -> 20 % and 11.6 -> 15.8 %,
-    docs/ops.md §5)."""
+    made). One correction fits both directions and is chosen by their mean: on run 11's grid
+    it bought mm a better backward with a worse forward (4-fold held out, 26.0 -> 20.2 % and
+    11.6 -> 15.8 %, docs/ops.md §5)."""
     if prior is None:
         return (), best.err
     pairs = list(zip(fitter.uncorrected(), best.by_output))

@@ -112,9 +112,10 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     few rows is bound by that stream of B, which one rate per multiply-add cannot see.
 
     Three more, each an element of A or B on a path the BLAS takes for some shapes (seen in
-    the grids of MKL on an AMD and an Intel core, docs/ops.md §5): outputs narrower than ``TILE_N`` columns
-    leave the vector kernel (5-10 GFLOP/s against 50-90), a last partial tile of columns costs
-    about a full one, and two or three rows are neither a matrix-vector product nor a tile."""
+    the grids of MKL on an AMD and an Intel core, docs/ops.md §5): outputs narrower than
+    ``TILE_N`` columns leave the vector kernel (5-10 GFLOP/s against 50-90), a last partial
+    tile of columns costs about a full one, and two or three rows are neither a matrix-vector
+    product nor a tile."""
     b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
     g = grad(p["ga"]) or grad(p.get("gb", 0))
     narrow, partial = n < TILE_N, n > TILE_N and n % TILE_N != 0
@@ -133,8 +134,9 @@ def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     b, m, k, n, tb = p.get("b", 1), p["m"], p["k"], p["n"], int(p.get("tb", 0))
     products = ([{"b": b, "m": m, "k": n, "n": k, "tb": 1 - tb, "ga": 1}] if grad(p["ga"]) else []) + \
         ([{"b": b, "m": k, "k": m, "n": n, "tb": 0, "ga": 1}] if grad(p.get("gb", 1)) else [])
-    terms = [gemm_terms(q, dtype, cache_bytes) for q in products]
-    return [float(sum(col)) for col in zip(*terms)] if terms else [0.0] * len(gemm_terms(p, dtype, cache_bytes))
+    if not products:  # nothing needs a gradient: no backward, every term 0
+        return [0.0] * len(gemm_terms(p, dtype, cache_bytes))
+    return [float(sum(col)) for col in zip(*(gemm_terms(q, dtype, cache_bytes) for q in products))]
 
 
 MNK = frozenset({"m", "k", "n"})
