@@ -130,7 +130,7 @@ def test_exact_terms_are_recovered_with_their_cache_size():
     assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
     gi = np.array([p["gi"] for p in params]) == 1
     assert np.allclose(got[gi, 1], np.maximum(2 * want[gi], prior["floor_s"]), rtol=1e-6)
-    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 7 + 2 * len(ARITH))
+    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 9 + 2 * len(ARITH))
     assert any(p["inplace"] for p in params) and not all(p["inplace"] for p in params)
 
 
@@ -253,10 +253,13 @@ def test_pool_terms_by_hand():
     # 2 planes of 4 x 4, 2 x 2 windows with stride 2: 32 elements in, 8 out, 8 windows of 4;
     # a 64-byte cache holds 16 float32 elements of the 40
     p = {"n": 1, "c": 2, "h": 4, "w": 4, "k": 2, "s": 2, "p": 0, "gi": 1}
-    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 64.0) == [1, 1, 32, 8, 32, 24]
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 64.0) == [1, 1, 32, 8, 32, 24, 32]
     # 3 x 3 windows padded by 1: still 2 x 2 out per plane, 9 elements a window
     q = {**p, "k": 3, "p": 1, "gi": 0}
-    assert REGISTRY["avg_pool2d"].prior_terms(q, "float32", 64.0) == [1, 0, 32, 8, 72, 24]
+    assert REGISTRY["avg_pool2d"].prior_terms(q, "float32", 64.0) == [1, 0, 32, 8, 72, 24, 72]
+    # the window's reads again only past the cache: a step, 0 while the 40 elements fit
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 160.0)[-2:] == [0, 0]
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 156.0)[-2:] == [1, 32]
 
 
 def test_softmax_terms_by_hand():
@@ -274,24 +277,28 @@ def test_eltwise_fixed_costs_per_broadcast_and_function():
     # before the last term, 1 + len(ARITH): a broadcast's fixed cost, then one per function
     fns = sorted(ARITH)
     p = {"numel": 10, "fn": "tanh", "bcast": 1, "gi": 0, "inplace": 0}
-    tail = REGISTRY["eltwise"].prior_terms(p, "float32", CACHE)[-(2 + len(fns)):-1]
+    tail = REGISTRY["eltwise"].prior_terms(p, "float32", CACHE)[-(4 + len(fns)):-3]
     assert tail == [1.0] + [float(f == "tanh") for f in fns]
     q = {**p, "fn": "add", "bcast": 0}
-    assert REGISTRY["eltwise"].prior_terms(q, "float32", CACHE)[-(2 + len(fns)):-1] == \
+    assert REGISTRY["eltwise"].prior_terms(q, "float32", CACHE)[-(4 + len(fns)):-3] == \
         [0.0] + [float(f == "add") for f in fns]
 
 
 def test_an_out_of_place_output_is_fresh_memory_an_in_place_one_is_not():
-    """The last term: an out-of-place call's output elements; in place, none, and one tensor
-    fewer to hold in cache (the output is the first input)."""
+    """The third term from the end: an out-of-place call's output elements; in place, none,
+    and one tensor fewer to hold in cache (the output is the first input). The last two: an
+    in-place call on a tensor that needs a gradient, per element and once."""
     terms = REGISTRY["eltwise"].prior_terms
     big = 2 ** 20  # 4 MiB a tensor: beyond the 1 MiB cache either way
     out = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 0, "inplace": 0}, "float32", CACHE)
     inp = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 0, "inplace": 1}, "float32", CACHE)
-    assert out[-1] == big and inp[-1] == 0.0
+    assert out[-3:] == [big, 0.0, 0.0] and inp[-3:] == [0.0, 0.0, 0.0]
     beyond = 4 + len(ARITH)  # after fixed, autograd, elements, one per function, broadcast
     assert out[beyond] == big - CACHE / (4 * 3) and inp[beyond] == big - CACHE / (4 * 2)
     assert out[:beyond] == inp[:beyond]
+    graded = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 1, "inplace": 1}, "float32", CACHE)
+    assert graded[-3:] == [0.0, big, 1.0]
+    assert terms({"numel": big, "fn": "add", "bcast": 0, "gi": 1, "inplace": 0}, "float32", CACHE)[-2:] == [0, 0]
 
 
 def test_conv_terms_by_hand():

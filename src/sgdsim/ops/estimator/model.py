@@ -23,6 +23,7 @@ from .features import (Layout, bounded_inputs, layout_of, log_inputs, n_pairwise
                        pairwise, pc_text)
 from ..records import learnable
 from .prior import check_prior, fit_prior, prior_times
+from .terms import has_terms
 from .search import QUADRATIC, Fitter, choose_pc, fine_tune, screen, search_arch
 
 FORMAT = "sgdsim-op-estimator/1"
@@ -208,10 +209,13 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
           clock_stop: bool = True, use_prior: bool | str = False) -> OpEstimator:
     """The estimator of ``records`` (one op type and dtype): PC search (``use_pc``), then
     architecture search (or only fine-tuning of ``arch``), planned for ``budget_s`` seconds;
-    ``use_prior``: correct a roofline (True, False or "auto": both, the better one).
+    ``use_prior``: correct a roofline (True, False or "auto": both, the better one; a type
+    with physical terms always keeps its prior, ``_with_or_without_prior``).
     Deterministic for a given generator state, data and budget, unless the clock stops a
     search that overran its plan (``stats["budget_hit"]`` says so); ``clock_stop=False``
     never stops on the clock, so the result is the same on any machine, however loaded."""
+    if use_prior == "auto" and has_terms(records[0].op):
+        use_prior = True  # see _with_or_without_prior
     if use_prior == "auto":
         return _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop)
     records, set_aside = _learnable(records)
@@ -328,7 +332,10 @@ def _prior_targets(records, params, has_bwd: bool, zero_bwd, use_prior: bool):
 def _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop) -> OpEstimator:
     """Both, on the same validation split with half the budget each; the one whose validation
     error is lower (the roofline prior helps some operator types and hurts others:
-    docs/ops.md)."""
+    docs/ops.md). Only for types without physical terms (``train``): with terms, the network
+    alone was worse held out on every such type of runs 10 and 11's grids (4-fold, 1.0-3.4x
+    the corrected prior's median error), and one of four folds still chose it for conv2d on
+    run 10's 20 validation rows (docs/ops.md §5, 2026-12-03)."""
     tried = [train(records, shape_dims, copy.deepcopy(rng), budget_s / 2, use_pc, arch, clock_stop, choice)
              for choice in (False, True)]
     best = min(tried, key=lambda e: e.stats["validation_error"])

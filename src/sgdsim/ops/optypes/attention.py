@@ -8,7 +8,7 @@ mask (``mask`` 2) against a float one (1): the boolean one is turned into a floa
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, capped, dense, grad, log_int
+from .base import OpType, beyond_cache, capped, dense, grad, log_int
 
 FUNC = "F.scaled_dot_product_attention"
 DROPOUT_P = 0.1  # what a call with dropout is timed with: the rate's value hardly matters
@@ -60,6 +60,26 @@ def sample(rng):
     return {**p, "causal": causal, "mask": mask, "dropout": int(rng.random() < 0.3), "gi": 1}
 
 
+def sdpa_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """An attention call's time, one term per rate: a fixed cost, autograd's bookkeeping, one
+    per (batch, head) and one per query row (the fused kernel's blocks are set up per head and
+    per block of rows), the two products' multiply-adds and the scores' elements (each an exp)
+    on the fused path, the multiply-adds again where causal (about half the blocks are
+    skipped), both again on the decomposed path that dropout takes (the scores are written
+    out, softmaxed and masked in memory), a mask's elements (read; a boolean one converted to
+    a float one first), and the query, key, value and output elements past ``cache_bytes``."""
+    bh = float(p["b"]) * p["heads"]
+    scores = bh * p["lq"] * p["lk"]
+    macs = scores * p["d"]
+    dropout, causal, mask = int(p.get("dropout", 0)), int(p["causal"]), int(p["mask"])
+    fused = 1 - dropout
+    masked = float(p["b"]) * p["lq"] * p["lk"] * (mask > 0)
+    qkvo = bh * (2 * p["lq"] + 2 * p["lk"]) * p["d"]
+    return [1.0, float(grad(p["gi"])), bh, bh * p["lq"], macs * fused * (1 - causal),
+            macs * fused * causal, scores * fused, macs * dropout, scores * dropout, masked,
+            masked * (mask == 2), beyond_cache(qkvo, 1, dtype, cache_bytes)]
+
+
 SDPA = OpType("sdpa", (FUNC,), frozenset({"b", "heads", "lq", "lk", "d"}), params_of, build,
-              sample, "scaled-dot-product attention (fused)",
+              sample, "scaled-dot-product attention (fused)", sdpa_terms,
               added=(("dropout", 0),))  # no grid drew dropout before it was read

@@ -118,3 +118,20 @@ def capped(rng, draw, cost, limit, tries=50):
         if cost(p) <= limit:
             return p
     return p
+
+
+VECTOR_BYTES = 64  # one AVX-512 register, one cache line: a row shorter fills no vector
+
+
+def rowwise_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A row-wise reduction's time (softmax, log-softmax, layer norm: statistics of each
+    row, then each element rescaled), one term per rate: a fixed cost, autograd's
+    bookkeeping, a cost per row (each row's statistics start again: a short row pays it for
+    few elements), one per element, and the elements whose bytes (input and output) do not
+    fit in ``cache_bytes``. A row shorter than one vector (``VECTOR_BYTES``) takes a scalar
+    path, about 9x slower a row on the grid's Xeon (14 columns against 30): its rows and
+    elements again, at their own rates."""
+    rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
+    short = float(p["cols"] * item_bytes(dtype) < VECTOR_BYTES)
+    return [1.0, float(grad(p["gi"])), rows, n, beyond_cache(n, 2, dtype, cache_bytes),
+            rows * short, n * short]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, beyond_cache, capped, dense, grad, log_int, numel, rows_cols
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, numel, rows_cols, rowwise_terms
 
 BN_FUNCS = ("aten.native_batch_norm.default", "aten._native_batch_norm_legit.default")
 
@@ -69,4 +69,4 @@ BATCH_NORM = OpType("batch_norm", BN_FUNCS, frozenset({"n", "c", "hw"}), bn_para
                     bn_sample, "batch norm in training mode", bn_terms)
 LAYER_NORM = OpType("layer_norm", ("aten.native_layer_norm.default",),
                     frozenset({"rows", "cols"}), ln_params, ln_build, ln_sample,
-                    "layer norm over the last dimension")
+                    "layer norm over the last dimension", rowwise_terms)

@@ -87,13 +87,24 @@ def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     broadcast's, and the elements whose bytes (inputs and output) do not fit in
     ``cache_bytes``: they stream from memory, slower. Then a fixed cost per broadcast (its
     iterator over strided dimensions is set up per call) and per function (each dispatches
-    its own kernel): half the grid's calls take under 13 µs, where these are the time. Last,
-    an out-of-place call's output elements: fresh memory, mapped and faulted in as written."""
+    its own kernel): half the grid's calls take under 13 µs, where these are the time. Then
+    an out-of-place call's output elements: fresh memory, mapped and faulted in as written.
+    Last, an in-place call on a tensor that needs a gradient, per element and once: it writes
+    into its own copy of the target (``measure.py``), not the warm one the copies share, and
+    autograd checks and bumps the target's version."""
     n, fn, inplace = float(p["numel"]), str(p["fn"]), int(p.get("inplace", 0))
     beyond = beyond_cache(n, ARITH.get(fn, ARITH["clone"])[1] + 1 - inplace, dtype, cache_bytes)
     return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in ARITH_NAMES),
             n * int(p["bcast"]), beyond,
-            float(p["bcast"]), *(float(fn == f) for f in ARITH_NAMES), n * (1 - inplace)]
+            float(p["bcast"]), *(float(fn == f) for f in ARITH_NAMES), n * (1 - inplace),
+            n * inplace * grad(p["gi"]), float(inplace * grad(p["gi"]))]
+
+
+def arith_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """The backward's terms: the forward's, but for the in-place call's own copy and version
+    check, which its backward does not pay again (it reads the gradient, not the target)."""
+    terms = arith_terms(p, dtype, cache_bytes)
+    return terms[:-2] + [0.0, 0.0]
 
 
 def act_params(call: Call):
@@ -134,6 +145,6 @@ GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, 
               gelu_sample, "GELU (exact or tanh)", added=(("approx", "none"),))
 ELTWISE = OpType("eltwise", ARITH_FUNCS, frozenset({"numel"}), arith_params, arith_build,
                  arith_sample, "element-wise arithmetic, dropout, copies", arith_terms,
-                 added=(("inplace", 0),))
+                 arith_backward_terms, added=(("inplace", 0),))
 
 __all__ = ["RELU", "GELU", "ELTWISE", "TSpec"]

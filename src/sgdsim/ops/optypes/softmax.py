@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, beyond_cache, capped, dense, grad, item_bytes, log_int, rows_cols
+from .base import OpType, capped, dense, grad, log_int, rows_cols, rowwise_terms
 
-VECTOR_BYTES = 64  # one AVX-512 register, one cache line: a row shorter fills no vector
 SOFTMAX_FUNCS = ("aten._softmax.default", "aten._safe_softmax.default")
 
 
@@ -29,19 +28,6 @@ def sm_sample(rng):
             "gi": int(rng.random() < 0.9)}
 
 
-def sm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    """A row-wise softmax's time, one term per rate: a fixed cost, autograd's bookkeeping,
-    a cost per row (each row's max, sum and normalisation start again: a short row pays it
-    for few elements), one per element, and the elements whose bytes (input and output) do
-    not fit in ``cache_bytes``. A row shorter than one vector (``VECTOR_BYTES``) takes a
-    scalar path, about 9x slower a row on the grid's Xeon (14 columns against 30): its rows
-    and elements again, at their own rates."""
-    rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
-    short = float(p["cols"] * item_bytes(dtype) < VECTOR_BYTES)
-    return [1.0, float(grad(p["gi"])), rows, n, beyond_cache(n, 2, dtype, cache_bytes),
-            rows * short, n * short]
-
-
 def nll_params(call: Call):
     x, target = call.args[:2]
     if len(x.shape) != 2:
@@ -57,9 +43,9 @@ def nll_build(p, dtype) -> Call:
 
 RC = frozenset({"rows", "cols"})
 SOFTMAX = OpType("softmax", SOFTMAX_FUNCS, RC, sm_params, _build(SOFTMAX_FUNCS[0]), sm_sample,
-                 "softmax over the last dimension", sm_terms)
+                 "softmax over the last dimension", rowwise_terms)
 LOG_SOFTMAX = OpType("log_softmax", ("aten._log_softmax.default",), RC, sm_params,
                      _build("aten._log_softmax.default"), sm_sample,
-                     "log-softmax (the first half of cross-entropy)", sm_terms)
+                     "log-softmax (the first half of cross-entropy)", rowwise_terms)
 NLL_LOSS = OpType("nll_loss", ("aten.nll_loss_forward.default",), RC, nll_params, nll_build,
                   sm_sample, "negative log-likelihood (the second half of cross-entropy)")

@@ -1,0 +1,94 @@
+"""The physical terms of the mean, attention and layer norm (``OpType.prior_terms``), by hand,
+and a mean and an attention whose times are exactly such terms recovered by the terms prior."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sgdsim.ops.estimator.prior import fit_prior, prior_times
+from sgdsim.ops.optypes import REGISTRY
+from sgdsim.ops.optypes.base import rowwise_terms
+from sgdsim.ops.records import Device, OpRecord
+
+DEV = Device("cpu (test)", "cpu")
+
+
+def test_mean_terms_by_hand():
+    # 6 rows of 4: 24 elements summed, 6 rows reduced; a 64-byte cache holds 16 of them
+    p = {"numel": 24, "out": 6, "gi": 1}
+    assert REGISTRY["mean"].prior_terms(p, "float32", 64.0) == [1, 1, 24, 6, 0, 8]
+    # a mean over one element is a copy: its rows go to their own rate
+    q = {"numel": 6, "out": 6, "gi": 0}
+    assert REGISTRY["mean"].prior_terms(q, "float32", 64.0) == [1, 0, 6, 0, 6, 0]
+
+
+def test_attention_terms_by_hand():
+    # 2 x 3 heads, 4 queries, 5 keys of 8: 6 heads, 24 query rows, 120 scores, 960 multiply-adds;
+    # query, key, value and output 6 x (2 x 4 + 2 x 5) x 8 = 864 elements, 16 of them in 64 bytes
+    p = {"b": 2, "heads": 3, "lq": 4, "lk": 5, "d": 8, "causal": 0, "mask": 0, "dropout": 0, "gi": 1}
+    terms = REGISTRY["sdpa"].prior_terms
+    assert terms(p, "float32", 64.0) == [1, 1, 6, 24, 960, 0, 120, 0, 0, 0, 0, 848]
+    # causal: the products' multiply-adds at their own rate; dropout: the decomposed path's
+    assert terms({**p, "causal": 1}, "float32", 64.0)[4:9] == [0, 960, 120, 0, 0]
+    assert terms({**p, "dropout": 1}, "float32", 64.0)[4:9] == [0, 0, 0, 960, 120]
+    # a mask is read per batch, not per head (2 x 4 x 5); a boolean one is converted as well
+    assert terms({**p, "mask": 1}, "float32", 64.0)[9:11] == [40, 0]
+    assert terms({**p, "mask": 2}, "float32", 64.0)[9:11] == [40, 40]
+
+
+def test_layer_norm_is_a_rowwise_reduction():
+    assert REGISTRY["layer_norm"].prior_terms is rowwise_terms
+    assert REGISTRY["softmax"].prior_terms is rowwise_terms
+    assert rowwise_terms({"rows": 3, "cols": 10, "gi": 1}, "float32", 64.0) == [1, 1, 3, 30, 22, 3, 30]
+
+
+RATES = {"mean": [4e-6, 1e-6, 0.08e-9, 7e-9, 1e-9, 0.2e-9],
+         "sdpa": [20e-6, 5e-6, 1e-6, 40e-9, 0.02e-9, 0.011e-9, 1.5e-9, 0.05e-9, 6e-9, 0.5e-9, 2e-9, 0.3e-9]}
+
+
+def _rows(op: str, n: int, rng) -> list[OpRecord]:
+    """``n`` sampled shapes of ``op`` timed exactly by its terms at ``RATES`` (1 MiB cache)."""
+    rows = []
+    for _ in range(n):
+        p = REGISTRY[op].sample(rng)
+        t = float(np.dot(REGISTRY[op].prior_terms(p, "float32", 2.0 ** 20), RATES[op]))
+        rows.append(OpRecord(DEV, op, p, "float32", t, 2 * t, 5, 0.0, 0.0, 1.0))
+    return rows
+
+
+@pytest.mark.parametrize("op", sorted(RATES))
+def test_exact_terms_are_recovered(op):
+    """Times made of the terms: the fit finds the cache size and predicts every row to the
+    rounding (but the few below its floor, which it lifts to it)."""
+    rows = _rows(op, 150, np.random.default_rng(7))
+    prior = fit_prior(rows, has_bwd=True)
+    assert prior["terms"] == op and prior["cache_bytes"] == 2.0 ** 20
+    got = prior_times(op, "float32", [r.params for r in rows], prior)
+    want = np.array([r.fwd_s for r in rows])
+    assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
+    assert np.allclose(got[:, 1], np.maximum(2 * want, prior["floor_s"]), rtol=1e-6)
+
+
+def test_an_in_place_calls_own_costs_are_forward_only():
+    """The copy and version check of an in-place call with a gradient: forward terms only."""
+    p = {"numel": 1000, "fn": "mul", "bcast": 0, "gi": 1, "inplace": 1}
+    fwd = REGISTRY["eltwise"].prior_terms(p, "float32", 2.0 ** 20)
+    bwd = REGISTRY["eltwise"].backward_terms(p, "float32", 2.0 ** 20)
+    assert fwd[-2:] == [1000, 1] and bwd[-2:] == [0, 0] and bwd[:-2] == fwd[:-2]
+
+
+def test_auto_keeps_the_prior_of_a_type_with_terms():
+    """``use_prior="auto"`` trains once, with the prior, for a type with physical terms; a
+    roofline type still tries both and keeps the one its validation rows prefer."""
+    from sgdsim.ops.estimator.model import train
+
+    rows = _rows("mean", 60, np.random.default_rng(3))
+    est = train(rows, REGISTRY["mean"].shape_dims, np.random.default_rng(0), 0.5, use_prior="auto",
+                clock_stop=False)
+    assert est.prior is not None and "terms" in est.prior
+    assert "validation_errors_without_with_prior" not in est.stats
+    relu = [OpRecord(DEV, "relu", {"numel": int(n), "gi": 1}, "float32", 1e-6 + n * 2e-9, 4e-6 + n * 3e-9,
+                     5, 0.0, 0.0, 1.0) for n in np.geomspace(100, 1e7, 40)]
+    both = train(relu, REGISTRY["relu"].shape_dims, np.random.default_rng(0), 0.5, use_prior="auto",
+                 clock_stop=False)
+    assert len(both.stats["validation_errors_without_with_prior"]) == 2
