@@ -12,7 +12,8 @@ from estimator_support import CONV_DIMS, MM_DIMS, conv_like, log_int, matmul_lik
 from sgdsim.ops.estimator import search  # noqa: E402
 from sgdsim.ops.estimator.features import (candidates, layout_of, log_inputs,  # noqa: E402
                                            n_candidates, one_hot, pc_text)
-from sgdsim.ops.estimator.model import evaluate, holdout_split, train  # noqa: E402
+from sgdsim.ops.estimator.evaluation import evaluate, holdout_split  # noqa: E402
+from sgdsim.ops.estimator.model import train  # noqa: E402
 
 CONV_TRUTH = {"n": 1, "h": 1, "w": 1, "cin": 1, "cout": 1, "kh": 1, "kw": 1, "sh": -1, "sw": -1}
 BUDGET = 6.0  # seconds per training: the whole file stays well under a minute

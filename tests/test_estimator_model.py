@@ -2,6 +2,8 @@
 backward times, ``evaluate`` and the Table-3 report."""
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from dataclasses import replace
 
@@ -13,8 +15,8 @@ pytest.importorskip("sklearn")
 from estimator_support import MM_DIMS, matmul_like, relu_like  # noqa: E402
 
 from sgdsim.errors import ConfigError  # noqa: E402
-from sgdsim.ops.estimator.model import (OpEstimator, evaluate, forward,  # noqa: E402
-                                        holdout_split, train)
+from sgdsim.ops.estimator.evaluation import evaluate, holdout_split  # noqa: E402
+from sgdsim.ops.estimator.model import OpEstimator, forward, train  # noqa: E402
 from sgdsim.ops.estimator.report import render, table3_row  # noqa: E402
 from sgdsim.ops.estimator.search import fit_mlp  # noqa: E402
 
@@ -171,11 +173,14 @@ def test_holdout_split_is_a_seeded_partition():
 
 
 def test_table3_row_trains_both_on_the_same_split_and_renders():
-    records = matmul_like(60, seed=5)
+    # mm's terms read "ga" (A needs a gradient) where these rows say "gi"
+    records = [dataclasses.replace(r, params={**{k: v for k, v in r.params.items() if k != "gi"}, "ga": 1})
+               for r in matmul_like(60, seed=5)]
     row = table3_row(records, MM_DIMS, seed=0, budget_s=1.0)
     assert row["op"] == "mm" and row["samples"] == 60 and row["held_out"] == 6
     assert row["pc"] == "k*m*n" and row["arch"].startswith("L")
     assert 0 < row["error"] <= row["error_max"] and row["no_pc_error"] > 0
+    assert row["shipped_median"] >= 0 and row["shipped_arch"] == "terms"  # mm has terms: auto fits them
     text = render([row, {**row, "op": "mm2", "error": 3 * row["error"]}])
     lines = text.splitlines()
     assert len(lines) == 5 and lines[2].startswith("| mm | float32 | 60 (6) |")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from sgdsim.errors import ConfigError
-from sgdsim.ops.estimator.model import OpEstimator, evaluate, train
+from sgdsim.ops.estimator.evaluation import evaluate
+from sgdsim.ops.estimator.model import OpEstimator, train
 from sgdsim.ops.estimator.prior import prior_times
 from sgdsim.ops.optypes import REGISTRY
 from sgdsim.ops.records import Device, OpRecord

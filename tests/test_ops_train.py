@@ -12,7 +12,7 @@ pytest.importorskip("sqlalchemy")
 from sgdsim.cli import main  # noqa: E402
 from sgdsim.errors import ConfigError  # noqa: E402
 from sgdsim.ops.db import open_db  # noqa: E402
-from sgdsim.ops.estimator.model import evaluate  # noqa: E402
+from sgdsim.ops.estimator.evaluation import evaluate  # noqa: E402
 from sgdsim.ops.records import learnable  # noqa: E402
 from sgdsim.ops.records import Device, OpRecord  # noqa: E402
 
@@ -96,9 +96,11 @@ def test_retest_times_rows_again_and_stats_and_eval_show_it(tmp_path, capsys):
     assert f"{values['fwd_median']:.1%}" in capsys.readouterr().out
     row = {"op": "relu", "dtype": "float32", "samples": 20, "held_out": 2, "arch": "L1N8", "pc": "-",
            "error": 0.1, "error_max": 0.2, "bwd_error": 0.1, "weighted_error": 0.1, "no_pc_error": 0.1,
-           "no_pc_bwd_error": 0.1, "no_pc_weighted_error": 0.1, "train_s": 1, "error_median": 0.09}
-    assert "| relu | float32 | 9.0% | 10.0% | yes |" in render([row], {("relu", "float32"): {"fwd_median": 0.1}})
-    assert "| 9.0% | 5.0% | **no** |" in render([row], {("relu", "float32"): {"fwd_median": 0.05}})
+           "no_pc_bwd_error": 0.1, "no_pc_weighted_error": 0.1, "train_s": 1, "error_median": 0.2,
+           "shipped_median": 0.09, "shipped_arch": "quad"}
+    assert "| relu | float32 | 9.0% (quad) | 20.0% | 10.0% | yes |" in \
+        render([row], {("relu", "float32"): {"fwd_median": 0.1}})  # judged: the shipped estimator
+    assert "| 9.0% (quad) | 20.0% | 5.0% | **no** |" in render([row], {("relu", "float32"): {"fwd_median": 0.05}})
 
 
 def test_retest_needs_rows_measured_on_this_machine(tmp_path, capsys):

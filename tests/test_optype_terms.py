@@ -77,18 +77,30 @@ def test_an_in_place_calls_own_costs_are_forward_only():
     assert fwd[-2:] == [1000, 1] and bwd[-2:] == [0, 0] and bwd[:-2] == fwd[:-2]
 
 
-def test_auto_keeps_the_prior_of_a_type_with_terms():
-    """``use_prior="auto"`` trains once, with the prior, for a type with physical terms; a
-    roofline type still tries both and keeps the one its validation rows prefer."""
-    from sgdsim.ops.estimator.model import train
+def test_auto_gives_a_type_with_terms_its_terms_alone():
+    """``use_prior="auto"``: a type with physical terms gets them with no correction (its
+    estimate is the terms prior's, through the JSON too, and one member however many are
+    asked for), its validation error the terms' own held out; a roofline type still tries a
+    network with and without its prior and keeps one."""
+    from sgdsim.ops.estimator.ensemble import train_members
+    from sgdsim.ops.estimator.model import OpEstimator, train
 
     rows = _rows("mean", 60, np.random.default_rng(3))
-    est = train(rows, REGISTRY["mean"].shape_dims, np.random.default_rng(0), 0.5, use_prior="auto",
-                clock_stop=False)
-    assert est.prior is not None and "terms" in est.prior
-    assert "validation_errors_without_with_prior" not in est.stats
+    params = [r.params for r in rows]
+    est = train_members(rows, REGISTRY["mean"].shape_dims, np.random.default_rng(0), 0.5, 3,
+                        use_prior="auto", clock_stop=False)
+    assert isinstance(est, OpEstimator) and est.stats["arch"] == "terms" and "terms" in est.prior
+    want = prior_times("mean", "float32", params, est.prior)
+    for e in (est, OpEstimator.from_json(est.to_json())):
+        fwd, bwd = e.predict(params)
+        assert np.allclose(fwd, want[:, 0], rtol=1e-12) and np.allclose(bwd, want[:, 1], rtol=1e-12)
+    assert 0.0 <= est.stats["validation_error"] < 0.08  # exact terms: the floor and thin terms off
+    noisy = [OpRecord(DEV, "mean", r.params, "float32", r.fwd_s * f, r.bwd_s * f, 5, 0.0, 0.0, 1.0)
+             for r, f in zip(rows, np.random.default_rng(4).lognormal(0.0, 0.3, len(rows)))]
+    assert train(noisy, REGISTRY["mean"].shape_dims, np.random.default_rng(0), 0.5, use_prior="auto",
+                 clock_stop=False).stats["validation_error"] > 0.15
     relu = [OpRecord(DEV, "relu", {"numel": int(n), "gi": 1}, "float32", 1e-6 + n * 2e-9, 4e-6 + n * 3e-9,
                      5, 0.0, 0.0, 1.0) for n in np.geomspace(100, 1e7, 40)]
     both = train(relu, REGISTRY["relu"].shape_dims, np.random.default_rng(0), 0.5, use_prior="auto",
                  clock_stop=False)
-    assert len(both.stats["validation_errors_without_with_prior"]) == 2
+    assert len(both.stats["validation_errors_without_with_prior"]) == 2 and both.stats["arch"] != "terms"

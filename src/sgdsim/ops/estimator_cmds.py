@@ -32,9 +32,11 @@ def register(sub) -> dict:
             q.add_argument("--no-pc", action="store_true",
                            help="train without the principal component (for comparison)")
             q.add_argument("--prior", default="auto", choices=("auto", "on", "off"),
-                           help="on: the MLP corrects a roofline fitted to each type's rows instead "
-                                "of learning the time; auto: both, half the budget each, the one "
-                                "with the lower validation error (default auto)")
+                           help="on: the MLP corrects a prior fitted to each type's rows (its "
+                                "physical terms, else a roofline) instead of learning the time; off: "
+                                "the MLP alone; auto: a type with physical terms gets them alone, "
+                                "in under a second, any other both on and off, half the budget "
+                                "each, the one with the lower validation error (default auto)")
         else:
             q.add_argument("--holdout", type=float, default=0.1,
                            help="fraction of each type's rows held out for the error")
@@ -75,6 +77,7 @@ def cmd_train(args) -> int:
     from .db import open_db
     from .estimator.ensemble import train_members
     from .estimator.search import OVERRUN
+    from .estimator.terms import has_terms
     from .optypes import type_rng
 
     failed: list[str] = []
@@ -86,8 +89,11 @@ def cmd_train(args) -> int:
             say(f"skipped (fewer than {MIN_ROWS} rows): {', '.join(small)}")
         # each search is planned for its budget by a cost model, and the clock stops it at
         # OVERRUN x budget (the plan is machine-independent, so a slower machine overruns it)
-        planned = len(groups) * args.budget
-        say(f"training {len(groups)} estimator(s) on {device}, {args.budget:g} s each as planned "
+        # with --prior auto a type with physical terms is fitted, not searched: under a second
+        searched = [op for op, _ in groups if args.prior != "auto" or not has_terms(op)]
+        planned = len(searched) * args.budget
+        say(f"training {len(groups)} estimator(s) on {device}: {len(groups) - len(searched)} fitted "
+            f"from their physical terms, {len(searched)} searched for {args.budget:g} s each as planned "
             f"(up to {OVERRUN * args.budget:g} s on a machine slower than the plan's): "
             f"{format_duration_s(planned)} to {format_duration_s(OVERRUN * planned)} in all")
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
