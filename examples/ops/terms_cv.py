@@ -16,7 +16,7 @@ import numpy as np
 
 from prior_cv import load_groups  # beside this script
 from run_main import run_main
-from sgdsim.ops.estimator.prior import fit_prior, prior_times
+from sgdsim.ops.estimator.prior import held_out_times
 from sgdsim.ops.estimator.terms import has_terms
 
 FOLDS = 4
@@ -25,17 +25,13 @@ FOLDS = 4
 def held_out_errors(recs, seed: int) -> tuple[float, float]:
     """Median |predicted / measured - 1| of the forward and of the timed backwards, every row
     held out once."""
-    op, dtype = recs[0].op, recs[0].dtype
     fold = np.random.default_rng(seed).permutation(len(recs)) % FOLDS
-    errs: tuple[list, list] = ([], [])
-    for k in range(FOLDS):
-        test = [r for r, f in zip(recs, fold) if f == k]
-        prior = fit_prior([r for r, f in zip(recs, fold) if f != k], has_bwd=True)
-        got = prior_times(op, dtype, [r.params for r in test], prior)
-        for j, want in enumerate((np.array([r.fwd_s for r in test]),
-                                  np.array([0.0 if r.bwd_bound else r.bwd_s for r in test]))):
-            errs[j].extend(np.abs(got[want > 0, j] / want[want > 0] - 1))
-    return float(np.median(errs[0])), (float(np.median(errs[1])) if errs[1] else float("nan"))
+    got = held_out_times(recs, True, fold)
+    errs = []
+    for j, want in enumerate((np.array([r.fwd_s for r in recs]),
+                              np.array([0.0 if r.bwd_bound else r.bwd_s for r in recs]))):
+        errs.append(np.abs(got[want > 0, j] / want[want > 0] - 1))
+    return float(np.median(errs[0])), (float(np.median(errs[1])) if errs[1].size else float("nan"))
 
 
 def main() -> None:

@@ -77,7 +77,7 @@ def cmd_train(args) -> int:
     from .db import open_db
     from .estimator.ensemble import train_members
     from .estimator.search import OVERRUN
-    from .estimator.terms import has_terms
+    from .estimator.model import fitted_alone
     from .optypes import type_rng
 
     failed: list[str] = []
@@ -90,7 +90,7 @@ def cmd_train(args) -> int:
         # each search is planned for its budget by a cost model, and the clock stops it at
         # OVERRUN x budget (the plan is machine-independent, so a slower machine overruns it)
         # with --prior auto a type with physical terms is fitted, not searched: under a second
-        searched = [op for op, _ in groups if args.prior != "auto" or not has_terms(op)]
+        searched = [op for op, _ in groups if not fitted_alone(op, args.prior)]
         planned = len(searched) * args.budget
         say(f"training {len(groups)} estimator(s) on {device}: {len(groups) - len(searched)} fitted "
             f"from their physical terms, {len(searched)} searched for {args.budget:g} s each as planned "

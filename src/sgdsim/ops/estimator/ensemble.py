@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import ConfigError
-from .model import OpEstimator, train
-from .terms import has_terms
+from .model import OpEstimator, fitted_alone, train
 
 FORMAT = "sgdsim-op-ensemble/1"
 MAX_MEMBERS = 16
@@ -85,7 +84,7 @@ def train_members(records, shape_dims, rng: np.random.Generator, budget_s: float
     rows score it, and no row is held out from all of them."""
     if not 1 <= members <= MAX_MEMBERS:
         raise ConfigError(f"members must be in 1..{MAX_MEMBERS}, got {members}")
-    if members == 1 or (kw.get("use_prior") == "auto" and has_terms(records[0].op)):
+    if members == 1 or fitted_alone(records[0].op, kw.get("use_prior")):
         return train(records, shape_dims, rng, budget_s, **kw)  # (the terms alone: no draw to vary)
     seeds = rng.integers(2 ** 63 - 1, size=members)
     ests = [train(records, shape_dims, np.random.default_rng(int(s)), budget_s / members, **kw)

@@ -22,7 +22,7 @@ from ...errors import ConfigError
 from .features import (Layout, bounded_inputs, layout_of, log_inputs, n_pairwise, one_hot,
                        pairwise, pc_text)
 from ..records import learnable
-from .prior import check_prior, fit_prior, prior_times
+from .prior import check_prior, fit_prior, held_out_times, prior_times
 from .terms import has_terms
 from .search import QUADRATIC, Fitter, choose_pc, fine_tune, output_errors, screen, search_arch
 
@@ -214,19 +214,15 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     Deterministic for a given generator state, data and budget, unless the clock stops a
     search that overran its plan (``stats["budget_hit"]`` says so); ``clock_stop=False``
     never stops on the clock, so the result is the same on any machine, however loaded."""
-    if use_prior == "auto" and has_terms(records[0].op):
+    if fitted_alone(records[0].op, use_prior):
         return terms_alone(records, shape_dims, rng)
     if use_prior == "auto":
         return _with_or_without_prior(records, shape_dims, rng, budget_s, use_pc, arch, clock_stop)
-    records, set_aside = _learnable(records)
+    start = time.perf_counter()
+    records, set_aside, params, layout, has_bwd, zero_bwd = _rows_of(records, shape_dims)
     if not 0 < budget_s < float("inf"):
         raise ConfigError(f"the training budget must be a positive number of seconds, got {budget_s}")
-    start = time.perf_counter()
     state = rng.bit_generator.state
-    params = [r.params for r in records]
-    layout = layout_of(params, set(shape_dims))
-    has_bwd = any(r.bwd_s > 0 for r in records)
-    zero_bwd = _zero_bwd_modes(records, layout) if has_bwd else ()
     y, times, mask, prior = _prior_targets(records, params, has_bwd, zero_bwd, use_prior)
     order = rng.permutation(len(records))
     n_val = max(2, int(round(VALIDATION * len(records))))
@@ -308,6 +304,22 @@ def _without_correction(model, ym, ys, outputs) -> tuple[list, list]:
     return weights, biases
 
 
+def fitted_alone(op: str, use_prior) -> bool:
+    """Whether ``train`` gives ``op`` its physical terms alone, searching nothing: ``--prior
+    auto`` for a type with terms (``terms_alone``)."""
+    return use_prior == "auto" and has_terms(op)
+
+
+def _rows_of(records, shape_dims):
+    """(the rows to learn from, how many were set aside as bounds, their parameters, their
+    layout, whether any backward was timed, the modes whose backward is always 0)."""
+    records, set_aside = _learnable(records)
+    params = [r.params for r in records]
+    layout = layout_of(params, set(shape_dims))
+    has_bwd = any(r.bwd_s > 0 for r in records)
+    return records, set_aside, params, layout, has_bwd, _zero_bwd_modes(records, layout) if has_bwd else ()
+
+
 def _learnable(records) -> tuple[list, int]:
     """The measurements to train on, checked; a type whose rows are all bounds says so."""
     kept, set_aside = learnable(records)
@@ -349,12 +361,8 @@ def terms_alone(records, shape_dims, rng: np.random.Generator, folds: int = 4) -
     14 such types, and a network alone was worse on all of them: the correction, chosen on 20
     validation rows, mostly fitted their noise (docs/ops.md §5, 2026-12-03). Its validation
     error is the terms' own, ``folds``-fold held out: what ``profile --estimate`` states."""
-    records, set_aside = _learnable(records)
     start = time.perf_counter()
-    params = [r.params for r in records]
-    layout = layout_of(params, set(shape_dims))
-    has_bwd = any(r.bwd_s > 0 for r in records)
-    zero_bwd = _zero_bwd_modes(records, layout) if has_bwd else ()
+    records, set_aside, params, layout, has_bwd, zero_bwd = _rows_of(records, shape_dims)
     _, times, mask = _targets(records, has_bwd, zero_bwd)
     prior = fit_prior(records, has_bwd)
     if prior is None:
@@ -372,14 +380,6 @@ def terms_alone(records, shape_dims, rng: np.random.Generator, folds: int = 4) -
 
 def _held_out_error(records, times, mask, has_bwd: bool, fold: np.ndarray) -> float:
     """The terms' mean relative |error| (``Fitter``'s measure), each row held out once."""
-    op, dtype = records[0].op, records[0].dtype
-    pred = np.full(times.shape, np.nan)
-    for k in np.unique(fold):
-        fit = [r for r, f in zip(records, fold) if f != k]
-        prior = fit_prior(fit, has_bwd) if len(fit) >= 2 else None
-        if prior is not None:
-            test = np.flatnonzero(fold == k)
-            pred[test] = prior_times(op, dtype, [records[i].params for i in test], prior)[:, :times.shape[1]]
-    ok = mask & np.isfinite(pred)
-    each = [e for e in output_errors(pred, times, ok) if e is not None]
+    pred = held_out_times(records, has_bwd, fold)[:, :times.shape[1]]
+    each = [e for e in output_errors(pred, times, mask & np.isfinite(pred)) if e is not None]
     return float(np.mean(each)) if each else 0.0

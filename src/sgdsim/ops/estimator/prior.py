@@ -60,6 +60,20 @@ def prior_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndar
     return np.stack([fixed + work[:, j] / rate for j, (fixed, rate) in enumerate(cols)], axis=1)
 
 
+def held_out_times(records, has_bwd: bool, fold: np.ndarray) -> np.ndarray:
+    """(n, 2) seconds: each row's forward and backward as the prior fitted to the other
+    folds' rows predicts them (NaN where those rows fit none)."""
+    op, dtype = records[0].op, records[0].dtype
+    pred = np.full((len(records), 2), np.nan)
+    for k in np.unique(fold):
+        fit = [r for r, f in zip(records, fold) if f != k]
+        prior = fit_prior(fit, has_bwd) if len(fit) >= 2 else None
+        if prior is not None:
+            test = np.flatnonzero(fold == k)
+            pred[test] = prior_times(op, dtype, [records[i].params for i in test], prior)
+    return pred
+
+
 def check_prior(value, op: str | None = None) -> dict | None:
     """A stored prior, checked as it is read (an estimator is data from someone else)."""
     if value is None:
