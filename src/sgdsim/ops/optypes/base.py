@@ -75,12 +75,7 @@ def aligned_int(rng: np.random.Generator, low: int, high: int, multiple: int = 1
     ``odd`` of draws: models' widths are multiples of 16 (channels, hidden sizes, heads' dims),
     which the BLAS and oneDNN kernels run faster than the odd sizes a plain log-uniform draw
     gives mostly. Values below ``multiple`` stay as drawn (a batch of 2, a bias of 10)."""
-    return align(rng, log_int(rng, low, high), high, multiple, odd)
-
-
-def align(rng: np.random.Generator, v: int, high: int, multiple: int = 16,
-          odd: float = 0.2) -> int:
-    """``v`` rounded as ``aligned_int`` rounds its draw."""
+    v = log_int(rng, low, high)
     if v < multiple or rng.random() < odd:
         return v
     return min(high, multiple * round(v / multiple))

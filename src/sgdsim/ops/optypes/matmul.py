@@ -6,10 +6,8 @@ reads it in a different order, and its backward makes different copies.
 from __future__ import annotations
 
 from ..template import Call
-import math
-
-from .base import (OpType, align, aligned_int, beyond_cache, capped, dense, grad, is_transposed,
-                   log_int, transposed)
+from .base import (OpType, aligned_int, beyond_cache, capped, dense, grad, is_transposed, log_int,
+                   transposed)
 
 
 def _mat(shape, flag_t, g, dtype):
@@ -52,35 +50,12 @@ def bmm_build(p, dtype) -> Call:
                                      dense((p["b"], p["k"], p["n"]), grad(p["gb"]), dtype)))
 
 
-DIMS_2D = (("m", 1, 8), ("k", 8, 16), ("n", 8, 16))  # name, lowest, multiple
-DIM_MAX = 4096
-MIN_MACS_2D, MAX_MACS_2D = 1e4, 1e9
-
-
 def _mkn(rng):
-    """A product whose size, in multiply-adds, is drawn log-uniform (``MIN_MACS_2D`` ..
-    ``MAX_MACS_2D``), its proportions from log-uniform dimensions scaled to that size. Drawn
-    log-uniform one by one and capped at 3e8, the dimensions put half the grid under 1 M
-    multiply-adds and no backward row above 1e8 with all three at 64 or more, while a
-    transformer's layers are there (BERT's feed-forward at 256 positions: 256 x 768 x 3072,
-    6e8): their backward extrapolated from small products, 1.24-1.63x on run 12's largest
-    calls, and grids with those calls added (another session's) fitted them better on three
-    of four pairs (docs/ops.md §5, run 13). Rows (batch x positions) mostly multiples of 8, the
-    two widths of 16, as in models: mostly odd, the grid's fastest addmm ran at 91 GFLOP/s
-    while an MLP's 784x256 layer ran at 123, and the estimator put the MLP's step at 1.4-1.6x."""
-    size = rng.uniform(math.log(MIN_MACS_2D), math.log(MAX_MACS_2D))
-    logs = {name: rng.uniform(math.log(low), math.log(DIM_MAX)) for name, low, _ in DIMS_2D}
-    free = set(logs)
-    for _ in range(len(DIMS_2D)):  # scale the free dimensions; those past a bound stay there
-        shift = (size - sum(logs.values())) / len(free)
-        for name, low, _ in DIMS_2D:
-            if name in free:
-                logs[name] = min(max(logs[name] + shift, math.log(low)), math.log(DIM_MAX))
-        free = {n for n, low, _ in DIMS_2D if math.log(low) < logs[n] < math.log(DIM_MAX)}
-        if not free or abs(size - sum(logs.values())) < 1e-9:
-            break
-    return {name: align(rng, max(low, round(math.exp(logs[name]))), DIM_MAX, multiple)
-            for name, low, multiple in DIMS_2D}
+    """Rows (batch x positions) mostly multiples of 8, the two widths of 16, as in models:
+    drawn log-uniform, mostly odd, the grid's fastest addmm ran at 91 GFLOP/s while an MLP's
+    784x256 layer ran at 123, and the estimator put the MLP's step at 1.4-1.6x (docs/ops.md)."""
+    return {"m": aligned_int(rng, 1, 4096, 8), "k": aligned_int(rng, 8, 4096),
+            "n": aligned_int(rng, 8, 4096)}
 
 
 def _vocab(rng):
@@ -94,7 +69,7 @@ def _flops(p):
     return p["m"] * p["k"] * p["n"] * p.get("b", 1)
 
 
-MAX_MACS = 3e8  # a batched product's grid point: at most ~20 ms on a CPU core
+MAX_MACS = 3e8  # a grid point: at most ~20 ms on a CPU core
 # the output layers' few points, up to ~0.7 s each: GPT-2's head at batch 4 x 64 positions is
 # 9.9 G multiply-adds, and its backward's weight gradient (an inner dimension of 256, a fresh
 # 39 M-element output) ran at 4.7x its forward, where a cap of 3 G kept every vocabulary row's
@@ -105,7 +80,7 @@ VOCAB_SHARE, VOCAB_MAX_MACS = 0.1, 1e10
 def _draw_2d(rng):
     if rng.random() < VOCAB_SHARE:
         return capped(rng, _vocab, _flops, VOCAB_MAX_MACS)
-    return _mkn(rng)
+    return capped(rng, _mkn, _flops, MAX_MACS)
 
 
 def addmm_sample(rng):
