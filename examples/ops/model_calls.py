@@ -11,7 +11,7 @@ estimator is judged without timing a step again.
     sgdsim ops import docs/validation/ops/db-grid-epyc-ref.csv --db grid.sqlite
     sgdsim ops import docs/validation/ops/db-models-epyc-ref.csv --db models.sqlite
     sgdsim ops train --db grid.sqlite --budget 5
-    python examples/ops/model_calls.py models.sqlite grid.sqlite [--steps]
+    python examples/ops/model_calls.py models.sqlite grid.sqlite [--steps] [--calls addmm]
 """
 from __future__ import annotations
 
@@ -55,6 +55,24 @@ def type_rows(models, estimators) -> list[str]:
     return out
 
 
+def call_rows(models, estimators, op: str) -> list[str]:
+    """Each of the models' calls of ``op`` (float32), largest backward last: its parameters,
+    its measured times and the estimate over each."""
+    est = estimators.get((op, "float32"))
+    rows = sorted((r for r in models.load(op=op) if r.dtype == "float32" and r.fwd_s > 0),
+                  key=lambda r: r.bwd_s)
+    if est is None or not rows:
+        return [f"(no float32 {op} calls with a trained estimator)"]
+    fwd, bwd = est.predict([r.params for r in rows])
+    out = [f"| {op} call | fwd ms | estimated / measured | bwd ms | estimated / measured |",
+           "|---|---:|---:|---:|---:|"]
+    for r, f, b in zip(rows, fwd, bwd):
+        back = f"{r.bwd_s * 1e3:.3f} | {b / r.bwd_s:.2f}" if r.bwd_s > 0 else "- | -"
+        shape = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
+        out.append(f"| {shape} | {r.fwd_s * 1e3:.3f} | {f / r.fwd_s:.2f} | {back} |")
+    return out
+
+
 def step_rows(models, grid, device: str) -> list[str]:
     """(model, batch): the step from the grid's estimators against the step of its own calls."""
     from estimate_models import GridOnly, step_of  # beside this script; imports torch: only here
@@ -74,6 +92,7 @@ def main() -> None:
     ap.add_argument("models_db", help="sgdsim ops measure --model rows (one device)")
     ap.add_argument("grid_db", help="a grid with trained estimators (sgdsim ops train), same device")
     ap.add_argument("--steps", action="store_true", help="also the steps of four zoo models (needs torch)")
+    ap.add_argument("--calls", metavar="OP", help="also each of the models' calls of this type")
     args = ap.parse_args()
     with open_db(args.models_db, create=False) as models, open_db(args.grid_db, create=False) as grid:
         device = _device(models, args.models_db)
@@ -85,6 +104,8 @@ def main() -> None:
         print(f"Device: {device}\n\n| operator | models' calls | fwd median error | mean | bwd median "
               "| mean | sum estimated / measured |\n|---|---:|---:|---:|---:|---:|---:|")
         print("\n".join(type_rows(models, estimators)))
+        if args.calls:
+            print("\n" + "\n".join(call_rows(models, estimators, args.calls)))
         if args.steps:
             print("\n| model | batch | its calls' step ms | estimated ms | error |\n|---|---:|---:|---:|---:|")
             print("\n".join(step_rows(models, grid, device)), flush=True)
