@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..template import Call
 from .base import OpType, beyond_cache, capped, dense, grad, log_int, window_out
+from .matmul import gemm_backward_terms, gemm_terms
 
 FUNC = "aten.convolution.default"
 
@@ -32,14 +33,39 @@ def macs(p) -> float:
     return p["n"] * p["cout"] * oh * ow * p["cin"] // p["groups"] * p["kh"] * p["kw"]
 
 
-def conv_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    """A convolution's time, one term per rate: a fixed cost, autograd's bookkeeping, one per
+def slow_path(p, dtype: str) -> bool:
+    """Whether ATen runs this convolution as one matrix product per image (``Slow2d``) rather
+    than through oneDNN: its rule (``ConvParams::use_mkldnn``) for float32 on one thread, the
+    thread count the grid and the profiles time with. A 1x1 convolution at stride 1 of fewer
+    than 16 images, or one image of at most 20,480 elements under a kernel of 3x3 or less.
+    ``torch._C._select_conv_backend`` agrees (tests/test_conv_paths.py)."""
+    if dtype != "float32":
+        return False
+    pointwise = p["kh"] == p["kw"] == 1 and p["sh"] == p["sw"] == 1 and p["n"] < 16
+    small = (p["groups"] == 1 and not (p["kh"] > 3 and p["kw"] > 3) and p["n"] == 1
+             and p["cin"] * p["h"] * p["w"] <= 20480)
+    return pointwise or small
+
+
+def _per_image(p):
+    """The product ``Slow2d`` runs for each image: the weights (cout x cin·kh·kw) times the
+    unfolded input (cin·kh·kw x output positions), and the unfolded elements (none for a 1x1
+    kernel at stride 1 without padding, which it reads in place)."""
+    oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
+    ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
+    deep = (p["cin"] // p["groups"]) * p["kh"] * p["kw"]
+    product = {"b": p["n"], "m": p["cout"], "k": deep, "n": oh * ow, "tb": 0, "ga": 1,
+               "gb": p["gi"]}
+    in_place = p["kh"] == p["kw"] == 1 and p["sh"] == p["sw"] == 1 and p["ph"] == p["pw"] == 0
+    return product, 0.0 if in_place else float(p["n"]) * deep * oh * ow
+
+
+def _onednn_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """oneDNN's convolution, one term per rate: a fixed cost, autograd's bookkeeping, one per
     multiply-add, and again when the input's gradient is computed too (the backward's second
     product), one per element of the output, of the input (again for its gradient) and of the
     weights (reordered into the library's blocked layouts), and each tensor's elements whose
-    bytes do not fit in ``cache_bytes``: streamed from memory. Like the roofline, and unlike a
-    correction learned on the grid, these scale to the wide layers of real models, which lie
-    beyond the grid's channel counts."""
+    bytes do not fit in ``cache_bytes``: streamed from memory."""
     oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
     ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
     g = float(grad(p["gi"]))
@@ -49,6 +75,33 @@ def conv_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     wt = float(p["cout"]) * (p["cin"] // p["groups"]) * p["kh"] * p["kw"]
     return [1.0, g, m, m * g, out, inp, inp * g, wt,
             *(beyond_cache(e, 1, dtype, cache_bytes) for e in (inp, out, wt))]
+
+
+def _paths(p, dtype: str, cache_bytes: float, products) -> list[float]:
+    """oneDNN's terms, then the per-image products' and the unfolded elements': each path at
+    rates of its own, the other path's terms 0. Like the roofline, and unlike a correction
+    learned on the grid, these scale to the wide layers of real models. At shared rates the
+    grid's dozen small per-image rows pulled oneDNN's (run 13: conv2d's held-out forward median
+    23.2 %, 14.1 with these), and with a rate per term of their own, not a product's terms,
+    ResNet-50's 1x1 layers came out up to 1.5x (docs/ops.md §5, run 13)."""
+    onednn = _onednn_terms(p, dtype, cache_bytes)
+    product, unfolded = _per_image(p)
+    slow = [*products(product, dtype, cache_bytes), unfolded]
+    if slow_path(p, dtype):
+        return [0.0] * len(onednn) + slow
+    return onednn + [0.0] * len(slow)
+
+
+def conv_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """A convolution's forward: oneDNN's terms, or its per-image products' (a matrix
+    product's terms, ``matmul.gemm_terms``)."""
+    return _paths(p, dtype, cache_bytes, gemm_terms)
+
+
+def conv_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """Its backward: oneDNN's terms (their own rates), or the per-image products' backward
+    (the weights' gradient, and the input's where it needs one: ``gemm_backward_terms``)."""
+    return _paths(p, dtype, cache_bytes, gemm_backward_terms)
 
 
 def _channels(rng, low: int) -> int:
@@ -83,4 +136,5 @@ def sample(rng):
 
 
 CONV2D = OpType("conv2d", (FUNC,), frozenset({"n", "cin", "h", "w", "cout", "kh", "kw"}),
-                params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms)
+                params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms,
+                conv_backward_terms)
