@@ -72,3 +72,42 @@ def test_onednn_rows_and_other_precisions_keep_onednns_terms():
         t = conv_terms(p, dtype, c)
         assert any(t[:ONEDNN_TERMS]) and not any(t[ONEDNN_TERMS:])
         assert conv_backward_terms(p, dtype, c) == t
+
+
+def _records(params, seconds):
+    from sgdsim.ops.records import Device, OpRecord
+    dev = Device("cpu (test)", "cpu")
+    return [OpRecord(dev, "conv2d", p, "float32", t, 2 * t, 5, 0.0, 0.0, 1.0)
+            for p, t in zip(params, seconds)]
+
+
+def _grid(n_onednn: int, n_slow: int, seed: int = 1):
+    """Shapes of each path, timed at 20 G multiply-adds per second plus 5 us."""
+    rng = np.random.default_rng(seed)
+    ps = []
+    while sum(not slow_path(p, "float32") for p in ps) < n_onednn:
+        p = CONV.sample(rng)
+        if not slow_path(p, "float32"):
+            ps.append(p)
+    ps += [_p(n=int(rng.integers(1, 15)), cin=int(rng.integers(16, 512)),
+              cout=int(rng.integers(16, 512)), h=int(rng.integers(7, 56))) for _ in range(n_slow)]
+    from sgdsim.ops.optypes.conv import macs
+    return ps, [5e-6 + macs(p) / 2e10 for p in ps]
+
+
+def test_a_grid_too_small_for_the_per_image_path_falls_back_to_one_set_of_terms():
+    from sgdsim.ops.estimator.terms import check_terms_prior, fit_terms_prior, terms_times
+    ps, ts = _grid(40, 3)  # 3 per-image rows: no rate of that path has the support it needs
+    prior = fit_terms_prior(_records(ps, ts), True)
+    assert prior["merged"] is True and check_terms_prior(prior, "conv2d") == prior
+    assert len(prior["fwd"]) == ONEDNN_TERMS
+    call = _p(n=2, cin=256, cout=256, h=28)  # a per-image call: estimated, not the floor
+    want = 5e-6 + 2 * 256 * 256 * 28 * 28 / 2e10
+    assert terms_times("conv2d", "float32", [call], prior)[0, 0] == pytest.approx(want, rel=0.3)
+
+
+def test_a_grid_with_the_per_image_path_keeps_both():
+    from sgdsim.ops.estimator.terms import fit_terms_prior
+    ps, ts = _grid(40, 20)
+    prior = fit_terms_prior(_records(ps, ts), True)
+    assert "merged" not in prior and len(prior["fwd"]) > ONEDNN_TERMS

@@ -32,9 +32,11 @@ def has_terms(op: str) -> bool:
 
 
 def term_matrix(op: str, dtype: str, params: list[dict], cache_bytes: float,
-                backward: bool = False) -> np.ndarray:
-    """(n, terms): each call's terms (``backward``: its backward's, where its type has them)."""
-    f = (backward and REGISTRY[op].backward_terms) or REGISTRY[op].prior_terms
+                backward: bool = False, merged: bool = False) -> np.ndarray:
+    """(n, terms): each call's terms (``backward``: its backward's, where its type has them;
+    ``merged``: the type's one set for all rows, ``OpType.merged_terms``)."""
+    t = REGISTRY[op]
+    f = (merged and t.merged_terms) or (backward and t.backward_terms) or t.prior_terms
     return np.array([f(p, dtype, cache_bytes) for p in params], dtype=float).reshape(len(params), -1)
 
 
@@ -119,33 +121,52 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     bwd = np.array([0.0 if r.bwd_bound else r.bwd_s for r in records])
     if not (fwd > 0).any():
         return None
-    matrices = {c: term_matrix(op, dtype, params, c) for c in CACHE_GRID}
+    merged = _needs_merging(op, dtype, params, fwd)
+    matrices = {c: term_matrix(op, dtype, params, c, merged=merged) for c in CACHE_GRID}
     scores = {(c, q): e for c, X in matrices.items() for q, e in _cv_errors(X, fwd).items()}
     cache, q = min(scores, key=lambda cq: scores[cq])  # ties: the smaller cache, the lower floor
     if not math.isfinite(scores[(cache, q)]):
         return None
     X = matrices[cache]
     rates = fit_rates(X, fwd)
-    back = fit_rates(term_matrix(op, dtype, params, cache, backward=True), bwd) \
+    back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd) \
         if has_bwd and (bwd > 0).sum() >= 2 else rates
-    return {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
+    prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
+    return {**prior, "merged": True} if merged else prior
+
+
+def _needs_merging(op: str, dtype: str, params: list[dict], fwd: np.ndarray) -> bool:
+    """Whether some training row has no term that enough rows share for a rate
+    (``MIN_SUPPORT``): a path of the type the grid drew too seldom (conv2d's per-image
+    products in a grid of 10 or 30 shapes), whose calls would then be estimated at the floor.
+    Such a type, where it has one, falls back to its one set of terms for every row."""
+    if REGISTRY[op].merged_terms is None:
+        return False
+    X = term_matrix(op, dtype, params, CACHE_GRID[0])[fwd > 0]
+    supported = (X != 0).sum(axis=0) >= MIN_SUPPORT
+    return bool(((X != 0) & supported).sum(axis=1).min(initial=1) == 0)
 
 
 def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
     """(n, 2) seconds: the terms at their rates, never below the type's floor."""
-    X = term_matrix(op, dtype, params, prior["cache_bytes"])
+    merged = prior.get("merged", False)
+    X = term_matrix(op, dtype, params, prior["cache_bytes"], merged=merged)
     if X.shape[1] != len(prior["fwd"]):
         raise ConfigError(f"the {op} prior has {len(prior['fwd'])} terms, this sgdsim computes "
                          f"{X.shape[1]}: train the estimator again (sgdsim ops train)")
-    Xb = term_matrix(op, dtype, params, prior["cache_bytes"], backward=True)
+    Xb = term_matrix(op, dtype, params, prior["cache_bytes"], backward=True, merged=merged)
     out = np.stack([X @ np.array(prior["fwd"]), Xb @ np.array(prior["bwd"])], axis=1)
     return np.maximum(out, prior["floor_s"])
 
 
 def check_terms_prior(value: dict, op: str | None) -> dict:
     """A stored terms prior, checked as it is read."""
-    if set(value) != {"terms", "cache_bytes", "floor_s", "fwd", "bwd"}:
-        raise ValueError("a terms prior names terms, cache_bytes, floor_s, fwd and bwd")
+    if not {"terms", "cache_bytes", "floor_s", "fwd", "bwd"} <= set(value) <= \
+            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged"}:
+        raise ValueError("a terms prior names terms, cache_bytes, floor_s, fwd and bwd "
+                         "(and merged)")
+    if not isinstance(value.get("merged", False), bool):
+        raise ValueError("a terms prior's merged is true or false")
     if op is not None and value["terms"] != op:
         raise ValueError(f"a terms prior of {value['terms']!r} in a {op} estimator")
     for name in ("cache_bytes", "floor_s"):
@@ -156,6 +177,7 @@ def check_terms_prior(value: dict, op: str | None) -> dict:
     if (not all(isinstance(r, list) and r for r in rates) or len(rates[0]) != len(rates[1]) or
             not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for r in rates for v in r)):
         raise ValueError("a terms prior's rates are two lists of the same length, each ≥ 0")
-    return {"terms": str(value["terms"]), "cache_bytes": float(value["cache_bytes"]),
-            "floor_s": float(value["floor_s"]), "fwd": [float(v) for v in value["fwd"]],
-            "bwd": [float(v) for v in value["bwd"]]}
+    checked = {"terms": str(value["terms"]), "cache_bytes": float(value["cache_bytes"]),
+               "floor_s": float(value["floor_s"]), "fwd": [float(v) for v in value["fwd"]],
+               "bwd": [float(v) for v in value["bwd"]]}
+    return {**checked, "merged": True} if value.get("merged") else checked

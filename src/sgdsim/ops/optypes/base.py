@@ -26,6 +26,10 @@ class OpType:
     prior_terms: Callable[[Params, str, float], list[float]] | None = None
     # the backward's own terms, as many (default: the forward's, each at a backward rate)
     backward_terms: Callable[[Params, str, float], list[float]] | None = None
+    # terms for both directions when the training rows leave a row's every term without the
+    # support a rate needs (a path of the type that a small grid hardly draws): one set for
+    # all rows instead (``estimator/terms.fit_terms_prior``)
+    merged_terms: Callable[[Params, str, float], list[float]] | None = None
     # parameters read since rows were first stored, each with the value every older row had
     # (``complete``): a database or a file from before still loads, trains and looks up
     added: tuple[tuple[str, int | float | str], ...] = ()

@@ -137,4 +137,4 @@ def sample(rng):
 
 CONV2D = OpType("conv2d", (FUNC,), frozenset({"n", "cin", "h", "w", "cout", "kh", "kw"}),
                 params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms,
-                conv_backward_terms)
+                conv_backward_terms, merged_terms=_onednn_terms)
