@@ -111,3 +111,14 @@ def test_a_grid_with_the_per_image_path_keeps_both():
     ps, ts = _grid(40, 20)
     prior = fit_terms_prior(_records(ps, ts), True)
     assert "merged" not in prior and len(prior["fwd"]) > ONEDNN_TERMS
+
+
+def test_a_grid_too_small_to_cross_validate_is_still_fitted():
+    """10 shapes: each fold's training rows are fewer than the terms, no cache size can be
+    chosen by its held-out error; the type is fitted at the default cache, not left out."""
+    from sgdsim.ops.estimator.terms import DEFAULT_CACHE, fit_terms_prior, terms_times
+    ps, ts = _grid(8, 2, seed=3)
+    prior = fit_terms_prior(_records(ps, ts), True)
+    assert prior is not None and prior["cache_bytes"] == DEFAULT_CACHE
+    got = terms_times("conv2d", "float32", ps, prior)[:, 0]
+    assert np.median(np.abs(got / np.array(ts) - 1)) < 0.25  # in-sample, noise-free

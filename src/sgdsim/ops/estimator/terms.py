@@ -25,6 +25,10 @@ CACHE_GRID = tuple(float(2 ** k) for k in range(18, 26))  # 256 KiB .. 32 MiB
 # error on 4 of 5 committed grids: each type takes the one that predicts its own rows better
 FLOOR_PERCENTILES = (1.0, 10.0)
 FOLDS = 4
+# a small grid (10 shapes a type: the README's small path) leaves each fold fewer rows than a
+# product's or a convolution's terms, and no cache size can be chosen by its error: then this
+# one, and the lower floor (every such type was left untrained until 2026-12-03)
+DEFAULT_CACHE = 2.0 ** 20
 
 
 def has_terms(op: str) -> bool:
@@ -113,8 +117,9 @@ def _cv_errors(X: np.ndarray, t: np.ndarray) -> dict[float, float]:
 
 def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     """The type's terms prior from its training rows, never below the floor the
-    cross-validation chose (a call's cost doing nothing, as the roofline's fixed cost); None if
-    no time is positive or no cache size can be scored."""
+    cross-validation chose (a call's cost doing nothing, as the roofline's fixed cost; with too
+    few rows to cross-validate, ``DEFAULT_CACHE`` and the lower floor); None if no time is
+    positive."""
     op, dtype = records[0].op, records[0].dtype
     params = [r.params for r in records]
     fwd = np.array([r.fwd_s for r in records])
@@ -125,8 +130,9 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     matrices = {c: term_matrix(op, dtype, params, c, merged=merged) for c in CACHE_GRID}
     scores = {(c, q): e for c, X in matrices.items() for q, e in _cv_errors(X, fwd).items()}
     cache, q = min(scores, key=lambda cq: scores[cq])  # ties: the smaller cache, the lower floor
-    if not math.isfinite(scores[(cache, q)]):
-        return None
+    if not math.isfinite(scores[(cache, q)]):  # folds smaller than the terms: nothing to choose by
+        cache, q = DEFAULT_CACHE, FLOOR_PERCENTILES[0]
+        matrices[cache] = term_matrix(op, dtype, params, cache, merged=merged)
     X = matrices[cache]
     rates = fit_rates(X, fwd)
     back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd) \
