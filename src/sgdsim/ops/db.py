@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from ..errors import ConfigError
 from .db_tables import RETEST, VALUES, tables as _tables
-from . import reference
+from . import db_retry, reference
 from .optypes import complete
 from .records import Device, OpRecord, params_from_key, params_key
 
@@ -107,7 +107,7 @@ class OpDB:
             _sqlite_pragmas(sa, self.engine)
         self.md, self.meta, self.devices_t, self.ops_t, self.est_t, self.retest_t = _tables(sa)
         try:
-            self._guard(lambda: self._init_schema(create))
+            self._guard(lambda: db_retry.retry_locked(lambda: self._init_schema(create), self.sa.exc.OperationalError))
         except BaseException:
             self.engine.dispose()  # no pooled connection left open on a refused database
             raise
