@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sgdsim.ops.estimator.terms import DEFAULT_CACHE, check_terms_prior, fit_terms_prior, terms_times
 from sgdsim.ops.optypes import REGISTRY
-from sgdsim.ops.optypes.conv import conv_backward_terms, conv_terms, slow_path
+from sgdsim.ops.optypes.conv import conv_backward_terms, conv_terms, macs, slow_path
 from sgdsim.ops.optypes.matmul import gemm_backward_terms, gemm_terms
+from sgdsim.ops.records import Device, OpRecord
 
 CONV = REGISTRY["conv2d"]
 ONEDNN_TERMS = 11
@@ -75,7 +77,6 @@ def test_onednn_rows_and_other_precisions_keep_onednns_terms():
 
 
 def _records(params, seconds):
-    from sgdsim.ops.records import Device, OpRecord
     dev = Device("cpu (test)", "cpu")
     return [OpRecord(dev, "conv2d", p, "float32", t, 2 * t, 5, 0.0, 0.0, 1.0)
             for p, t in zip(params, seconds)]
@@ -91,12 +92,10 @@ def _grid(n_onednn: int, n_slow: int, seed: int = 1):
             ps.append(p)
     ps += [_p(n=int(rng.integers(1, 15)), cin=int(rng.integers(16, 512)),
               cout=int(rng.integers(16, 512)), h=int(rng.integers(7, 56))) for _ in range(n_slow)]
-    from sgdsim.ops.optypes.conv import macs
     return ps, [5e-6 + macs(p) / 2e10 for p in ps]
 
 
 def test_a_grid_too_small_for_the_per_image_path_falls_back_to_one_set_of_terms():
-    from sgdsim.ops.estimator.terms import check_terms_prior, fit_terms_prior, terms_times
     ps, ts = _grid(40, 3)  # 3 per-image rows: no rate of that path has the support it needs
     prior = fit_terms_prior(_records(ps, ts), True)
     assert prior["merged"] is True and check_terms_prior(prior, "conv2d") == prior
@@ -107,7 +106,6 @@ def test_a_grid_too_small_for_the_per_image_path_falls_back_to_one_set_of_terms(
 
 
 def test_a_grid_with_the_per_image_path_keeps_both():
-    from sgdsim.ops.estimator.terms import fit_terms_prior
     ps, ts = _grid(40, 20)
     prior = fit_terms_prior(_records(ps, ts), True)
     assert "merged" not in prior and len(prior["fwd"]) > ONEDNN_TERMS
@@ -116,7 +114,6 @@ def test_a_grid_with_the_per_image_path_keeps_both():
 def test_a_grid_too_small_to_cross_validate_is_still_fitted():
     """10 shapes: each fold's training rows are fewer than the terms, no cache size can be
     chosen by its held-out error; the type is fitted at the default cache, not left out."""
-    from sgdsim.ops.estimator.terms import DEFAULT_CACHE, fit_terms_prior, terms_times
     ps, ts = _grid(8, 2, seed=3)
     prior = fit_terms_prior(_records(ps, ts), True)
     assert prior is not None and prior["cache_bytes"] == DEFAULT_CACHE

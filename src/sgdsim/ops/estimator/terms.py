@@ -28,7 +28,7 @@ FOLDS = 4
 # a small grid (10 shapes a type: the README's small path) leaves each fold fewer rows than a
 # product's or a convolution's terms, and no cache size can be chosen by its error: then this
 # one, and the lower floor (every such type was left untrained until 2026-12-03)
-DEFAULT_CACHE = 2.0 ** 20
+DEFAULT_CACHE = CACHE_GRID[2]  # 1 MiB
 
 
 def has_terms(op: str) -> bool:
@@ -126,13 +126,14 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     bwd = np.array([0.0 if r.bwd_bound else r.bwd_s for r in records])
     if not (fwd > 0).any():
         return None
-    merged = _needs_merging(op, dtype, params, fwd)
-    matrices = {c: term_matrix(op, dtype, params, c, merged=merged) for c in CACHE_GRID}
+    matrices = {c: term_matrix(op, dtype, params, c) for c in CACHE_GRID}
+    merged = _needs_merging(op, matrices[CACHE_GRID[0]][fwd > 0])
+    if merged:
+        matrices = {c: term_matrix(op, dtype, params, c, merged=True) for c in CACHE_GRID}
     scores = {(c, q): e for c, X in matrices.items() for q, e in _cv_errors(X, fwd).items()}
     cache, q = min(scores, key=lambda cq: scores[cq])  # ties: the smaller cache, the lower floor
     if not math.isfinite(scores[(cache, q)]):  # folds smaller than the terms: nothing to choose by
         cache, q = DEFAULT_CACHE, FLOOR_PERCENTILES[0]
-        matrices[cache] = term_matrix(op, dtype, params, cache, merged=merged)
     X = matrices[cache]
     rates = fit_rates(X, fwd)
     back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd) \
@@ -141,14 +142,14 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     return {**prior, "merged": True} if merged else prior
 
 
-def _needs_merging(op: str, dtype: str, params: list[dict], fwd: np.ndarray) -> bool:
+def _needs_merging(op: str, X: np.ndarray) -> bool:
     """Whether some training row has no term that enough rows share for a rate
     (``MIN_SUPPORT``): a path of the type the grid drew too seldom (conv2d's per-image
     products in a grid of 10 or 30 shapes), whose calls would then be estimated at the floor.
-    Such a type, where it has one, falls back to its one set of terms for every row."""
+    Such a type, where it has one, falls back to its one set of terms for every row. ``X``:
+    the terms of the rows with a time."""
     if REGISTRY[op].merged_terms is None:
         return False
-    X = term_matrix(op, dtype, params, CACHE_GRID[0])[fwd > 0]
     supported = (X != 0).sum(axis=0) >= MIN_SUPPORT
     return bool(((X != 0) & supported).sum(axis=1).min(initial=1) == 0)
 

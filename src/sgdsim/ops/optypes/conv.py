@@ -27,9 +27,18 @@ def build(p, dtype) -> Call:
                        p["groups"]))
 
 
+def _positions(p) -> tuple[int, int]:
+    """The output's height and width."""
+    return window_out(p["h"], p["kh"], p["sh"], p["ph"]), window_out(p["w"], p["kw"], p["sw"], p["pw"])
+
+
+def _pointwise(p) -> bool:
+    """A 1x1 kernel at stride 1."""
+    return p["kh"] == p["kw"] == 1 and p["sh"] == p["sw"] == 1
+
+
 def macs(p) -> float:
-    oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
-    ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
+    oh, ow = _positions(p)
     return p["n"] * p["cout"] * oh * ow * p["cin"] // p["groups"] * p["kh"] * p["kw"]
 
 
@@ -41,7 +50,7 @@ def slow_path(p, dtype: str) -> bool:
     ``torch._C._select_conv_backend`` agrees (tests/test_conv_paths.py)."""
     if dtype != "float32":
         return False
-    pointwise = p["kh"] == p["kw"] == 1 and p["sh"] == p["sw"] == 1 and p["n"] < 16
+    pointwise = _pointwise(p) and p["n"] < 16
     small = (p["groups"] == 1 and not (p["kh"] > 3 and p["kw"] > 3) and p["n"] == 1
              and p["cin"] * p["h"] * p["w"] <= 20480)
     return pointwise or small
@@ -51,12 +60,11 @@ def _per_image(p):
     """The product ``Slow2d`` runs for each image: the weights (cout x cin·kh·kw) times the
     unfolded input (cin·kh·kw x output positions), and the unfolded elements (none for a 1x1
     kernel at stride 1 without padding, which it reads in place)."""
-    oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
-    ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
+    oh, ow = _positions(p)
     deep = (p["cin"] // p["groups"]) * p["kh"] * p["kw"]
     product = {"b": p["n"], "m": p["cout"], "k": deep, "n": oh * ow, "tb": 0, "ga": 1,
                "gb": p["gi"]}
-    in_place = p["kh"] == p["kw"] == 1 and p["sh"] == p["sw"] == 1 and p["ph"] == p["pw"] == 0
+    in_place = _pointwise(p) and p["ph"] == p["pw"] == 0
     return product, 0.0 if in_place else float(p["n"]) * deep * oh * ow
 
 
@@ -66,8 +74,7 @@ def _onednn_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     product), one per element of the output, of the input (again for its gradient) and of the
     weights (reordered into the library's blocked layouts), and each tensor's elements whose
     bytes do not fit in ``cache_bytes``: streamed from memory."""
-    oh = window_out(p["h"], p["kh"], p["sh"], p["ph"])
-    ow = window_out(p["w"], p["kw"], p["sw"], p["pw"])
+    oh, ow = _positions(p)
     g = float(grad(p["gi"]))
     m = float(macs(p))
     out = float(p["n"]) * p["cout"] * oh * ow
@@ -84,12 +91,10 @@ def _paths(p, dtype: str, cache_bytes: float, products) -> list[float]:
     grid's dozen small per-image rows pulled oneDNN's (run 13: conv2d's held-out forward median
     23.2 %, 14.1 with these), and with a rate per term of their own, not a product's terms,
     ResNet-50's 1x1 layers came out up to 1.5x (docs/ops.md §5, run 13)."""
-    onednn = _onednn_terms(p, dtype, cache_bytes)
-    product, unfolded = _per_image(p)
-    slow = [*products(product, dtype, cache_bytes), unfolded]
-    if slow_path(p, dtype):
-        return [0.0] * len(onednn) + slow
-    return onednn + [0.0] * len(slow)
+    if slow_path(p, dtype):  # only the path taken is computed; the other's terms are 0
+        product, unfolded = _per_image(p)
+        return [0.0] * _ONEDNN_TERMS + products(product, dtype, cache_bytes) + [unfolded]
+    return _onednn_terms(p, dtype, cache_bytes) + [0.0] * (_PRODUCT_TERMS + 1)
 
 
 def conv_terms(p, dtype: str, cache_bytes: float) -> list[float]:
@@ -134,6 +139,11 @@ def _draw(rng):
 def sample(rng):
     return capped(rng, _draw, macs, 4e8)
 
+
+_EXAMPLE = {"n": 1, "cin": 1, "h": 1, "w": 1, "cout": 1, "kh": 1, "kw": 1, "sh": 1, "sw": 1,
+            "ph": 0, "pw": 0, "groups": 1, "bias": 0, "gi": 1}
+_ONEDNN_TERMS = len(_onednn_terms(_EXAMPLE, "float32", 1.0))
+_PRODUCT_TERMS = len(gemm_terms(_per_image(_EXAMPLE)[0], "float32", 1.0))  # the backward's too
 
 CONV2D = OpType("conv2d", (FUNC,), frozenset({"n", "cin", "h", "w", "cout", "kh", "kw"}),
                 params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms,
