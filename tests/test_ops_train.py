@@ -2,6 +2,7 @@
 a type that cannot be trained is named with what to run next, and the others are trained."""
 from __future__ import annotations
 
+import csv
 import sqlite3
 from dataclasses import replace
 
@@ -87,11 +88,22 @@ def test_retest_times_rows_again_and_stats_and_eval_show_it(tmp_path, capsys):
     db = str(tmp_path / "ops.sqlite")
     assert main(["ops", "measure", "--grid", "relu", "--samples", "4", "--repeats", "2", "--precision", "0",
                  "--db", db, "--quiet"]) == 0
-    assert main(["ops", "retest", "--samples", "3", "--db", db, "--quiet"]) == 0
+    pairs = tmp_path / "pairs.csv"
+    assert main(["ops", "retest", "--samples", "3", "--db", db, "--quiet", "--rows", str(pairs)]) == 0
     capsys.readouterr()
     with open_db(db, create=False) as handle:
         (key, values), = handle.load_retests().items()
     assert key[1:] == ("relu", "float32") and values["rows"] == 3 and values["fwd_p90"] >= values["fwd_median"] >= 0
+    with open(pairs) as f:  # every pair, and the stored median is theirs
+        lines = list(csv.DictReader(f))
+    from sgdsim.ops.retest import agreement
+    assert len(lines) == 3 and {r["op"] for r in lines} == {"relu"}
+    assert agreement([float(r["fwd_rel"]) for r in lines], [float(r["fwd_again_rel"]) for r in lines]) == \
+        pytest.approx((values["fwd_median"], values["fwd_p90"]))
+    assert all(float(r["fwd_s"]) > 0 and float(r["fwd_again_s"]) > 0 for r in lines)
+    rc = main(["ops", "retest", "--samples", "3", "--db", db, "--rows", str(pairs)])  # never overwritten
+    err = capsys.readouterr().err
+    assert rc == 2 and "refusing to overwrite" in err and err.count("\n") == 1 and len(pairs.read_text()) > 0
     assert main(["ops", "stats", "--db", db]) == 0
     assert f"{values['fwd_median']:.1%}" in capsys.readouterr().out
     row = {"op": "relu", "dtype": "float32", "samples": 20, "held_out": 2, "arch": "L1N8", "pc": "-",

@@ -26,6 +26,8 @@ def register(sub) -> dict:
     q.add_argument("--op", default="all", help="comma list of operator types, or all (default all)")
     q.add_argument("--seed", type=int, default=0, help="seed of the sample and the input data (default 0)")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads, as measured (default 1)")
+    q.add_argument("--rows", metavar="FILE.csv", default=None,
+                   help="also write every row's two times (stored, again) to this new CSV file")
     add_db_argument(q)
     return {"retest": cmd_retest}
 
@@ -51,6 +53,9 @@ def cmd_retest(args) -> int:
     if not 2 <= args.samples <= 10000:
         raise ConfigError(f"--samples must be in 2..10000, got {args.samples}")
     wanted = wanted_types(args.op)  # checked before the database and the clock
+    if args.rows is not None:
+        from ..outputs import check_output_path
+        check_output_path(args.rows, False)
     torch = torch_module()
     device = this_device(args.threads)
     rng = np.random.default_rng(args.seed)
@@ -79,8 +84,34 @@ def cmd_retest(args) -> int:
             timed = _values(rs, again, relative=False)["fwd_median"]
             print(f"{op:<12} {dtype:<9} {values['rows']:>5} {values['fwd_median']:>10.1%} "
                   f"{values['fwd_p90']:>8.1%} {values['bwd_median']:>10.1%} {timed:>9.1%}")
+        if args.rows is not None:
+            write_pairs(args.rows, [r for rs in picked.values() for r in rs], again)
     say(f"stored the test-retest of {len(picked)} operator type(s) for {device.name} (sgdsim ops stats shows it)")
     return 0
+
+
+PAIR_COLUMNS = ("op", "dtype", "params", "fwd_s", "fwd_again_s", "bwd_s", "bwd_again_s",
+                "fwd_rel", "fwd_again_rel", "bwd_rel", "bwd_again_rel")
+
+
+def write_pairs(path: str, stored: list, again: dict) -> None:
+    """One line per row timed again: its stored and new times as timed (seconds; a bound
+    row's backward empty) and both over their references, as the medians compare them."""
+    import csv
+    import json
+
+    with open(path, "x", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(PAIR_COLUMNS)
+        for r in stored:
+            a = again.get(r.key)
+            if a is None:
+                continue
+            bwd = not (r.bwd_bound or a.bwd_bound)
+            out.writerow([r.op, r.dtype, json.dumps(r.params, sort_keys=True), r.fwd_s, a.fwd_s,
+                          r.bwd_s if bwd else "", a.bwd_s if bwd else "",
+                          *_pair(r, a, "fwd", True),
+                          *(_pair(r, a, "bwd", True) if bwd else ("", ""))])
 
 
 def _values(stored: list, again: dict, relative: bool = True) -> dict:
