@@ -19,6 +19,10 @@ ARITH = {"add": ("aten.add.Tensor", 2, ()), "mul": ("aten.mul.Tensor", 2, ()),
          "pow": ("aten.pow.Tensor_Scalar", 1, (3.0,)), "clone": ("aten.clone.default", 1, ())}
 ARITH_NAMES = tuple(sorted(ARITH))  # the order of the per-function prior terms
 INPLACE_FNS = ("add", "div", "mul", "mul_scalar", "sub")  # those with an in-place variant
+# in place, these need the target's old values for the other input's gradient (``mul_``:
+# d(a·b)/db = a), so autograd copies the target before writing it: 0.37 ns an element
+# against add_'s 0.17 on this machine (the four timed alike without a gradient)
+SAVES_TARGET = ("div", "mul")
 INPLACE_SHARE = 0.3
 _ALIASES = {"add_": "add", "mul_": "mul", "sub_": "sub", "div_": "div"}
 
@@ -80,31 +84,40 @@ def arith_sample(rng):
             "inplace": inplace}
 
 
+def _terms(p, dtype: str, cache_bytes: float, fixed_per_function: bool) -> list[float]:
+    n, fn, inplace = float(p["numel"]), str(p["fn"]), int(p.get("inplace", 0))
+    beyond = beyond_cache(n, ARITH.get(fn, ARITH["clone"])[1] + 1 - inplace, dtype, cache_bytes)
+    tracked = inplace * grad(p["gi"])
+    fixed = [float(fn == f and fixed_per_function) for f in ARITH_NAMES]
+    return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in ARITH_NAMES),
+            n * int(p["bcast"]), beyond, float(p["bcast"]), *fixed, n * (1 - inplace),
+            n * tracked, float(tracked), n * tracked * (fn in SAVES_TARGET)]
+
+
 def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """What an element-wise call's time is made of, one term per rate: a fixed cost,
     autograd's bookkeeping when an input needs a gradient, a pass over the elements, the same
     again per function (a division or a tanh costs more per element than an add), a
     broadcast's, and the elements whose bytes (inputs and output) do not fit in
     ``cache_bytes``: they stream from memory, slower. Then a fixed cost per broadcast (its
-    iterator over strided dimensions is set up per call) and per function (each dispatches
-    its own kernel): half the grid's calls take under 13 µs, where these are the time. Then
-    an out-of-place call's output elements: fresh memory, mapped and faulted in as written.
-    Last, an in-place call on a tensor that needs a gradient, per element and once: it writes
-    into its own copy of the target (``measure.py``), not the warm one the copies share, and
-    autograd checks and bumps the target's version."""
-    n, fn, inplace = float(p["numel"]), str(p["fn"]), int(p.get("inplace", 0))
-    beyond = beyond_cache(n, ARITH.get(fn, ARITH["clone"])[1] + 1 - inplace, dtype, cache_bytes)
-    return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in ARITH_NAMES),
-            n * int(p["bcast"]), beyond,
-            float(p["bcast"]), *(float(fn == f) for f in ARITH_NAMES), n * (1 - inplace),
-            n * inplace * grad(p["gi"]), float(inplace * grad(p["gi"]))]
+    iterator over strided dimensions is set up per call); a fixed cost per function is the
+    backward's alone (each function's backward is its own few kernels, where every forward
+    is one kernel through the same iterator: fitted per function, the forward's eight costs
+    fitted noise, and the held-out forward median was 0.5-2.7 points higher on every EPYC
+    grid, docs/ops.md §5, run 16). Then an out-of-place call's output elements: fresh memory,
+    mapped and faulted in as written. Last, an in-place call on a tensor that needs a
+    gradient, per element and once: it writes into its own copy of the target
+    (``measure.py``), not the warm one the copies share, and autograd checks and bumps the
+    target's version; and per element again where autograd first copies the target's old
+    values (``SAVES_TARGET``)."""
+    return _terms(p, dtype, cache_bytes, False)
 
 
 def arith_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    """The backward's terms: the forward's, but for the in-place call's own copy and version
-    check, which its backward does not pay again (it reads the gradient, not the target)."""
-    terms = arith_terms(p, dtype, cache_bytes)
-    return terms[:-2] + [0.0, 0.0]
+    """The backward's terms: the forward's with a fixed cost per function, but for the
+    in-place call's own copy, version check and saved target, which its backward does not
+    pay again (it reads the gradient and what was saved, not the target)."""
+    return _terms(p, dtype, cache_bytes, True)[:-3] + [0.0, 0.0, 0.0]
 
 
 def act_params(call: Call):
