@@ -40,6 +40,25 @@ def test_a_corrected_roofline_lands_within_the_noise_and_extrapolates():
     assert inside["fwd_median"] < 0.05 and beyond["fwd_max"] < 0.10
 
 
+def test_a_networks_correction_holds_still_beyond_the_grid():
+    """Past the largest size trained on, the estimate is the prior times the correction at
+    that size: the network is not asked where it has seen nothing."""
+    rng = np.random.default_rng(4)
+    rows = relu_rows(np.exp(rng.uniform(np.log(1e3), np.log(1e6), 40)).astype(int), rng, noise=0.1)
+    est = train(rows, REGISTRY["relu"].shape_dims, np.random.default_rng(5), 1.0, use_prior=True, clock_stop=False)
+    assert est.prior is not None and not est.quadratic
+    edge = max(r.params["numel"] for r in rows)
+    params = [{"numel": n, "gi": 1} for n in (edge, 4 * edge, 1000 * edge)]
+    fwd, bwd = est.predict(params)
+    base = prior_times("relu", "float32", params, est.prior)
+    assert np.allclose(fwd / base[:, 0], fwd[0] / base[0, 0], rtol=1e-9)
+    assert np.allclose(bwd / base[:, 1], bwd[0] / base[0, 1], rtol=1e-9)
+    inside = [{"numel": n, "gi": 1} for n in (edge // 8, edge // 2)]  # and not inside it
+    f_in, _ = est.predict(inside)
+    assert not np.isclose(f_in[0] / prior_times("relu", "float32", inside, est.prior)[0, 0],
+                          f_in[1] / prior_times("relu", "float32", inside, est.prior)[1, 0], rtol=1e-6)
+
+
 def test_the_prior_travels_with_the_json_and_a_bad_one_is_refused():
     rng = np.random.default_rng(2)
     rows = relu_rows(np.exp(rng.uniform(np.log(1e3), np.log(1e6), 30)).astype(int), rng)

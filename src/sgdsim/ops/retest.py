@@ -27,7 +27,7 @@ def register(sub) -> dict:
     q.add_argument("--seed", type=int, default=0, help="seed of the sample and the input data (default 0)")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads, as measured (default 1)")
     q.add_argument("--rows", metavar="FILE.csv", default=None,
-                   help="also write every row's two times (stored, again) to this new CSV file")
+                   help="also write every row's two times (stored, again) to this new CSV file (default: none)")
     add_db_argument(q)
     return {"retest": cmd_retest}
 
