@@ -113,6 +113,9 @@ def test_retest_times_rows_again_and_stats_and_eval_show_it(tmp_path, capsys):
     assert "| relu | float32 | 9.0% (quad) | 20.0% | 10.0% | yes |" in \
         render([row], {("relu", "float32"): {"fwd_median": 0.1}})  # judged: the shipped estimator
     assert "| 9.0% (quad) | 20.0% | 5.0% | **no** |" in render([row], {("relu", "float32"): {"fwd_median": 0.05}})
+    pairs.write_text("mine\n")
+    assert main(["ops", "retest", "--samples", "2", "--db", db, "--quiet", "--rows", str(pairs), "--force"]) == 0
+    assert pairs.read_text().startswith("op,dtype,params") and len(pairs.read_text().splitlines()) == 3
 
 
 def test_retest_needs_rows_measured_on_this_machine(tmp_path, capsys):
@@ -161,3 +164,16 @@ def test_rows_without_a_parameter_their_type_reads_fail_that_type_in_one_line(tm
     assert "Measure more" not in err  # its own message says what to run
     with open_db(path, create=False) as db:
         assert set(db.load_estimators(DEV.name)) == {("relu", "float32")}
+
+
+def test_eval_writes_its_markdown_refuses_an_existing_file_and_force_overwrites(database, tmp_path, capsys):
+    assert main(["ops", "train", "--db", database, "--budget", "1", "--op", "relu"]) == 0
+    md = tmp_path / "eval.md"
+    assert main(["ops", "eval", "--db", database, "--op", "relu", "--markdown", str(md)]) == 0
+    assert "| relu |" in md.read_text()
+    capsys.readouterr()
+    assert main(["ops", "eval", "--db", database, "--op", "relu", "--markdown", str(md)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    md.write_text("mine\n")
+    assert main(["ops", "eval", "--db", database, "--op", "relu", "--markdown", str(md), "--force"]) == 0
+    assert "| relu |" in md.read_text()

@@ -42,6 +42,7 @@ def register(sub) -> dict:
                            help="fraction of each type's rows held out for the error")
             q.add_argument("--markdown", default=None, metavar="FILE",
                            help="also write the table as markdown; refuses an existing FILE (default: terminal only)")
+            q.add_argument("--force", action="store_true", help="overwrite an existing --markdown FILE")
         add_db_argument(q)
     return {"train": cmd_train, "eval": cmd_eval}
 
@@ -165,7 +166,7 @@ def cmd_eval(args) -> int:
     if not 0.01 <= args.holdout <= 0.5:
         raise ConfigError(f"--holdout must be in 0.01..0.5, got {args.holdout}")
     if args.markdown:
-        check_output_path(args.markdown, False)
+        check_output_path(args.markdown, args.force)
     with open_db(args.db, create=False) as db:
         device, groups, registry, _ = _groups(db, args)
         retests = {(op, dt): v for (dev, op, dt), v in db.load_retests().items() if dev == device}

@@ -27,7 +27,9 @@ def register(sub) -> dict:
     q.add_argument("--seed", type=int, default=0, help="seed of the sample and the input data (default 0)")
     q.add_argument("--threads", type=int, default=1, help="torch intra-op threads, as measured (default 1)")
     q.add_argument("--rows", metavar="FILE.csv", default=None,
-                   help="also write every row's two times (stored, again) to this new CSV file (default: none)")
+                   help="also write every row's two times (stored, again) to this CSV file; refuses an "
+                        "existing one (default: none)")
+    q.add_argument("--force", action="store_true", help="overwrite an existing --rows FILE")
     add_db_argument(q)
     return {"retest": cmd_retest}
 
@@ -55,7 +57,7 @@ def cmd_retest(args) -> int:
     wanted = wanted_types(args.op)  # checked before the database and the clock
     if args.rows is not None:
         from ..outputs import check_output_path
-        check_output_path(args.rows, False)
+        check_output_path(args.rows, args.force)
     torch = torch_module()
     device = this_device(args.threads)
     rng = np.random.default_rng(args.seed)
@@ -100,7 +102,7 @@ def write_pairs(path: str, stored: list, again: dict) -> None:
     import csv
     import json
 
-    with open(path, "x", newline="") as f:
+    with open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(PAIR_COLUMNS)
         for r in stored:
