@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("tables", nargs="+", help="terms_cv.py's and prior_cv.py's printed tables")
     ap.add_argument("--subset", type=int, default=20, help="rows of the smaller retest (default 20)")
     ap.add_argument("--draws", type=int, default=2000, help="random subsets drawn (default 2000)")
-    ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--seed", type=int, default=15, help="seed of the subsets (default 15)")
     args = ap.parse_args()
     rows = bar_rows(retest_errors(args.pairs), held_out(args.tables), args.subset, args.draws,
                     np.random.default_rng(args.seed))

@@ -158,8 +158,8 @@ def encode(params: list[dict], layout: Layout, pc, quadratic: bool = False,
     their pairwise products last. ``held`` (a correction of a prior, quadratic or network): the
     log parameters held within the grid's range, so that beyond it the prior alone scales: a
     ReLU network's correction otherwise goes on linearly in the log inputs (a relu 4-64x past
-    its largest training size came out 1.23-1.83x its time, held 1.01x:
-    tests/test_estimator_prior.py passed in earlier sessions and failed in this one's)."""
+    its largest training size came out 1.23-1.83x its time, held 1.01x; that test,
+    tests/test_estimator_prior.py, had passed and failed on 2026-12-03's machine)."""
     logx = bounded_inputs(params, layout) if quadratic or held else log_inputs(params, layout)
     cols = [logx, one_hot(params, layout)]
     if pc:

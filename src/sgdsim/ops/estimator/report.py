@@ -55,7 +55,7 @@ def verdict(held: float, n_held: int, retest: float, n_retest: int | None) -> st
     """``yes`` or ``**no**`` where the held-out median is within 1.5x the retest median or
     not, or ``undecided`` where the two are nearer each other than their samples can tell
     (a held-out median of 10 rows and a retest of 10 are each known to about ±37 %). A
-    retest stored without its row count (before 2026-11) is judged as it stands."""
+    retest stored without its row count is judged as it stands."""
     bar = 1.5 * retest
     if n_retest is None or held <= 0 or bar <= 0 or n_held < 1:
         return "yes" if held <= bar else "**no**"
