@@ -20,21 +20,20 @@ import numpy as np
 
 from run_main import run_main  # beside this script
 from sgdsim.errors import ConfigError
+from sgdsim.ops.retest import differences
 
 
 def retest_errors(path: str) -> dict[str, np.ndarray]:
     """Per type, |again / stored − 1| of each row's forward, over their references (as ``ops
     retest`` compares them)."""
-    out = defaultdict(list)
+    pairs = defaultdict(list)
     try:
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
-                stored, again = float(r["fwd_rel"]), float(r["fwd_again_rel"])
-                if stored > 0:
-                    out[r["op"]].append(abs(again / stored - 1))
+                pairs[r["op"]].append((float(r["fwd_rel"]), float(r["fwd_again_rel"])))
     except (OSError, KeyError, ValueError) as exc:
         raise ConfigError(f"{path}: not a CSV of 'sgdsim ops retest --rows' ({exc})") from None
-    return {op: np.array(v) for op, v in out.items()}
+    return {op: differences(*zip(*v)) for op, v in pairs.items()}
 
 
 def held_out(paths: list[str]) -> dict[str, float]:

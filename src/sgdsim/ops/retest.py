@@ -36,11 +36,15 @@ def register(sub) -> dict:
 
 def agreement(stored: list[float], again: list[float]) -> tuple[float, float]:
     """(median, 90th percentile) of |again / stored − 1| over the pairs with a stored time."""
-    pairs = [(s, a) for s, a in zip(stored, again) if s > 0]
-    if not pairs:
+    err = differences(stored, again)
+    if not err.size:
         return 0.0, 0.0
-    err = np.array([abs(a / s - 1) for s, a in pairs])
     return float(np.median(err)), float(np.percentile(err, 90))
+
+
+def differences(stored, again) -> np.ndarray:
+    """|again / stored − 1| of each pair with a stored time: what the retest's medians are of."""
+    return np.array([abs(a / s - 1) for s, a in zip(stored, again) if s > 0], dtype=float)
 
 
 def cmd_retest(args) -> int:
@@ -105,21 +109,28 @@ def write_pairs(path: str, stored: list, again: dict) -> None:
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(PAIR_COLUMNS)
-        for r in stored:
-            a = again.get(r.key)
-            if a is None:
-                continue
-            bwd = not (r.bwd_bound or a.bwd_bound)
+        for r, a in _matched(stored, again):
+            bwd = _both_timed(r, a)
             out.writerow([r.op, r.dtype, json.dumps(r.params, sort_keys=True), r.fwd_s, a.fwd_s,
                           r.bwd_s if bwd else "", a.bwd_s if bwd else "",
                           *_pair(r, a, "fwd", True),
                           *(_pair(r, a, "bwd", True) if bwd else ("", ""))])
 
 
+def _matched(stored: list, again: dict) -> list:
+    """(stored row, its new timing) for each row timed again."""
+    return [(r, again[r.key]) for r in stored if r.key in again]
+
+
+def _both_timed(stored, again) -> bool:
+    """Whether both backward times are measurements (neither stored as a bound)."""
+    return not (stored.bwd_bound or again.bwd_bound)
+
+
 def _values(stored: list, again: dict, relative: bool = True) -> dict:
-    pairs = [(r, again[r.key]) for r in stored if r.key in again]
+    pairs = _matched(stored, again)
     fwd = agreement(*zip(*[_pair(r, a, "fwd", relative) for r, a in pairs])) if pairs else (0.0, 0.0)
-    measured = [_pair(r, a, "bwd", relative) for r, a in pairs if not (r.bwd_bound or a.bwd_bound)]
+    measured = [_pair(r, a, "bwd", relative) for r, a in pairs if _both_timed(r, a)]
     bwd = agreement(*zip(*measured)) if measured else (0.0, 0.0)
     return {"rows": len(pairs), "fwd_median": fwd[0], "fwd_p90": fwd[1], "bwd_median": bwd[0],
             "bwd_p90": bwd[1], "retested_at": time.time()}

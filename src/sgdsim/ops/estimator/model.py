@@ -160,7 +160,7 @@ def encode(params: list[dict], layout: Layout, pc, quadratic: bool = False,
     ReLU network's correction otherwise goes on linearly in the log inputs (a relu 4-64x past
     its largest training size came out 1.23-1.83x its time, held 1.01x; that test,
     tests/test_estimator_prior.py, had passed and failed on 2026-12-03's machine)."""
-    logx = bounded_inputs(params, layout) if quadratic or held else log_inputs(params, layout)
+    logx = bounded_inputs(params, layout) if held else log_inputs(params, layout)
     cols = [logx, one_hot(params, layout)]
     if pc:
         cols.append((logx @ np.array(pc, dtype=float))[:, None])

@@ -5,6 +5,7 @@ fine-tuned: initial weights and L2 penalty), so the PC is the one difference."""
 from __future__ import annotations
 
 import time
+from statistics import NormalDist
 
 import numpy as np
 
@@ -43,12 +44,13 @@ def table3(groups: dict, shape_dims_of, seed: int = 0, budget_s: float = 60.0,
 
 
 # Relative standard error of the median of n values |x|, x normal: 1 / (2 f(m) m sqrt(n)), with
-# m = 0.6745 sigma the median and f(m) = 2 phi(0.6745) / sigma its density. Both medians the
-# verdict compares are of such values (a held-out error, a retest difference) to a first order.
-# At 10-20 values it is 6-10 % wider than simulated medians (tests/test_eval_verdict.py):
-# the verdict errs towards undecided.
-MEDIAN_REL_SE = 1.1664
-DECIDED_Z = 1.645  # one-sided 95 %: a verdict nearer its bar than this is left undecided
+# m the median of |x| (the normal's 75th percentile) and f(m) = 2 phi(m) its density. Both
+# medians the verdict compares are of such values (a held-out error, a retest difference) to a
+# first order. At 10-20 values it is 6-10 % wider than simulated medians
+# (tests/test_eval_verdict.py): the verdict errs towards undecided.
+_M = NormalDist().inv_cdf(0.75)
+MEDIAN_REL_SE = 1.0 / (4.0 * NormalDist().pdf(_M) * _M)  # 1.1664
+DECIDED_Z = NormalDist().inv_cdf(0.95)  # one-sided 95 %: nearer its bar than this, undecided
 
 
 def verdict(held: float, n_held: int, retest: float, n_retest: int | None) -> str:
