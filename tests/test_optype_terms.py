@@ -27,13 +27,17 @@ def test_attention_terms_by_hand():
     # query, key, value and output 6 x (2 x 4 + 2 x 5) x 8 = 864 elements, 16 of them in 64 bytes
     p = {"b": 2, "heads": 3, "lq": 4, "lk": 5, "d": 8, "causal": 0, "mask": 0, "dropout": 0, "gi": 1}
     terms = REGISTRY["sdpa"].prior_terms
-    assert terms(p, "float32", 64.0) == [1, 1, 6, 24, 960, 0, 120, 0, 0, 0, 0, 848]
+    assert terms(p, "float32", 64.0) == [1, 1, 6, 24, 960, 0, 120, 0, 0, 0, 0, 848, 0, 0, 0, 0, 0]
     # causal: the products' multiply-adds at their own rate; dropout: the decomposed path's
     assert terms({**p, "causal": 1}, "float32", 64.0)[4:9] == [0, 960, 120, 0, 0]
     assert terms({**p, "dropout": 1}, "float32", 64.0)[4:9] == [0, 0, 0, 960, 120]
     # a mask is read per batch, not per head (2 x 4 x 5); a boolean one is converted as well
     assert terms({**p, "mask": 1}, "float32", 64.0)[9:11] == [40, 0]
     assert terms({**p, "mask": 2}, "float32", 64.0)[9:11] == [40, 40]
+    # what a path adds per call and per (batch, head): dropout's, a mask's (either kind), causal's
+    assert terms({**p, "dropout": 1}, "float32", 64.0)[12:] == [1, 0, 0, 6, 0]
+    assert terms({**p, "mask": 2}, "float32", 64.0)[12:] == [0, 1, 0, 0, 6]
+    assert terms({**p, "causal": 1}, "float32", 64.0)[12:] == [0, 0, 1, 0, 0]
 
 
 def test_layer_norm_is_a_rowwise_reduction():
@@ -43,7 +47,8 @@ def test_layer_norm_is_a_rowwise_reduction():
 
 
 RATES = {"mean": [4e-6, 1e-6, 0.08e-9, 7e-9, 1e-9, 0.2e-9],
-         "sdpa": [20e-6, 5e-6, 1e-6, 40e-9, 0.02e-9, 0.011e-9, 1.5e-9, 0.05e-9, 6e-9, 0.5e-9, 2e-9, 0.3e-9]}
+         "sdpa": [20e-6, 5e-6, 1e-6, 40e-9, 0.02e-9, 0.011e-9, 1.5e-9, 0.05e-9, 6e-9, 0.5e-9, 2e-9, 0.3e-9,
+                  30e-6, 8e-6, 4e-6, 2e-6, 0.5e-6]}
 
 
 def _rows(op: str, n: int, rng) -> list[OpRecord]:

@@ -67,7 +67,10 @@ def sdpa_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     on the fused path, the multiply-adds again where causal (about half the blocks are
     skipped), both again on the decomposed path that dropout takes (the scores are written
     out, softmaxed and masked in memory), a mask's elements (read; a boolean one converted to
-    a float one first), and the query, key, value and output elements past ``cache_bytes``."""
+    a float one first), the query, key, value and output elements past ``cache_bytes``, and
+    what a path adds per call and per (batch, head): dropout's decomposed path launches several
+    kernels, a mask is broadcast over the heads, the causal kernel sets up its own blocks
+    (docs/ops.md §5, run 18)."""
     bh = float(p["b"]) * p["heads"]
     scores = bh * p["lq"] * p["lk"]
     macs = scores * p["d"]
@@ -77,7 +80,8 @@ def sdpa_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     qkvo = bh * (2 * p["lq"] + 2 * p["lk"]) * p["d"]
     return [1.0, float(grad(p["gi"])), bh, bh * p["lq"], macs * fused * (1 - causal),
             macs * fused * causal, scores * fused, macs * dropout, scores * dropout, masked,
-            masked * (mask == 2), beyond_cache(qkvo, 1, dtype, cache_bytes)]
+            masked * (mask == 2), beyond_cache(qkvo, 1, dtype, cache_bytes),
+            float(dropout), float(mask > 0), float(causal), bh * dropout, bh * (mask > 0)]
 
 
 SDPA = OpType("sdpa", (FUNC,), frozenset({"b", "heads", "lq", "lk", "d"}), params_of, build,

@@ -115,13 +115,17 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     the grids of MKL on an AMD and an Intel core, docs/ops.md §5): outputs narrower than
     ``TILE_N`` columns leave the vector kernel (5-10 GFLOP/s against 50-90), a last partial
     tile of columns costs about a full one, and two or three rows are neither a matrix-vector
-    product nor a tile."""
+    product nor a tile. Two more the rows and the batch bring (docs/ops.md §5, run 18): B's
+    elements again for 4 to 15 rows (a panel packed for a few rows and used by only those:
+    the 2-3 row term, one tile further), and a set-up per batch item after the first (each
+    is its own GEMM)."""
     b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
     g = grad(p["ga"]) or grad(p.get("gb", 0))
     narrow, partial = n < TILE_N, n > TILE_N and n % TILE_N != 0
     return [1.0, float(g), b * m * k * n, b * m * n, b * m * k, b * k * n,
             b * k * n * int(p.get("tb", 0)),
             b * m * k * narrow, b * m * k * partial, b * k * n * (1 < m < 4),
+            b * k * n * (4 <= m < TILE_N), b - 1.0,
             *(beyond_cache(b * e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n))]
 
 
