@@ -75,13 +75,13 @@ def sdpa_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     scores = bh * p["lq"] * p["lk"]
     macs = scores * p["d"]
     dropout, causal, mask = int(p.get("dropout", 0)), int(p["causal"]), int(p["mask"])
-    fused = 1 - dropout
-    masked = float(p["b"]) * p["lq"] * p["lk"] * (mask > 0)
+    fused, has_mask = 1 - dropout, float(mask > 0)
+    masked = float(p["b"]) * p["lq"] * p["lk"] * has_mask
     qkvo = bh * (2 * p["lq"] + 2 * p["lk"]) * p["d"]
     return [1.0, float(grad(p["gi"])), bh, bh * p["lq"], macs * fused * (1 - causal),
             macs * fused * causal, scores * fused, macs * dropout, scores * dropout, masked,
             masked * (mask == 2), beyond_cache(qkvo, 1, dtype, cache_bytes),
-            float(dropout), float(mask > 0), float(causal), bh * dropout, bh * (mask > 0)]
+            float(dropout), has_mask, float(causal), bh * dropout, bh * has_mask]
 
 
 SDPA = OpType("sdpa", (FUNC,), frozenset({"b", "heads", "lq", "lk", "d"}), params_of, build,
