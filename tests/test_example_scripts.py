@@ -34,6 +34,8 @@ CASES = [
     ("examples/ops/terms_cv.py", [], "usage"),
     ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),
     ("examples/ops/model_calls.py", [], "required"),
+    ("examples/ops/replay_steps.py", [MISSING, MISSING, MISSING], MISSING),
+    ("examples/ops/replay_steps.py", ["README.md", "README.md", "README.md"], "README.md"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),

@@ -30,8 +30,10 @@ from sgdsim.ops.estimate import estimate_profile  # noqa: E402
 
 
 def _sgdsim(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "sgdsim.cli", *args], check=True,
-                   stdout=subprocess.DEVNULL)
+    """One sgdsim command; its own one-line refusal (already on stderr) ends this script too."""
+    if subprocess.run([sys.executable, "-m", "sgdsim.cli", *args],
+                      stdout=subprocess.DEVNULL).returncode != 0:
+        raise SystemExit(2)
 
 
 def _device(db) -> str:
@@ -69,6 +71,10 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=5)
     ap.add_argument("--members", type=int, default=3)
     args = ap.parse_args()
+    for path in (args.grid_csv, args.models_csv, args.steps_csv):
+        if not Path(path).is_file():
+            print(f"replay_steps.py: no such file: {path}", file=sys.stderr)
+            raise SystemExit(2)
     rows = replay(args.grid_csv, args.models_csv, args.steps_csv, args.budget, args.members)
     print("| model | batch | measured step ms (committed) | estimator error as committed | today |")
     print("|---|---|---:|---:|---:|")
