@@ -105,6 +105,18 @@ def test_a_grid_too_small_for_the_per_image_path_falls_back_to_one_set_of_terms(
     assert terms_times("conv2d", "float32", [call], prior)[0, 0] == pytest.approx(want, rel=0.3)
 
 
+def test_a_grid_without_any_per_image_row_falls_back_to_one_set_of_terms():
+    """No training row on the per-image path: the training rows alone look fine, but a 1x1
+    layer (ResNet-50's at batch 8) would find every rate of its path 0 and sit at the floor."""
+    ps, ts = _grid(10, 0)
+    prior = fit_terms_prior(_records(ps, ts), True)
+    assert prior["merged"] is True
+    call = _p(n=8, cin=256, cout=64, h=56)  # ResNet-50's 1x1 at batch 8: per-image
+    assert slow_path(call, "float32")
+    want = 5e-6 + 8 * 256 * 64 * 56 * 56 / 2e10
+    assert terms_times("conv2d", "float32", [call], prior)[0, 0] == pytest.approx(want, rel=0.3)
+
+
 def test_a_grid_with_the_per_image_path_keeps_both():
     ps, ts = _grid(40, 20)
     prior = fit_terms_prior(_records(ps, ts), True)
