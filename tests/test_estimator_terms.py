@@ -262,13 +262,18 @@ def test_pool_terms_by_hand():
     # 2 planes of 4 x 4, 2 x 2 windows with stride 2: 32 elements in, 8 out, 8 windows of 4;
     # a 64-byte cache holds 16 float32 elements of the 40
     p = {"n": 1, "c": 2, "h": 4, "w": 4, "k": 2, "s": 2, "p": 0, "gi": 1}
-    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 64.0) == [1, 1, 32, 8, 32, 24, 32]
+    # (max pooling's window step in two bands: 160 bytes are within 8 x 64 of the cache)
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 64.0) == [1, 1, 32, 8, 32, 24, 32, 0]
     # 3 x 3 windows padded by 1: still 2 x 2 out per plane, 9 elements a window
     q = {**p, "k": 3, "p": 1, "gi": 0}
     assert REGISTRY["avg_pool2d"].prior_terms(q, "float32", 64.0) == [1, 0, 32, 8, 72, 24, 72]
     # the window's reads again only past the cache: a step, 0 while the 40 elements fit
-    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 160.0)[-2:] == [0, 0]
-    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 156.0)[-2:] == [1, 32]
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 160.0)[-3:] == [0, 0, 0]
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 156.0)[-3:] == [1, 32, 0]
+    assert REGISTRY["avg_pool2d"].prior_terms(p, "float32", 156.0)[-2:] == [1, 32]
+    # past 8 times the cache (160 bytes > 8 x 16) the step moves to the second band
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 20.0)[-3:] == [35, 32, 0]
+    assert REGISTRY["max_pool2d"].prior_terms(p, "float32", 16.0)[-3:] == [36, 0, 32]
 
 
 def test_softmax_terms_by_hand():
