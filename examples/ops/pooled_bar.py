@@ -23,26 +23,17 @@ from prior_cv import load_groups  # beside this script
 from retest_bar import retest_errors
 from run_main import run_main
 from sgdsim.errors import ConfigError
-from sgdsim.ops.estimator.prior import held_out_times
 from sgdsim.ops.estimator.terms import has_terms
+from terms_cv import row_errors
 
-FOLDS = 4
 BAR = 1.5
 
 
 def held_out_rows(db: str) -> dict[str, np.ndarray]:
-    """Per type with terms: |held-out / measured − 1| of every row's forward (4-fold, seed 0)."""
+    """Per float32 type with terms: each row's forward error, held out as ``terms_cv.py`` does."""
     _, groups, _ = load_groups(db)
-    out = {}
-    for (op, dtype), recs in sorted(groups.items()):
-        if dtype != "float32" or not has_terms(op):
-            continue
-        fold = np.random.default_rng(0).permutation(len(recs)) % FOLDS
-        got = held_out_times(recs, True, fold)[:, 0]
-        want = np.array([r.fwd_s for r in recs])
-        ok = (want > 0) & np.isfinite(got)
-        out[op] = np.abs(got[ok] / want[ok] - 1)
-    return out
+    return {op: row_errors(recs, 0)[0] for (op, dtype), recs in sorted(groups.items())
+            if dtype == "float32" and has_terms(op)}
 
 
 def main() -> None:

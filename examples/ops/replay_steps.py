@@ -21,12 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from estimate_models import GridOnly, step_of  # noqa: E402
-
-from sgdsim.ops.db import open_db  # noqa: E402
-from sgdsim.ops.estimate import estimate_profile  # noqa: E402
+from estimate_models import GridOnly, step_of  # beside this script
+from run_main import run_main
+from sgdsim.errors import ConfigError
+from sgdsim.ops.db import open_db
+from sgdsim.ops.estimate import estimate_profile
 
 
 def _sgdsim(*args: str) -> None:
@@ -40,7 +39,7 @@ def _device(db) -> str:
     """The device the committed rows were measured on (one per committed run)."""
     devices = [d.name for d in db.devices()]
     if len(devices) != 1:
-        raise SystemExit(f"expected the rows of one device, found {devices}")
+        raise ConfigError(f"expected the rows of one device, found {devices}")
     return devices[0]
 
 
@@ -73,8 +72,7 @@ def main() -> None:
     args = ap.parse_args()
     for path in (args.grid_csv, args.models_csv, args.steps_csv):
         if not Path(path).is_file():
-            print(f"replay_steps.py: no such file: {path}", file=sys.stderr)
-            raise SystemExit(2)
+            raise ConfigError(f"no such file: {path}")
     rows = replay(args.grid_csv, args.models_csv, args.steps_csv, args.budget, args.members)
     print("| model | batch | measured step ms (committed) | estimator error as committed | today |")
     print("|---|---|---:|---:|---:|")
@@ -86,4 +84,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

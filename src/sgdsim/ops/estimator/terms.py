@@ -12,6 +12,7 @@ fitted to held-out rows.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -153,17 +154,21 @@ def _needs_merging(op: str, dtype: str, X: np.ndarray) -> bool:
     if REGISTRY[op].merged_terms is None:
         return False
     supported = (X != 0).sum(axis=0) >= MIN_SUPPORT
-    probes = term_matrix(op, dtype, _probe_calls(op), CACHE_GRID[0])
-    return any(bool(((m != 0) & supported).sum(axis=1).min(initial=1) == 0) for m in (X, probes))
+    used = np.vstack([X != 0, _probe_terms_used(op, dtype)])
+    return bool((used & supported).sum(axis=1).min(initial=1) == 0)
 
 
 PROBES = 64  # the sampler's calls a path must be seen among (conv2d: 1x1 layers are ~1 in 6)
 
 
-def _probe_calls(op: str) -> list[dict]:
-    """``PROBES`` calls of the type as its grid draws them, the same ones every time."""
+@functools.lru_cache(maxsize=None)
+def _probe_terms_used(op: str, dtype: str) -> np.ndarray:
+    """Which terms each of ``PROBES`` calls of the type, as its grid draws them (the same ones
+    every time), is non-zero in: computed once, not in every fold of every training."""
     rng = np.random.default_rng(0)
-    return [REGISTRY[op].sample(rng) for _ in range(PROBES)]
+    used = term_matrix(op, dtype, [REGISTRY[op].sample(rng) for _ in range(PROBES)], CACHE_GRID[0]) != 0
+    used.flags.writeable = False
+    return used
 
 
 def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:

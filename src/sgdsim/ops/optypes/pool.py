@@ -84,10 +84,7 @@ def pool_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     memory. On run 11's grid max pooling takes about 14 ns an output while its input and output
     fit in 256 KiB (the cache size the fit picks on all five committed grids), 24 (2x2) or 35
     (3x3) past it: a step, not the ramp the streamed elements give."""
-    inp, out, k = _pool_sizes(p)
-    spill = beyond_cache(inp + out, 1, dtype, cache_bytes)
-    return [1.0, float(grad(p["gi"])), inp, out, out * k * k, spill,
-            out * k * k * float(spill > 0)]
+    return _pool_terms(p, dtype, cache_bytes, two_bands=False)
 
 
 BAND = 8  # max pooling's window step: past the cache up to BAND times it, and beyond
@@ -100,18 +97,21 @@ def maxpool_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     3-6 % faster, on each of runs 10-18's grids; two bands took its 4-fold held-out forward
     median lower on all seven (the factor chosen among 2, 4, 8 and 16 on them, so in sample;
     docs/ops.md §5, run 20). Average pooling gained nothing from it and keeps one step."""
-    terms = pool_terms(p, dtype, cache_bytes)
-    inp, out, k = _pool_sizes(p)
-    near = float(terms[-2] > 0 and beyond_cache(inp + out, 1, dtype, BAND * cache_bytes) == 0)
-    return terms[:-1] + [out * k * k * near, out * k * k * float(terms[-2] > 0) * (1.0 - near)]
+    return _pool_terms(p, dtype, cache_bytes, two_bands=True)
 
 
-def _pool_sizes(p) -> tuple[float, float, int]:
-    """(input elements, output elements, window side) of a 2-D pooling."""
+def _pool_terms(p, dtype: str, cache_bytes: float, two_bands: bool) -> list[float]:
     k, s, pad = p["k"], p["s"], p["p"]
     planes = float(p["n"]) * float(p["c"])
     out = planes * window_out(p["h"], k, s, pad) * window_out(p["w"], k, s, pad)
-    return planes * p["h"] * p["w"], out, k
+    inp = planes * p["h"] * p["w"]
+    spill = beyond_cache(inp + out, 1, dtype, cache_bytes)
+    terms = [1.0, float(grad(p["gi"])), inp, out, out * k * k, spill]
+    step = out * k * k * float(spill > 0)
+    if not two_bands:
+        return terms + [step]
+    near = float(beyond_cache(inp + out, 1, dtype, BAND * cache_bytes) == 0)
+    return terms + [step * near, step * (1.0 - near)]
 
 
 MAX_POOL = OpType("max_pool2d", ("aten.max_pool2d_with_indices.default",),
