@@ -69,3 +69,16 @@ def test_more_runs_keeps_a_saved_runs_record(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert got.returncode == 2 and "out.runs.jsonl exists" in got.stderr, got.stderr
     assert (tmp_path / "out.runs.jsonl").read_text() == "{}\n" and not (tmp_path / "out.csv").exists()
+
+
+def test_pooled_bar_refuses_a_retest_file_with_no_rows(tmp_path):
+    """A grid and an empty retest CSV share no type: one line and exit 2, not an empty table."""
+    db, rows = tmp_path / "mp.sqlite", tmp_path / "rows.csv"
+    rows.write_text("")
+    subprocess.run([sys.executable, "-m", "sgdsim.cli", "ops", "import", "-q", "--db", str(db),
+                    os.path.join(ROOT, "docs/validation/ops/db-maxpool-epyc-2026-12-04-run20.csv")],
+                   check=True, capture_output=True, timeout=60)
+    got = subprocess.run([sys.executable, os.path.join(ROOT, "examples/ops/pooled_bar.py"), str(db),
+                          str(rows)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert got.returncode == 2 and got.stdout == ""
+    assert got.stderr.strip().splitlines() == [got.stderr.strip()] and "no type" in got.stderr

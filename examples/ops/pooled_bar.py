@@ -41,10 +41,13 @@ def main() -> None:
     if len(args) % 2:
         raise ConfigError("give pairs: a grid database and its retest --rows CSV, for each run")
     runs = [(held_out_rows(db), retest_errors(pairs)) for db, pairs in zip(args[::2], args[1::2])]
+    types = sorted(set.intersection(*(set(h) & set(r) for h, r in runs)))
+    if not types:
+        raise ConfigError("no type with terms has both held-out rows and retest rows in every run "
+                          "(is each CSV 'sgdsim ops retest --rows' of its grid?)")
     print("| type | runs | held-out median, pooled | retest median, pooled | ratio | within 1.5x | ratio run by run |")
     print("|---|---:|---:|---:|---:|---|---|")
     within = 0
-    types = sorted(set.intersection(*(set(h) & set(r) for h, r in runs)))
     for op in types:
         held = np.concatenate([h[op] for h, _ in runs])
         again = np.concatenate([r[op] for _, r in runs])
