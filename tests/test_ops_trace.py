@@ -282,7 +282,7 @@ def test_in_place_arithmetic_is_its_own_parameter_and_replays_in_place():
     place; a row stored before the parameter reads as out of place; a share of the grid's
     draws of the functions that have an in-place variant are in place."""
     from sgdsim.ops.optypes import complete
-    from sgdsim.ops.optypes.pointwise import INPLACE_FNS
+    from sgdsim.ops.optypes.pointwise import INPLACE_FNS, MASKS
     from sgdsim.ops.template import Call, TSpec
 
     eltwise = REGISTRY["eltwise"]
@@ -297,5 +297,25 @@ def test_in_place_arithmetic_is_its_own_parameter_and_replays_in_place():
     rng = np.random.default_rng(13)
     draws = [eltwise.sample(rng) for _ in range(800)]
     has = [d for d in draws if d["fn"] in INPLACE_FNS]
-    assert all(d["inplace"] == 0 for d in draws if d["fn"] not in INPLACE_FNS)
+    assert all(d["inplace"] == 0 for d in draws if d["fn"] not in INPLACE_FNS + MASKS)
     assert 0.2 < sum(d["inplace"] for d in has) / len(has) < 0.4
+    masks = [d for d in draws if d["fn"] in MASKS]
+    assert masks and all(d["inplace"] == 1 and d["gi"] == 0 for d in masks)
+
+
+def test_dropout_mask_is_drawn_as_a_model_calls_it():
+    """Dropout's ``bernoulli_`` reads as the grid draws it (in place, no gradient), replays as
+    the same aten call, and has a per-element term of its own: before it was drawn it had
+    none, and the models' masks were estimated at the type's floor."""
+    from sgdsim.ops.optypes.pointwise import ARITH_NAMES, MASKS, arith_terms
+    from sgdsim.ops.template import Call, TSpec
+
+    x = TSpec((4, 64, 768), (49152, 768, 1), "float32", False)
+    op, p = classify(Call("aten.bernoulli_.float", (x, 0.9)))
+    assert op == "eltwise" and p == {"fn": "bernoulli_", "numel": 4 * 64 * 768, "bcast": 0, "gi": 0,
+                                     "inplace": 1}
+    assert p["fn"] in MASKS
+    assert REGISTRY["eltwise"].build(p, "float32").func == "aten.bernoulli_.float"
+    terms = arith_terms(p, "float32", 2.0 ** 20)
+    per_fn = terms[3:3 + len(ARITH_NAMES)]
+    assert per_fn == [p["numel"] * (f == "bernoulli_") for f in ARITH_NAMES]

@@ -16,7 +16,12 @@ from .base import OpType, beyond_cache, dense, grad, log_int, numel
 ARITH = {"add": ("aten.add.Tensor", 2, ()), "mul": ("aten.mul.Tensor", 2, ()),
          "sub": ("aten.sub.Tensor", 2, ()), "div": ("aten.div.Tensor", 2, ()),
          "mul_scalar": ("aten.mul.Scalar", 1, (0.5,)), "tanh": ("aten.tanh.default", 1, ()),
-         "pow": ("aten.pow.Tensor_Scalar", 1, (3.0,)), "clone": ("aten.clone.default", 1, ())}
+         "pow": ("aten.pow.Tensor_Scalar", 1, (3.0,)), "clone": ("aten.clone.default", 1, ()),
+         "bernoulli_": ("aten.bernoulli_.float", 1, (0.9,))}
+# dropout's mask: filled in place (a draw per element, 1 - p of them ones), never differentiated;
+# never drawn before 2026-12-04, its calls (1-2 % of BERT's and GPT-2's steps) were estimated at
+# the type's floor, no per-element cost of their own (docs/ops.md §5, run 21)
+MASKS = ("bernoulli_",)
 ARITH_NAMES = tuple(sorted(ARITH))  # the order of the per-function prior terms
 INPLACE_FNS = ("add", "div", "mul", "mul_scalar", "sub")  # those with an in-place variant
 # in place, these need the target's old values for the other input's gradient (``mul_``:
@@ -80,6 +85,8 @@ def arith_sample(rng):
     n = log_int(rng, 2 ** 23, VOCAB_MAX) if vocab else log_int(rng, 64, 2 ** 23)
     gi = int(rng.random() < 0.8)
     inplace = int(fn in INPLACE_FNS and rng.random() < INPLACE_SHARE)
+    if fn in MASKS:
+        gi, inplace = 0, 1
     return {"fn": fn, "numel": n // 64 * 64 if bcast else n, "bcast": bcast, "gi": gi,
             "inplace": inplace}
 
