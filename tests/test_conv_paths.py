@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sgdsim.ops.estimator.terms import (DEFAULT_CACHE, MERGE_SUPPORT, MIN_SUPPORT, check_terms_prior,
-                                        fit_terms_prior, terms_times)
+from sgdsim.ops.estimator.terms import DEFAULT_CACHE, check_terms_prior, fit_terms_prior, terms_times
 from sgdsim.ops.optypes import REGISTRY
 from sgdsim.ops.optypes.conv import conv_backward_terms, conv_terms, macs, slow_path
 from sgdsim.ops.optypes.matmul import gemm_backward_terms, gemm_terms
@@ -97,10 +96,7 @@ def _grid(n_onednn: int, n_slow: int, seed: int = 1):
 
 
 def test_a_grid_too_small_for_the_per_image_path_falls_back_to_one_set_of_terms():
-    # per-image rows enough for a rate but not for a path (MIN_SUPPORT <= 4 < MERGE_SUPPORT):
-    # fitted from so few, that path's own rates put ResNet-50's calls further off than one set
-    assert MIN_SUPPORT <= MERGE_SUPPORT - 1
-    ps, ts = _grid(40, MERGE_SUPPORT - 1)
+    ps, ts = _grid(40, 3)  # 3 per-image rows: no rate of that path has the support it needs
     prior = fit_terms_prior(_records(ps, ts), True)
     assert prior["merged"] is True and check_terms_prior(prior, "conv2d") == prior
     assert len(prior["fwd"]) == ONEDNN_TERMS

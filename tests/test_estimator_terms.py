@@ -372,33 +372,3 @@ def test_an_embeddings_dense_gradient_is_a_term_of_its_backward_only():
     f, b = prior_times("embedding", "float32", [small, {**small, "num": 10000}], prior).T
     assert f[1] == pytest.approx(f[0]) and b[1] - b[0] == pytest.approx(1.3e-9 * 9000 * 768)
 
-
-# sdpa_terms' 17 rates (seconds per unit): a fused kernel at 20 G multiply-adds per second,
-# dropout's decomposed path several times slower, as on a CPU core
-SDPA_RATES = np.array([10e-6, 2e-6, 0.5e-6, 5e-9, 0.05e-9, 0.05e-9, 1e-9, 0.1e-9, 5e-9, 0.5e-9,
-                       0.5e-9, 0.3e-9, 20e-6, 5e-6, 5e-6, 1e-6, 0.5e-6])
-
-
-def test_a_path_a_small_grid_saw_in_three_rows_gets_its_rates():
-    """Ten attention shapes, as the README's small path draws them, three of them on dropout's
-    decomposed path (MIN_SUPPORT): a model's dropout call is estimated from those rows. With
-    five rows asked for, that path had no rate and GPT-2's and BERT's attention came out at
-    about 0.27x (docs/ops.md §5, run 21). The times are the terms at known rates, exactly."""
-    assert MIN_SUPPORT <= 3
-    rng = np.random.default_rng(4)
-    fused: list[dict] = []
-    dropout: list[dict] = []
-    while len(fused) < 7 or len(dropout) < 3:
-        p = REGISTRY["sdpa"].sample(rng)
-        group = dropout if p["dropout"] else fused
-        if len(group) < (3 if p["dropout"] else 7):
-            group.append(p)
-    rows = []
-    for p in fused + dropout:
-        t = float(term_matrix("sdpa", "float32", [p], CACHE)[0] @ SDPA_RATES)
-        rows.append(OpRecord(DEV, "sdpa", p, "float32", t, 2 * t, 5, 0.0, 0.0, 1.0))
-    prior = fit_prior(rows, has_bwd=True)
-    gpt2 = {"b": 4, "heads": 12, "lq": 64, "lk": 64, "d": 64, "causal": 0, "mask": 2, "dropout": 1,
-            "gi": 1}
-    want = float(term_matrix("sdpa", "float32", [gpt2], CACHE)[0] @ SDPA_RATES)
-    assert prior_times("sdpa", "float32", [gpt2], prior)[0, 0] == pytest.approx(want, rel=0.35)

@@ -43,6 +43,8 @@ CASES = [
     ("examples/ops/support_calls.py", [MISSING], "usage"),
     ("examples/ops/support_calls.py", [MISSING, MISSING, "--support", "5,x"], "--support"),
     ("examples/ops/support_calls.py", [MISSING, MISSING, "--sample", "1"], "--sample"),
+    ("examples/ops/without_rows.py", [MISSING, MISSING], MISSING),
+    ("examples/ops/without_rows.py", [MISSING], "usage"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),

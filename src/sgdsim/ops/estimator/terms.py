@@ -80,18 +80,15 @@ def nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-MIN_SUPPORT = 3  # rows a term must be non-zero in for its rate to be fitted
-MERGE_SUPPORT = 5  # rows a path must be seen in for a type not to fall back to merged terms
+MIN_SUPPORT = 5  # rows a term must be non-zero in for its rate to be fitted
 
 
 def fit_rates(X: np.ndarray, t: np.ndarray) -> list[float]:
     """Non-negative rates minimizing the relative error over rows with a time (> 0). A term
     non-zero in fewer than MIN_SUPPORT of them gets rate 0: a rate a row or two pin down fits
-    their noise, and a model's calls beyond them multiply it (the grid's one convolution with weights
-    past a 4 MiB cache set 96 ns a weight, and ResNet-50's 2.4 M-weight layers came out at 30x
-    their time, docs/ops.md §5, run 10). Three, not five: in a grid of 10 shapes a type (the
-    README's small path) five left attention's dropout path, seen in 2-4 rows, with no rate,
-    and GPT-2's and BERT's attention at about 0.27x their time (docs/ops.md §5, run 21)."""
+    their noise, and a model's calls beyond them multiply it (the grid's one convolution with
+    weights past a 4 MiB cache set 96 ns a weight, and ResNet-50's 2.4 M-weight layers came
+    out at 30x their time, docs/ops.md §5, run 10)."""
     ok = t > 0
     supported = (X[ok] != 0).sum(axis=0) >= MIN_SUPPORT
     w = 1.0 / t[ok]
@@ -148,17 +145,15 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
 
 def _needs_merging(op: str, dtype: str, X: np.ndarray) -> bool:
     """Whether a call of the type could find no term that enough rows share for a rate
-    (``MERGE_SUPPORT``): a path of the type the grid drew too seldom (conv2d's per-image
+    (``MIN_SUPPORT``): a path of the type the grid drew too seldom (conv2d's per-image
     products in a grid of 10 or 30 shapes), whose calls would then be estimated at the floor.
     Such a type, where it has one, falls back to its one set of terms for every row. Asked of
     the training rows and of ``PROBES`` calls the type's own sampler draws: a 10-shape grid
     with no per-image row at all put every 1x1 layer of ResNet-50 at 0.00-0.02x its time.
-    ``X``: the terms of the rows with a time. A path is asked for ``MERGE_SUPPORT`` rows, more
-    than a rate: fitted from 2-4 rows, conv2d's per-image path put ResNet-50's calls further
-    off than its merged terms do (docs/ops.md §5, run 21)."""
+    ``X``: the terms of the rows with a time."""
     if REGISTRY[op].merged_terms is None:
         return False
-    supported = (X != 0).sum(axis=0) >= MERGE_SUPPORT
+    supported = (X != 0).sum(axis=0) >= MIN_SUPPORT
     used = np.vstack([X != 0, _probe_terms_used(op, dtype)])
     return bool((used & supported).sum(axis=1).min(initial=1) == 0)
 
