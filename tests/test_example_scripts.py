@@ -45,6 +45,8 @@ CASES = [
     ("examples/ops/support_calls.py", [MISSING, MISSING, "--sample", "1"], "--sample"),
     ("examples/ops/without_rows.py", [MISSING, MISSING], MISSING),
     ("examples/ops/without_rows.py", [MISSING], "usage"),
+    ("examples/ops/call_groups.py", [MISSING, MISSING], MISSING),
+    ("examples/ops/call_groups.py", [MISSING], "usage"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),

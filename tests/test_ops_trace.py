@@ -282,7 +282,7 @@ def test_in_place_arithmetic_is_its_own_parameter_and_replays_in_place():
     place; a row stored before the parameter reads as out of place; a share of the grid's
     draws of the functions that have an in-place variant are in place."""
     from sgdsim.ops.optypes import complete
-    from sgdsim.ops.optypes.pointwise import INPLACE_FNS, MASKS
+    from sgdsim.ops.optypes.pointwise import INPLACE_FNS, MASKS, UPDATE_SHARE
     from sgdsim.ops.template import Call, TSpec
 
     eltwise = REGISTRY["eltwise"]
@@ -296,9 +296,11 @@ def test_in_place_arithmetic_is_its_own_parameter_and_replays_in_place():
     assert complete("eltwise", {k: v for k, v in p.items() if k != "inplace"})["inplace"] == 0
     rng = np.random.default_rng(13)
     draws = [eltwise.sample(rng) for _ in range(800)]
-    has = [d for d in draws if d["fn"] in INPLACE_FNS]
+    has = [d for d in draws if d["fn"] in INPLACE_FNS and d["fn"] != "add"]  # add: the updates too
     assert all(d["inplace"] == 0 for d in draws if d["fn"] not in INPLACE_FNS + MASKS)
     assert 0.2 < sum(d["inplace"] for d in has) / len(has) < 0.4
+    updates = [d for d in draws if d["fn"] == "add" and d["inplace"] and not d["gi"] and not d["bcast"]]
+    assert UPDATE_SHARE * 0.8 < len(updates) / len(draws) < UPDATE_SHARE * 1.3 + 0.02
     masks = [d for d in draws if d["fn"] in MASKS]
     assert masks and all(d["inplace"] == 1 and d["gi"] == 0 for d in masks)
 

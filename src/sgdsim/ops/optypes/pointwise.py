@@ -70,6 +70,10 @@ def arith_build(p, dtype) -> Call:
 
 
 VOCAB_SHARE, VOCAB_MAX = 0.1, 2 ** 26
+# the optimizer's update: p.add_(g, alpha=-lr), one per parameter tensor, in place with no
+# gradient; drawn at random the grid had 0-7 such adds in 100 rows (none in run 21's), and
+# the models' 35 updates came out at 0.41x (docs/ops.md §5, runs 21 and 22)
+UPDATE_SHARE = 0.1
 
 
 def arith_sample(rng):
@@ -78,7 +82,10 @@ def arith_sample(rng):
     pass over memory no cache holds, which the smaller draws never reach (run 7: three such
     calls, 65 of the models' 118 ms of element-wise time). Those adds are in place: drawn
     only out of place, the large draws put the models' element-wise calls at 1.7-2.35x
-    (docs/ops.md §5, run 8)."""
+    (docs/ops.md §5, run 8). And a share of the draws is the optimizer's update itself
+    (``UPDATE_SHARE``), at any parameter's size."""
+    if rng.random() < UPDATE_SHARE:  # a parameter's size, up to the largest tables
+        return {"fn": "add", "numel": log_int(rng, 64, VOCAB_MAX), "bcast": 0, "gi": 0, "inplace": 1}
     vocab = rng.random() < VOCAB_SHARE
     fn = str(rng.choice(sorted(ARITH)))
     bcast = int(ARITH[fn][1] == 2 and rng.random() < 0.3)  # only a pair of tensors broadcasts
