@@ -371,4 +371,3 @@ def test_an_embeddings_dense_gradient_is_a_term_of_its_backward_only():
     small = {"num": 1000, "dim": 768, "indices": 128, "gw": 1}
     f, b = prior_times("embedding", "float32", [small, {**small, "num": 10000}], prior).T
     assert f[1] == pytest.approx(f[0]) and b[1] - b[0] == pytest.approx(1.3e-9 * 9000 * 768)
-
