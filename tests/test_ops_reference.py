@@ -2,6 +2,7 @@
 a row reads the same time back from both (issue 38, item 1)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import numpy as np
@@ -114,3 +115,18 @@ def test_a_step_is_read_at_the_databases_mean_speed_type_by_type():
                                   {"conv2d": 5e-4, "mm": 1e-3}) == pytest.approx(1.6)
     # the same machine speed now as in the database: unchanged
     assert reference.speed_factor({"conv2d": 1.0}, {"conv2d": 3e-4}, {"conv2d": 3e-4}) == 1.0
+
+
+def test_a_sampler_change_does_not_move_a_types_reference(monkeypatch):
+    """The element-wise sampler took dropout's mask and the optimizer's update on 2026-12-04,
+    and the rule's choice moved from an add to a clone, then to a pow: rows of one database
+    measured before and after would have been read against different calls. The frozen
+    references stay; a type without one still gets the rule's choice."""
+    eltwise = REGISTRY["eltwise"]
+    before = reference.reference_params("eltwise", "float32")
+    assert before == {**reference.FROZEN["eltwise"], "inplace": 0}
+    other = {"fn": "tanh", "numel": 2 ** 18, "bcast": 0, "gi": 0, "inplace": 0}
+    monkeypatch.setitem(REGISTRY, "eltwise", dataclasses.replace(eltwise, sample=lambda rng: dict(other)))
+    assert reference.reference_params("eltwise", "float32") == before
+    monkeypatch.delitem(reference.FROZEN, "eltwise")
+    assert reference.reference_params("eltwise", "float32") == other
