@@ -13,14 +13,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from prior_cv import load_groups  # beside this script
+from prior_cv import type_rows  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator.prior import fit_prior, prior_times
-
-
-def rows_of(path: str, op: str) -> list:
-    return [r for k, v in load_groups(path)[1].items() if k[0] == op for r in v]
 
 
 def group_of(params: dict) -> str:
@@ -33,8 +29,8 @@ def main() -> None:
     ap.add_argument("grids", nargs="+")
     ap.add_argument("--op", default="eltwise")
     args = ap.parse_args()
-    calls = rows_of(args.models, args.op)
-    grids = [rows_of(path, args.op) for path in args.grids]
+    calls = type_rows(args.models, args.op)
+    grids = [type_rows(path, args.op) for path in args.grids]
     if not calls or not all(grids):
         raise ConfigError(f"{args.op} rows are needed in the models' database and in every grid")
     want = np.array([c.fwd_s for c in calls])

@@ -46,6 +46,11 @@ def load_groups(path: str, raw: bool = False):
     return device, groups, retests
 
 
+def type_rows(path: str, op: str) -> list:
+    """Every row of one operator type in a one-device DB, whatever its dtype."""
+    return [r for (kind, _), rows in load_groups(path)[1].items() if kind == op for r in rows]
+
+
 def cv_arguments(description: str) -> argparse.Namespace:
     """DB, --budget (s per model), --folds, --seed: what both cross-validations take."""
     ap = argparse.ArgumentParser(description=description)

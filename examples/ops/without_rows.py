@@ -11,14 +11,10 @@ import argparse
 
 import numpy as np
 
-from prior_cv import load_groups  # beside this script
+from prior_cv import type_rows  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator.prior import fit_prior, prior_times
-
-
-def rows_of(path: str, op: str) -> list:
-    return [r for k, v in load_groups(path)[1].items() if k[0] == op for r in v]
 
 
 def main() -> None:
@@ -28,7 +24,7 @@ def main() -> None:
     ap.add_argument("--op", default="eltwise")
     ap.add_argument("--fn", default="bernoulli_")
     args = ap.parse_args()
-    grid, calls = rows_of(args.grid, args.op), rows_of(args.models, args.op)
+    grid, calls = type_rows(args.grid, args.op), type_rows(args.models, args.op)
     picked = [c for c in calls if c.params.get("fn") == args.fn]
     in_grid = sum(r.params.get("fn") == args.fn for r in grid)
     if not picked or not in_grid:
