@@ -168,10 +168,11 @@ def test_the_terms_prior_travels_with_the_json_and_a_bad_one_is_refused():
     for bad, match in ((dict(d["prior"], terms="relu"), "a terms prior of 'relu'"),
                        (dict(d["prior"], fwd=[-1.0] * len(d["prior"]["fwd"])), "each ≥ 0"),
                        (dict(d["prior"], bwd=[1.0]), "the same length"),
-                       (dict(d["prior"], cache_bytes=0), "cache_bytes must be positive")):
+                       (dict(d["prior"], cache_bytes=0), "cache_bytes must be positive"),
+                       (dict(d["prior"], unseen=[len(d["prior"]["fwd"])]), "unseen lists term indices")):
         with pytest.raises(ConfigError, match=match):
             OpEstimator.from_json(json.dumps(dict(d, prior=bad)))
-    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0]), "eltwise")
+    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0], unseen=[]), "eltwise")
     with pytest.raises(ConfigError, match="train the estimator again"):
         prior_times("eltwise", "float32", params, short)
 
@@ -371,3 +372,39 @@ def test_an_embeddings_dense_gradient_is_a_term_of_its_backward_only():
     small = {"num": 1000, "dim": 768, "indices": 128, "gw": 1}
     f, b = prior_times("embedding", "float32", [small, {**small, "num": 10000}], prior).T
     assert f[1] == pytest.approx(f[0]) and b[1] - b[0] == pytest.approx(1.3e-9 * 9000 * 768)
+
+
+
+def test_a_call_on_a_path_the_grid_never_drew_is_flagged():
+    """A grid with in-place calls, multiplications and calls that need a gradient, but never
+    an in-place multiplication that needs one (autograd copies its target first: a term of
+    its own). Every value is seen, so no mode is flagged; that term has no training row and
+    no rate, and an estimate says how many calls rest on it. The prior names the term and
+    its JSON keeps it; the grid's own kinds of call are not flagged."""
+    from sgdsim.ops.estimate import time_calls
+    from sgdsim.ops.estimator.terms import check_terms_prior, unseen_calls
+    from sgdsim.ops.optypes.pointwise import SAVES_TARGET
+
+    def saves(p):
+        return p["fn"] in SAVES_TARGET and p["inplace"] == 1 and p["gi"] == 1
+
+    every = eltwise_rows(300, np.random.default_rng(5))
+    rows = [r for r in every if not saves(r.params)]
+    assert len(rows) < len(every)
+    prior = fit_prior(rows, has_bwd=True)
+    saved = len(prior["fwd"]) - 1  # the saved target's term, arith_terms' last
+    assert saved in prior["unseen"]
+    assert check_terms_prior(json.loads(json.dumps(prior)), "eltwise") == prior
+    mul_ = {"fn": "mul", "numel": 196608, "bcast": 0, "gi": 1, "inplace": 1}
+    assert unseen_calls("eltwise", "float32", [mul_, rows[0].params, mul_], prior) == 2
+    assert unseen_calls("eltwise", "float32", [r.params for r in rows], prior) == 0
+    assert saved not in fit_prior(every, has_bwd=True).get("unseen", [])
+
+    class EmptyDB:
+        def lookup(self, device, keys):
+            return {}
+
+    est = train(rows, REGISTRY["eltwise"].shape_dims, np.random.default_rng(1), 2.0, use_prior="auto")
+    calls = [REGISTRY["eltwise"].build(p, "float32") for p in (mul_, rows[0].params)]
+    timed = time_calls(calls, EmptyDB(), "dev", {("eltwise", "float32"): est})
+    assert timed.unseen == {"eltwise": ["1 call(s) with a term no grid row had"]}

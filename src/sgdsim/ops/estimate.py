@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ConfigError
 from .collect import call_dtype
 from .estimator.features import unseen_modes
+from .estimator.terms import unseen_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import Roofline, fit_roofline, work_of
@@ -65,7 +66,11 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
         est = estimators.get((op, dt))
         if est is not None:
             params = [keyed[i][1] for i in idx]
-            if guesses := unseen_modes(params, est.layout):
+            guesses = unseen_modes(params, est.layout)
+            if est.prior is not None and "terms" in est.prior:
+                if n := unseen_calls(op, dt, params, est.prior):
+                    guesses.insert(0, f"{n} call(s) with a term no grid row had")
+            if guesses:
                 unseen[op] = guesses
             f, b = est.predict(params)
             fwd[idx], bwd[idx] = f, b
