@@ -408,3 +408,18 @@ def test_a_call_on_a_path_the_grid_never_drew_is_flagged():
     calls = [REGISTRY["eltwise"].build(p, "float32") for p in (mul_, rows[0].params)]
     timed = time_calls(calls, EmptyDB(), "dev", {("eltwise", "float32"): est})
     assert timed.unseen == {"eltwise": ["1 call(s) with a term no grid row had"]}
+
+
+def test_eltwise_fits_a_function_three_rows_stand_on():
+    """Element-wise terms are per function and kind of call, on top of one shared pass:
+    eltwise asks three rows of a rate (``OpType.min_support``), other types five. A grid with
+    three tanh rows fits tanh's own per-element rate; with two it stays 0."""
+    from sgdsim.ops.optypes.pointwise import ARITH_NAMES
+
+    assert REGISTRY["eltwise"].min_support == 3 < MIN_SUPPORT
+    col = 3 + ARITH_NAMES.index("tanh")
+    for k, fitted in ((2, False), (3, True)):
+        rows = [r for r in eltwise_rows(150, np.random.default_rng(6)) if r.params["fn"] != "tanh"]
+        tanh = [r for r in eltwise_rows(400, np.random.default_rng(7)) if r.params["fn"] == "tanh"][:k]
+        prior = fit_prior(rows + tanh, has_bwd=True)
+        assert (prior["fwd"][col] > 0) == fitted

@@ -4,7 +4,7 @@ over measured and its median |error|. Which kind of call a grid leaves badly est
 optimizer's in-place update, say) is what a change to the grid's draw is judged by. Nothing
 is timed.
 
-    python examples/ops/call_groups.py MODELS.sqlite GRID.sqlite [GRID ...] [--op eltwise]
+    python examples/ops/call_groups.py MODELS.sqlite GRID.sqlite [GRID ...] [--op eltwise] [--support 5]
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from prior_cv import type_rows  # beside this script
+from prior_cv import override_support, type_rows  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator.prior import fit_prior, prior_times
@@ -28,7 +28,10 @@ def main() -> None:
     ap.add_argument("models")
     ap.add_argument("grids", nargs="+")
     ap.add_argument("--op", default="eltwise")
+    ap.add_argument("--support", type=int, default=None,
+                    help="rows every type's rate needs, in place of each type's own (a comparison)")
     args = ap.parse_args()
+    override_support(args.support)
     calls = type_rows(args.models, args.op)
     grids = [type_rows(path, args.op) for path in args.grids]
     if not calls or not all(grids):

@@ -12,12 +12,14 @@ test-retest median (sgdsim ops retest).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections import defaultdict
 
 import numpy as np
 
 from run_main import run_main  # beside this script
+from sgdsim.errors import ConfigError
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.model import train
 from sgdsim.ops.records import learnable
@@ -44,6 +46,17 @@ def load_groups(path: str, raw: bool = False):
                 groups[(r.op, r.dtype)].append(r)
         retests = {k[1:]: v for k, v in db.load_retests().items() if k[0] == device}
     return device, groups, retests
+
+
+def override_support(support: int | None) -> None:
+    """Every type with terms fitted at ``support`` rows a rate, in place of its own (a
+    comparison, in this process only); None leaves each type its own."""
+    if support is None:
+        return
+    if support < 1:
+        raise ConfigError(f"--support is at least 1, got {support}")
+    for op in [op for op, t in REGISTRY.items() if t.prior_terms is not None]:
+        REGISTRY[op] = dataclasses.replace(REGISTRY[op], min_support=support)
 
 
 def type_rows(path: str, op: str) -> list:

@@ -5,7 +5,7 @@ A column per database, so that a change to the terms is judged on every committe
 once; run it at two commits to compare them (docs/ops.md §5).
 
     sgdsim ops import docs/validation/ops/db-grid-epyc-2026-12-02-run11.csv --db run11.sqlite
-    python examples/ops/terms_cv.py run11.sqlite [more.sqlite ...] [--ops bmm,mm] [--seed 0]
+    python examples/ops/terms_cv.py run11.sqlite [more.sqlite ...] [--ops bmm,mm] [--seed 0] [--support 5]
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from prior_cv import load_groups  # beside this script
+from prior_cv import load_groups, override_support  # beside this script
 from run_main import run_main
 from sgdsim.ops.estimator.prior import held_out_times
 from sgdsim.ops.estimator.terms import has_terms
@@ -43,7 +43,10 @@ def main() -> None:
     ap.add_argument("dbs", nargs="+")
     ap.add_argument("--ops", default=None, help="comma list of operator types (default: all with terms)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--support", type=int, default=None,
+                    help="rows every type's rate needs, in place of each type's own (a comparison)")
     args = ap.parse_args()
+    override_support(args.support)
     grids = [load_groups(path)[1] for path in args.dbs]
     wanted = None if args.ops is None else set(args.ops.split(","))
     kinds = sorted({k for g in grids for k in g if has_terms(k[0]) and (wanted is None or k[0] in wanted)})

@@ -83,14 +83,14 @@ def nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 MIN_SUPPORT = 5  # rows a term must be non-zero in for its rate to be fitted
 
 
-def fit_rates(X: np.ndarray, t: np.ndarray) -> list[float]:
+def fit_rates(X: np.ndarray, t: np.ndarray, min_support: int | None = None) -> list[float]:
     """Non-negative rates minimizing the relative error over rows with a time (> 0). A term
     non-zero in fewer than MIN_SUPPORT of them gets rate 0: a rate a row or two pin down fits
     their noise, and a model's calls beyond them multiply it (the grid's one convolution with
     weights past a 4 MiB cache set 96 ns a weight, and ResNet-50's 2.4 M-weight layers came
     out at 30x their time, docs/ops.md §5, run 10)."""
     ok = t > 0
-    supported = (X[ok] != 0).sum(axis=0) >= MIN_SUPPORT
+    supported = (X[ok] != 0).sum(axis=0) >= (min_support or MIN_SUPPORT)
     w = 1.0 / t[ok]
     rates = np.zeros(X.shape[1])
     rates[supported] = nnls(X[ok][:, supported] * w[:, None], t[ok] * w)
@@ -101,7 +101,7 @@ def _floor(t: np.ndarray, percentile: float) -> float:
     return float(np.percentile(t[t > 0], percentile))
 
 
-def _cv_errors(X: np.ndarray, t: np.ndarray) -> dict[float, float]:
+def _cv_errors(X: np.ndarray, t: np.ndarray, support: int | None) -> dict[float, float]:
     """Per floor percentile, the median relative error of the rates fitted on the other folds
     (rows i % FOLDS), no estimate below that percentile of the other folds' times."""
     fold = np.arange(len(t)) % FOLDS
@@ -110,7 +110,7 @@ def _cv_errors(X: np.ndarray, t: np.ndarray) -> dict[float, float]:
         train, test = (fold != k) & (t > 0), (fold == k) & (t > 0)
         if train.sum() < X.shape[1] or not test.any():
             return {q: math.inf for q in FLOOR_PERCENTILES}
-        raw = X[test] @ np.array(fit_rates(X[train], t[train]))
+        raw = X[test] @ np.array(fit_rates(X[train], t[train], support))
         for q in FLOOR_PERCENTILES:
             errs[q] += list(np.abs(np.maximum(raw, _floor(t[train], q)) / t[test] - 1))
     return {q: float(np.median(e)) for q, e in errs.items()}
@@ -131,13 +131,14 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     merged = _needs_merging(op, dtype, matrices[CACHE_GRID[0]][fwd > 0])
     if merged:
         matrices = {c: term_matrix(op, dtype, params, c, merged=True) for c in CACHE_GRID}
-    scores = {(c, q): e for c, X in matrices.items() for q, e in _cv_errors(X, fwd).items()}
+    support = REGISTRY[op].min_support
+    scores = {(c, q): e for c, X in matrices.items() for q, e in _cv_errors(X, fwd, support).items()}
     cache, q = min(scores, key=lambda cq: scores[cq])  # ties: the smaller cache, the lower floor
     if not math.isfinite(scores[(cache, q)]):  # folds smaller than the terms: nothing to choose by
         cache, q = DEFAULT_CACHE, FLOOR_PERCENTILES[0]
     X = matrices[cache]
-    rates = fit_rates(X, fwd)
-    back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd) \
+    rates = fit_rates(X, fwd, support)
+    back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd, support) \
         if has_bwd and (bwd > 0).sum() >= 2 else rates
     prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
     if unseen := [int(j) for j in np.flatnonzero((X[fwd > 0] != 0).sum(axis=0) == 0)]:

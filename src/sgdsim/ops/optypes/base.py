@@ -30,6 +30,8 @@ class OpType:
     # support a rate needs (a path of the type that a small grid hardly draws): one set for
     # all rows instead (``estimator/terms.fit_terms_prior``)
     merged_terms: Callable[[Params, str, float], list[float]] | None = None
+    # rows a term's rate needs, where not ``estimator/terms.MIN_SUPPORT``
+    min_support: int | None = None
     # parameters read since rows were first stored, each with the value every older row had
     # (``complete``): a database or a file from before still loads, trains and looks up
     added: tuple[tuple[str, int | float | str], ...] = ()

@@ -170,8 +170,11 @@ RELU = OpType("relu", ("aten.relu.default", "aten.relu_.default"), frozenset({"n
               act_params, relu_build, act_sample, "ReLU")
 GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, gelu_build,
               gelu_sample, "GELU (exact or tanh)", added=(("approx", "none"),))
+# three rows a rate, not five: its terms are per function and per kind of call (in place,
+# saved targets, masks), each a pass over the elements on top of one shared pass, and five
+# left several unfitted in every 100-row grid (docs/ops.md §5, run 24)
 ELTWISE = OpType("eltwise", ARITH_FUNCS, frozenset({"numel"}), arith_params, arith_build,
                  arith_sample, "element-wise arithmetic, dropout, copies", arith_terms,
-                 arith_backward_terms, added=(("inplace", 0),))
+                 arith_backward_terms, added=(("inplace", 0),), min_support=3)
 
 __all__ = ["RELU", "GELU", "ELTWISE", "TSpec"]
