@@ -221,6 +221,26 @@ def test_estimates_for_values_the_estimator_never_saw_are_flagged():
     assert big.unseen == {"mm": [f"m={4 * top} (trained up to {top})"]}
 
 
+def test_an_ensemble_estimator_times_calls_as_a_single_one_does():
+    """A searched type trained with several members is an ``Ensemble``, which has no terms
+    prior: timing calls with one names only what its layout never saw (replay_steps.py on
+    run 19, members 3, stopped at this before it was asked for)."""
+    from sgdsim.ops.estimate import time_calls
+    from sgdsim.ops.estimator.ensemble import Ensemble, train_members
+
+    rng, mm = np.random.default_rng(0), REGISTRY["mm"]
+    records = []
+    for _ in range(40):
+        p = mm.sample(rng)
+        t = 1e-9 * p["m"] * p["k"] * p["n"] + 5e-6
+        records.append(OpRecord(Device("dev", "cpu"), "mm", p, "float32", t, 2 * t))
+    est = train_members(records, mm.shape_dims, np.random.default_rng(1), 2.0, members=2)
+    assert isinstance(est, Ensemble)
+    calls = [mm.build(records[0].params, "float32")]
+    timed = time_calls(calls, EmptyDB(), "dev", {("mm", "float32"): est})
+    assert timed.source == ["estimated"] and timed.unseen == {} and timed.fwd[0] > 0
+
+
 def test_the_matmul_grid_samples_what_models_use():
     """Widths mostly multiples of 16 and rows of 8, as models' layers are (the BLAS runs them
     faster); some odd ones on purpose; every point still quick to time."""

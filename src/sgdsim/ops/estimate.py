@@ -67,8 +67,9 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
         if est is not None:
             params = [keyed[i][1] for i in idx]
             guesses = unseen_modes(params, est.layout)
-            if est.prior is not None and "terms" in est.prior:
-                if n := unseen_calls(op, dt, params, est.prior):
+            prior = getattr(est, "prior", None)  # an Ensemble (a searched type) has no terms
+            if prior is not None and "terms" in prior:
+                if n := unseen_calls(op, dt, params, prior):
                     guesses.insert(0, f"{n} call(s) with a term no grid row had")
             if guesses:
                 unseen[op] = guesses
