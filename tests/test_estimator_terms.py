@@ -169,10 +169,10 @@ def test_the_terms_prior_travels_with_the_json_and_a_bad_one_is_refused():
                        (dict(d["prior"], fwd=[-1.0] * len(d["prior"]["fwd"])), "each ≥ 0"),
                        (dict(d["prior"], bwd=[1.0]), "the same length"),
                        (dict(d["prior"], cache_bytes=0), "cache_bytes must be positive"),
-                       (dict(d["prior"], unseen=[len(d["prior"]["fwd"])]), "unseen lists term indices")):
+                       (dict(d["prior"], unfitted=[len(d["prior"]["fwd"])]), "unfitted lists term indices")):
         with pytest.raises(ConfigError, match=match):
             OpEstimator.from_json(json.dumps(dict(d, prior=bad)))
-    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0], unseen=[]), "eltwise")
+    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0], unfitted=[]), "eltwise")
     with pytest.raises(ConfigError, match="train the estimator again"):
         prior_times("eltwise", "float32", params, short)
 
@@ -375,40 +375,42 @@ def test_an_embeddings_dense_gradient_is_a_term_of_its_backward_only():
 
 
 
-def test_a_call_on_a_path_the_grid_never_drew_is_flagged():
-    """A grid with in-place calls, multiplications and calls that need a gradient, but never
-    an in-place multiplication that needs one (autograd copies its target first: a term of
-    its own). Every value is seen, so no mode is flagged; that term has no training row and
-    no rate, and an estimate says how many calls rest on it. The prior names the term and
-    its JSON keeps it; the grid's own kinds of call are not flagged."""
+def test_a_call_on_a_path_the_grid_drew_too_seldom_is_flagged():
+    """A grid with in-place calls, multiplications and calls that need a gradient, but an
+    in-place multiplication that needs one (autograd copies its target first: a term of its
+    own) in fewer rows than eltwise's rates need. Every value is seen, so no mode is flagged;
+    that term has no rate, and an estimate says how many calls rest on it. The prior names the
+    term and its JSON keeps it; the grid's own kinds of call are not flagged, and with enough
+    such rows nothing is."""
     from sgdsim.ops.estimate import time_calls
-    from sgdsim.ops.estimator.terms import check_terms_prior, unseen_calls
+    from sgdsim.ops.estimator.terms import check_terms_prior, unfitted_calls
     from sgdsim.ops.optypes.pointwise import SAVES_TARGET
 
     def saves(p):
         return p["fn"] in SAVES_TARGET and p["inplace"] == 1 and p["gi"] == 1
 
     every = eltwise_rows(300, np.random.default_rng(5))
-    rows = [r for r in every if not saves(r.params)]
-    assert len(rows) < len(every)
+    kept = [r for r in every if saves(r.params)]
+    assert len(kept) >= REGISTRY["eltwise"].min_support
+    rows = [r for r in every if not saves(r.params)] + kept[:REGISTRY["eltwise"].min_support - 1]
     prior = fit_prior(rows, has_bwd=True)
     saved = len(prior["fwd"]) - 1  # the saved target's term, arith_terms' last
-    assert saved in prior["unseen"]
+    assert saved in prior["unfitted"] and prior["fwd"][saved] == 0.0
     assert check_terms_prior(json.loads(json.dumps(prior)), "eltwise") == prior
     mul_ = {"fn": "mul", "numel": 196608, "bcast": 0, "gi": 1, "inplace": 1}
-    assert unseen_calls("eltwise", "float32", [mul_, rows[0].params, mul_], prior) == 2
-    assert unseen_calls("eltwise", "float32", [r.params for r in rows], prior) == 0
-    assert saved not in fit_prior(every, has_bwd=True).get("unseen", [])
+    plain = [r.params for r in rows if not saves(r.params)]
+    assert unfitted_calls("eltwise", "float32", [mul_, plain[0], mul_], prior) == 2
+    assert unfitted_calls("eltwise", "float32", plain, prior) == 0
+    assert saved not in fit_prior(every, has_bwd=True).get("unfitted", [])
 
     class EmptyDB:
         def lookup(self, device, keys):
             return {}
 
     est = train(rows, REGISTRY["eltwise"].shape_dims, np.random.default_rng(1), 2.0, use_prior="auto")
-    calls = [REGISTRY["eltwise"].build(p, "float32") for p in (mul_, rows[0].params)]
+    calls = [REGISTRY["eltwise"].build(p, "float32") for p in (mul_, plain[0])]
     timed = time_calls(calls, EmptyDB(), "dev", {("eltwise", "float32"): est})
-    assert timed.unseen == {"eltwise": ["1 call(s) with a term no grid row had"]}
-
+    assert timed.unseen == {"eltwise": ["1 call(s) with a term too few grid rows had for a rate"]}
 
 def test_eltwise_fits_a_function_three_rows_stand_on():
     """Element-wise terms are per function and kind of call, on top of one shared pass:

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ConfigError
 from .collect import call_dtype
 from .estimator.features import unseen_modes
-from .estimator.terms import unseen_calls
+from .estimator.terms import unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import Roofline, fit_roofline, work_of
@@ -69,8 +69,8 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
             guesses = unseen_modes(params, est.layout)
             prior = getattr(est, "prior", None)  # an Ensemble (a searched type) has no terms
             if prior is not None and "terms" in prior:
-                if n := unseen_calls(op, dt, params, prior):
-                    guesses.insert(0, f"{n} call(s) with a term no grid row had")
+                if n := unfitted_calls(op, dt, params, prior):
+                    guesses.insert(0, f"{n} call(s) with a term too few grid rows had for a rate")
             if guesses:
                 unseen[op] = guesses
             f, b = est.predict(params)

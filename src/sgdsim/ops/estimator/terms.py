@@ -141,17 +141,19 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd, support) \
         if has_bwd and (bwd > 0).sum() >= 2 else rates
     prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
-    if unseen := [int(j) for j in np.flatnonzero((X[fwd > 0] != 0).sum(axis=0) == 0)]:
-        prior["unseen"] = unseen
+    thin = (X[fwd > 0] != 0).sum(axis=0) < (support or MIN_SUPPORT)
+    if unfitted := [int(j) for j in np.flatnonzero(thin)]:
+        prior["unfitted"] = unfitted
     return {**prior, "merged": True} if merged else prior
 
 
-def unseen_calls(op: str, dtype: str, params: list[dict], prior: dict) -> int:
-    """How many of these calls have a term no training row had (``prior["unseen"]``): a path
-    or a size the grid never drew (an in-place product that saves its target, a convolution's
-    weights past the cache when no grid row's were), whose part of their time has no rate and
-    is left out. A value never seen is flagged apart (``features.unseen_modes``)."""
-    cols = prior.get("unseen")
+def unfitted_calls(op: str, dtype: str, params: list[dict], prior: dict) -> int:
+    """How many of these calls have a term too few training rows had for a rate
+    (``prior["unfitted"]``): a path or a size the grid drew seldom or never (attention's
+    dropout path in 4 rows of 10, an in-place product that saves its target, a convolution's
+    weights past the cache), whose part of their time has no rate and is left out. A value
+    never seen is flagged apart (``features.unseen_modes``)."""
+    cols = prior.get("unfitted")
     if not cols or not params:
         return 0
     X = term_matrix(op, dtype, params, prior["cache_bytes"], merged=prior.get("merged", False))
@@ -201,9 +203,9 @@ def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndar
 def check_terms_prior(value: dict, op: str | None) -> dict:
     """A stored terms prior, checked as it is read."""
     if not {"terms", "cache_bytes", "floor_s", "fwd", "bwd"} <= set(value) <= \
-            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged", "unseen"}:
+            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged", "unfitted"}:
         raise ValueError("a terms prior names terms, cache_bytes, floor_s, fwd and bwd "
-                         "(and merged, unseen)")
+                         "(and merged, unfitted)")
     if not isinstance(value.get("merged", False), bool):
         raise ValueError("a terms prior's merged is true or false")
     if op is not None and value["terms"] != op:
@@ -219,10 +221,10 @@ def check_terms_prior(value: dict, op: str | None) -> dict:
     checked = {"terms": str(value["terms"]), "cache_bytes": float(value["cache_bytes"]),
                "floor_s": float(value["floor_s"]), "fwd": [float(v) for v in value["fwd"]],
                "bwd": [float(v) for v in value["bwd"]]}
-    unseen = value.get("unseen", [])
-    if not (isinstance(unseen, list) and all(isinstance(j, int) and not isinstance(j, bool)
-                                             and 0 <= j < len(checked["fwd"]) for j in unseen)):
-        raise ValueError("a terms prior's unseen lists term indices")
-    if unseen:
-        checked["unseen"] = [int(j) for j in unseen]
+    unfitted = value.get("unfitted", [])
+    if not (isinstance(unfitted, list) and all(isinstance(j, int) and not isinstance(j, bool)
+                                               and 0 <= j < len(checked["fwd"]) for j in unfitted)):
+        raise ValueError("a terms prior's unfitted lists term indices")
+    if unfitted:
+        checked["unfitted"] = [int(j) for j in unfitted]
     return {**checked, "merged": True} if value.get("merged") else checked
