@@ -83,14 +83,20 @@ def nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 MIN_SUPPORT = 5  # rows a term must be non-zero in for its rate to be fitted
 
 
+def _supported(X: np.ndarray, min_support: int | None) -> np.ndarray:
+    """Which terms enough of these rows are non-zero in for a rate (the type's own number,
+    else ``MIN_SUPPORT``)."""
+    return (X != 0).sum(axis=0) >= (min_support or MIN_SUPPORT)
+
+
 def fit_rates(X: np.ndarray, t: np.ndarray, min_support: int | None = None) -> list[float]:
     """Non-negative rates minimizing the relative error over rows with a time (> 0). A term
-    non-zero in fewer than MIN_SUPPORT of them gets rate 0: a rate a row or two pin down fits
-    their noise, and a model's calls beyond them multiply it (the grid's one convolution with
-    weights past a 4 MiB cache set 96 ns a weight, and ResNet-50's 2.4 M-weight layers came
-    out at 30x their time, docs/ops.md §5, run 10)."""
+    non-zero in fewer than MIN_SUPPORT of them (or ``min_support``) gets rate 0: a rate a row
+    or two pin down fits their noise, and a model's calls beyond them multiply it (the grid's
+    one convolution with weights past a 4 MiB cache set 96 ns a weight, and ResNet-50's
+    2.4 M-weight layers came out at 30x their time, docs/ops.md §5, run 10)."""
     ok = t > 0
-    supported = (X[ok] != 0).sum(axis=0) >= (min_support or MIN_SUPPORT)
+    supported = _supported(X[ok], min_support)
     w = 1.0 / t[ok]
     rates = np.zeros(X.shape[1])
     rates[supported] = nnls(X[ok][:, supported] * w[:, None], t[ok] * w)
@@ -141,8 +147,7 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd, support) \
         if has_bwd and (bwd > 0).sum() >= 2 else rates
     prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
-    thin = (X[fwd > 0] != 0).sum(axis=0) < (support or MIN_SUPPORT)
-    if unfitted := [int(j) for j in np.flatnonzero(thin)]:
+    if unfitted := [int(j) for j in np.flatnonzero(~_supported(X[fwd > 0], support))]:
         prior["unfitted"] = unfitted
     return {**prior, "merged": True} if merged else prior
 
