@@ -175,7 +175,7 @@ def _needs_merging(op: str, dtype: str, X: np.ndarray) -> bool:
     ``X``: the terms of the rows with a time."""
     if REGISTRY[op].merged_terms is None:
         return False
-    supported = (X != 0).sum(axis=0) >= MIN_SUPPORT
+    supported = _supported(X, None)  # a path asks the default, whatever a type asks of a rate
     used = np.vstack([X != 0, _probe_terms_used(op, dtype)])
     return bool((used & supported).sum(axis=1).min(initial=1) == 0)
 
