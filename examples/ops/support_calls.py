@@ -1,7 +1,7 @@
 """The models' own calls, estimated by each type's physical terms fitted on a grid, at several
-values of the rows a rate needs (``terms.MIN_SUPPORT``): per operator type with terms and per
-grid, the median |log(estimated / measured)| of the calls' forward times and their sum,
-estimated over measured. Nothing is timed: the grids and the calls are databases already
+values of the rows a rate needs (``OpType.min_support``, every type alike): per operator type
+with terms and per grid, the median |log(estimated / measured)| of the calls' forward times
+and their sum, estimated over measured. Nothing is timed: the grids and the calls are databases already
 measured (``sgdsim ops measure --grid ...`` and ``sgdsim ops measure --model ...``).
 
 ``--sample N`` reads each grid as N-row draws from it instead (``--draws`` of them, seeded),
@@ -17,11 +17,12 @@ import argparse
 
 import numpy as np
 
-from prior_cv import load_groups  # beside this script
+from prior_cv import load_groups, override_support  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator import terms
 from sgdsim.ops.estimator.prior import fit_prior, prior_times
+from sgdsim.ops.optypes import REGISTRY
 
 
 def call_errors(grid_rows, calls) -> tuple[float, float]:
@@ -69,17 +70,17 @@ def main() -> None:
     print("| operator | calls | " + " | ".join(f"{path}, support {s}" for path in args.grids for s in supports)
           + " |")
     print("|---|---:|" + "---:|" * (len(grids) * len(supports)))
-    default = terms.MIN_SUPPORT
+    own = dict(REGISTRY)
     try:
         for kind in kinds:
             cells = []
             for g in grids:
                 for s in supports:
-                    terms.MIN_SUPPORT = s
+                    override_support(s)  # every type, its own number (eltwise's 3) included
                     cells.append(cell(g[kind], models[kind], args.sample, args.draws) if kind in g else "-")
             print(f"| {kind[0]} | {len(models[kind])} | " + " | ".join(cells) + " |", flush=True)
     finally:
-        terms.MIN_SUPPORT = default
+        REGISTRY.update(own)
 
 
 if __name__ == "__main__":
