@@ -52,7 +52,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models")
     ap.add_argument("grids", nargs="+")
-    ap.add_argument("--support", default="5,3", help="comma list of MIN_SUPPORT values")
+    ap.add_argument("--support", default="5,3", help="comma list of rows a rate needs, every type alike")
     ap.add_argument("--sample", type=int, default=None, help="read each grid as draws of N rows a type")
     ap.add_argument("--draws", type=int, default=40)
     args = ap.parse_args()
