@@ -382,6 +382,7 @@ def test_a_call_on_a_path_the_grid_drew_too_seldom_is_flagged():
     that term has no rate, and an estimate says how many calls rest on it. The prior names the
     term and its JSON keeps it; the grid's own kinds of call are not flagged, and with enough
     such rows nothing is."""
+    from estimator_support import EmptyDB
     from sgdsim.ops.estimate import time_calls
     from sgdsim.ops.estimator.terms import check_terms_prior, unfitted_calls
     from sgdsim.ops.optypes.pointwise import SAVES_TARGET
@@ -403,14 +404,11 @@ def test_a_call_on_a_path_the_grid_drew_too_seldom_is_flagged():
     assert unfitted_calls("eltwise", "float32", plain, prior) == 0
     assert saved not in fit_prior(every, has_bwd=True).get("unfitted", [])
 
-    class EmptyDB:
-        def lookup(self, device, keys):
-            return {}
-
     est = train(rows, REGISTRY["eltwise"].shape_dims, np.random.default_rng(1), 2.0, use_prior="auto")
     calls = [REGISTRY["eltwise"].build(p, "float32") for p in (mul_, plain[0])]
     timed = time_calls(calls, EmptyDB(), "dev", {("eltwise", "float32"): est})
     assert timed.unseen == {"eltwise": ["1 call(s) with a term too few grid rows had for a rate"]}
+
 
 def test_eltwise_fits_a_function_three_rows_stand_on():
     """Element-wise terms are per function and kind of call, on top of one shared pass:

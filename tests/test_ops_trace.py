@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from estimator_support import EmptyDB  # noqa: E402
 from sgdsim.ops.estimate import estimate_profile  # noqa: E402
 from sgdsim.ops.graph import layer_times, trace_model  # noqa: E402
 from sgdsim.ops.measure import Precision, _differential, _direction, time_call  # noqa: E402
@@ -189,14 +190,6 @@ def test_the_conv_grid_samples_what_models_use():
                                             for d in patches)
     assert all(macs(d) <= 4e8 for d in draws)  # every point stays quick to time
     assert all((d["h"] + 2 * d["ph"] - d["kh"]) // d["sh"] + 1 >= 1 for d in draws)
-
-
-class EmptyDB:
-    def lookup(self, device, keys):
-        return {}
-
-    def load(self, **_):
-        return []
 
 
 def test_estimates_for_values_the_estimator_never_saw_are_flagged():

@@ -13,10 +13,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from prior_cv import override_support, type_rows  # beside this script
+from prior_cv import override_support, terms_estimates, type_rows  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
-from sgdsim.ops.estimator.prior import fit_prior, prior_times
 
 
 def group_of(params: dict) -> str:
@@ -37,7 +36,7 @@ def main() -> None:
     if not calls or not all(grids):
         raise ConfigError(f"{args.op} rows are needed in the models' database and in every grid")
     want = np.array([c.fwd_s for c in calls])
-    got = [prior_times(args.op, g[0].dtype, [c.params for c in calls], fit_prior(g, True))[:, 0] for g in grids]
+    got = [terms_estimates(g, calls)[:, 0] for g in grids]
     members: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(calls):
         members[group_of(c.params)].append(i)

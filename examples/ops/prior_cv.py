@@ -22,6 +22,7 @@ from run_main import run_main  # beside this script
 from sgdsim.errors import ConfigError
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimator.model import train
+from sgdsim.ops.estimator.prior import fit_prior, prior_times
 from sgdsim.ops.records import learnable
 from sgdsim.ops.optypes import REGISTRY
 
@@ -62,6 +63,16 @@ def override_support(support: int | None) -> None:
 def type_rows(path: str, op: str) -> list:
     """Every row of one operator type in a one-device DB, whatever its dtype."""
     return [r for (kind, _), rows in load_groups(path)[1].items() if kind == op for r in rows]
+
+
+def terms_estimates(grid_rows, calls):
+    """(n, 2) seconds: the calls' forward and backward from their type's physical terms fitted
+    on ``grid_rows`` (what ``ops train`` ships for a type with terms); None if no row has a
+    time to fit."""
+    prior = fit_prior(grid_rows, True)
+    if prior is None:
+        return None
+    return prior_times(calls[0].op, calls[0].dtype, [c.params for c in calls], prior)
 
 
 def cv_arguments(description: str) -> argparse.Namespace:

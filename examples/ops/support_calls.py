@@ -1,8 +1,8 @@
 """The models' own calls, estimated by each type's physical terms fitted on a grid, at several
 values of the rows a rate needs (``OpType.min_support``, every type alike): per operator type
 with terms and per grid, the median |log(estimated / measured)| of the calls' forward times
-and their sum, estimated over measured. Nothing is timed: the grids and the calls are databases already
-measured (``sgdsim ops measure --grid ...`` and ``sgdsim ops measure --model ...``).
+and their sum, estimated over measured. Nothing is timed: the grids and the calls are
+databases already measured (``sgdsim ops measure --grid ...`` and ``--model ...``).
 
 ``--sample N`` reads each grid as N-row draws from it instead (``--draws`` of them, seeded),
 the way a grid of N shapes a type would come out: a committed 100-row grid stands for many
@@ -17,22 +17,21 @@ import argparse
 
 import numpy as np
 
-from prior_cv import load_groups, override_support  # beside this script
+from prior_cv import load_groups, override_support, terms_estimates  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator import terms
-from sgdsim.ops.estimator.prior import fit_prior, prior_times
 from sgdsim.ops.optypes import REGISTRY
 
 
 def call_errors(grid_rows, calls) -> tuple[float, float]:
     """(median |log| of the calls' forward, log of their sum estimated / measured) from the
     type's terms fitted on ``grid_rows``."""
-    prior = fit_prior(grid_rows, True)
     want = np.array([c.fwd_s for c in calls])
-    if prior is None or not (want > 0).all():
+    est = terms_estimates(grid_rows, calls) if (want > 0).all() else None
+    if est is None:
         return float("nan"), float("nan")
-    got = prior_times(calls[0].op, calls[0].dtype, [c.params for c in calls], prior)[:, 0]
+    got = est[:, 0]
     return float(np.median(np.abs(np.log(got / want)))), float(np.log(got.sum() / want.sum()))
 
 

@@ -11,10 +11,9 @@ import argparse
 
 import numpy as np
 
-from prior_cv import type_rows  # beside this script
+from prior_cv import terms_estimates, type_rows  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
-from sgdsim.ops.estimator.prior import fit_prior, prior_times
 
 
 def main() -> None:
@@ -25,7 +24,8 @@ def main() -> None:
     ap.add_argument("--fn", default="bernoulli_")
     args = ap.parse_args()
     grid, calls = type_rows(args.grid, args.op), type_rows(args.models, args.op)
-    picked = [c for c in calls if c.params.get("fn") == args.fn]
+    is_fn = np.array([c.params.get("fn") == args.fn for c in calls])
+    picked = [c for c, yes in zip(calls, is_fn) if yes]
     in_grid = sum(r.params.get("fn") == args.fn for r in grid)
     if not picked or not in_grid:
         raise ConfigError(f"{args.op} calls of {args.fn!r} are needed in both databases "
@@ -36,9 +36,8 @@ def main() -> None:
     print(f"grid: {len(grid)} {args.op} rows, {in_grid} of "
           f"them {args.fn}; the models: {len(calls)} {args.op} calls, {len(picked)} of them {args.fn}")
     for name, rows in (("with its rows", grid), ("less its rows", [r for r in grid if r.params.get("fn") != args.fn])):
-        prior = fit_prior(rows, True)
-        got = prior_times(args.op, rows[0].dtype, [c.params for c in picked], prior)[:, 0]
-        every = prior_times(args.op, rows[0].dtype, [c.params for c in calls], prior)
+        every = terms_estimates(rows, calls)
+        got = every[is_fn, 0]
         print(f"{name}: {args.fn} median |error| {np.median(np.abs(got / want - 1)):.1%}, each "
               + ", ".join(f"{c.params.get('numel', '?')}: {g / w:.2f}x" for c, g, w in zip(picked, got, want))
               + f"; every {args.op} call's forward sum {every[:, 0].sum() / wf.sum():.2f}x, backward "
