@@ -67,9 +67,8 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
         if est is not None:
             params = [keyed[i][1] for i in idx]
             guesses = unseen_modes(params, est.layout)
-            prior = getattr(est, "prior", None)  # an Ensemble (a searched type) has no terms
-            if prior is not None and "terms" in prior:
-                if n := unfitted_calls(op, dt, params, prior):
+            if est.prior is not None and "terms" in est.prior:
+                if n := unfitted_calls(op, dt, params, est.prior):
                     guesses.insert(0, f"{n} call(s) with a term too few grid rows had for a rate")
             if guesses:
                 unseen[op] = guesses

@@ -39,6 +39,12 @@ class Ensemble:
     def layout(self):
         return self.members[0].layout  # the same rows, the same layout
 
+    @property
+    def prior(self) -> None:
+        """None: an ensemble names no prior for an estimate to say what it rests on (as a
+        caller reading ``prior`` off an estimator found before it was asked)."""
+        return None
+
     def predict(self, params: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """Forward and backward seconds: the members' median (of three, the middle one), not
         their mean: one member far off beyond the grid (an eltwise call of GPT-2's at 7x the
