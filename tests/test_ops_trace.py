@@ -234,6 +234,27 @@ def test_an_ensemble_estimator_times_calls_as_a_single_one_does():
     assert timed.source == ["estimated"] and timed.unseen == {} and timed.fwd[0] > 0
 
 
+def test_an_ensemble_over_a_terms_prior_names_the_calls_that_rest_on_unfitted_terms():
+    """Members trained with the physical terms as their prior (``--prior on --members 3``)
+    share it, and timing calls says, as for one estimator, which calls have a term too few
+    rows had for a rate: here the saved target of an in-place product no row had."""
+    from estimator_support import EmptyDB
+    from sgdsim.ops.estimate import time_calls
+    from sgdsim.ops.estimator.ensemble import Ensemble, train_members
+    from sgdsim.ops.optypes.pointwise import SAVES_TARGET
+    from test_estimator_terms import eltwise_rows
+
+    rows = [r for r in eltwise_rows(150, np.random.default_rng(0))
+            if not (r.params["fn"] in SAVES_TARGET and r.params["inplace"] and r.params["gi"])]
+    est = train_members(rows, REGISTRY["eltwise"].shape_dims, np.random.default_rng(1), 2.0,
+                        members=2, use_prior=True)
+    assert isinstance(est, Ensemble) and est.prior == est.members[1].prior
+    mul_ = REGISTRY["eltwise"].build({"fn": "mul", "numel": 4096, "bcast": 0, "gi": 1, "inplace": 1},
+                                     "float32")
+    timed = time_calls([mul_], EmptyDB(), "dev", {("eltwise", "float32"): est})
+    assert timed.unseen["eltwise"][0] == "1 call(s) with a term too few grid rows had for a rate"
+
+
 def test_the_matmul_grid_samples_what_models_use():
     """Widths mostly multiples of 16 and rows of 8, as models' layers are (the BLAS runs them
     faster); some odd ones on purpose; every point still quick to time."""

@@ -40,10 +40,12 @@ class Ensemble:
         return self.members[0].layout  # the same rows, the same layout
 
     @property
-    def prior(self) -> None:
-        """None: an ensemble names no prior for an estimate to say what it rests on (as a
-        caller reading ``prior`` off an estimator found before it was asked)."""
-        return None
+    def prior(self) -> dict | None:
+        """The members' prior where they share one (each is fitted on all the type's rows, so
+        with ``--prior on`` they do), so that an estimate can say what it rests on; None where
+        they differ or have none."""
+        first = self.members[0].prior
+        return first if all(m.prior == first for m in self.members[1:]) else None
 
     def predict(self, params: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """Forward and backward seconds: the members' median (of three, the middle one), not
