@@ -132,7 +132,7 @@ def test_exact_terms_are_recovered_with_their_cache_size():
     assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
     gi = np.array([p["gi"] for p in params]) == 1
     assert np.allclose(got[gi, 1], np.maximum(2 * want[gi], prior["floor_s"]), rtol=1e-6)
-    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 10 + 2 * len(ARITH))
+    assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 12 + 2 * len(ARITH))
     assert any(p["inplace"] for p in params) and not all(p["inplace"] for p in params)
 
 
@@ -291,35 +291,36 @@ def test_softmax_terms_by_hand():
 
 
 def test_eltwise_fixed_costs_per_broadcast_and_function():
-    # before the last four terms, 1 + len(ARITH): a broadcast's fixed cost, then one per
+    # before the last six terms, 1 + len(ARITH): a broadcast's fixed cost, then one per
     # function, the backward's alone (every forward is one kernel through one iterator)
     fns = sorted(ARITH)
     t = REGISTRY["eltwise"]
     p = {"numel": 10, "fn": "tanh", "bcast": 1, "gi": 0, "inplace": 0}
-    assert t.prior_terms(p, "float32", CACHE)[-(5 + len(fns)):-4] == [1.0] + [0.0] * len(fns)
-    assert t.backward_terms(p, "float32", CACHE)[-(5 + len(fns)):-4] == [1.0] + [float(f == "tanh") for f in fns]
+    assert t.prior_terms(p, "float32", CACHE)[-(7 + len(fns)):-6] == [1.0] + [0.0] * len(fns)
+    assert t.backward_terms(p, "float32", CACHE)[-(7 + len(fns)):-6] == [1.0] + [float(f == "tanh") for f in fns]
     q = {**p, "fn": "add", "bcast": 0}
-    assert t.backward_terms(q, "float32", CACHE)[-(5 + len(fns)):-4] == [0.0] + [float(f == "add") for f in fns]
+    assert t.backward_terms(q, "float32", CACHE)[-(7 + len(fns)):-6] == [0.0] + [float(f == "add") for f in fns]
 
 
 def test_an_out_of_place_output_is_fresh_memory_an_in_place_one_is_not():
-    """The fourth term from the end: an out-of-place call's output elements; in place, none,
-    and one tensor fewer to hold in cache (the output is the first input). The last three: an
-    in-place call on a tensor that needs a gradient, per element and once, and per element
-    again where autograd saves the target's old values (mul_ and div_, not add_)."""
+    """The sixth term from the end: an out-of-place call's output elements; in place, none,
+    and one tensor fewer to hold in cache (the output is the first input). The fifth: the
+    tensors it allocates, the output or autograd's saved copy of an in-place target. The last
+    three: an in-place call on a tensor that needs a gradient, per element and once, and per
+    element again where autograd saves the target's old values (mul_ and div_, not add_)."""
     terms = REGISTRY["eltwise"].prior_terms
     big = 2 ** 20  # 4 MiB a tensor: beyond the 1 MiB cache either way
     out = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 0, "inplace": 0}, "float32", CACHE)
     inp = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 0, "inplace": 1}, "float32", CACHE)
-    assert out[-4:] == [big, 0.0, 0.0, 0.0] and inp[-4:] == [0.0, 0.0, 0.0, 0.0]
+    assert out[-6:] == [big, 1.0, 0.0, 0.0, 0.0, 0.0] and inp[-6:] == [0.0] * 6
     beyond = 4 + len(ARITH)  # after fixed, autograd, elements, one per function, broadcast
     assert out[beyond] == big - CACHE / (4 * 3) and inp[beyond] == big - CACHE / (4 * 2)
     assert out[:beyond] == inp[:beyond]
     graded = terms({"numel": big, "fn": "add", "bcast": 0, "gi": 1, "inplace": 1}, "float32", CACHE)
-    assert graded[-4:] == [0.0, big, 1.0, 0.0]
+    assert graded[-6:] == [0.0, 0.0, 0.0, big, 1.0, 0.0]
     for fn in ("mul", "div"):
         saved = terms({"numel": big, "fn": fn, "bcast": 0, "gi": 1, "inplace": 1}, "float32", CACHE)
-        assert saved[-4:] == [0.0, big, 1.0, big]
+        assert saved[-6:] == [0.0, 1.0, 0.0, big, 1.0, big]
     assert terms({"numel": big, "fn": "mul", "bcast": 0, "gi": 0, "inplace": 1}, "float32", CACHE)[-3:] == [0, 0, 0]
     assert terms({"numel": big, "fn": "add", "bcast": 0, "gi": 1, "inplace": 0}, "float32", CACHE)[-3:] == [0, 0, 0]
 

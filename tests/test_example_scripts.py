@@ -32,6 +32,7 @@ CASES = [
     ("examples/ops/terms_candidates.py", [MISSING, MISSING], MISSING),
     ("examples/ops/terms_cv.py", [MISSING], MISSING),
     ("examples/ops/terms_cv.py", [], "usage"),
+    ("examples/ops/terms_cv.py", ["README.md", "--seeds", "0"], "--seeds"),
     ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),
     ("examples/ops/model_calls.py", [], "required"),
     ("examples/ops/replay_steps.py", [MISSING, MISSING, MISSING], MISSING),

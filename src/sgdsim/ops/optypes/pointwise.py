@@ -102,10 +102,12 @@ def _terms(p, dtype: str, cache_bytes: float, fixed_per_function: bool) -> list[
     n, fn, inplace = float(p["numel"]), str(p["fn"]), int(p.get("inplace", 0))
     beyond = beyond_cache(n, ARITH.get(fn, ARITH["clone"])[1] + 1 - inplace, dtype, cache_bytes)
     tracked = inplace * grad(p["gi"])
+    saves = tracked * (fn in SAVES_TARGET)
     fixed = [float(fn == f and fixed_per_function) for f in ARITH_NAMES]
     return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in ARITH_NAMES),
             n * int(p["bcast"]), beyond, float(p["bcast"]), *fixed, n * (1 - inplace),
-            n * tracked, float(tracked), n * tracked * (fn in SAVES_TARGET)]
+            float(1 - inplace + saves), float(fn.endswith("_scalar")),
+            n * tracked, float(tracked), n * saves]
 
 
 def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
@@ -119,7 +121,12 @@ def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     is one kernel through the same iterator: fitted per function, the forward's eight costs
     fitted noise, and the held-out forward median was 0.5-2.7 points higher on every EPYC
     grid, docs/ops.md §5, run 16). Then an out-of-place call's output elements: fresh memory,
-    mapped and faulted in as written. Last, an in-place call on a tensor that needs a
+    mapped and faulted in as written. Then two fixed costs a kind of call pays, not a
+    function: one per tensor the call allocates (an out-of-place output, and autograd's copy
+    of an in-place target it saves), which in-place calls skip; and one per Scalar overload,
+    whose number is wrapped into a tensor first (with one shared fixed cost, the grids' small
+    in-place calls came out 20-30 % high and ``mul_scalar``'s 30 % low, docs/ops.md §5,
+    run 25). Last, an in-place call on a tensor that needs a
     gradient, per element and once: it writes into its own copy of the target
     (``measure.py``), not the warm one the copies share, and autograd checks and bumps the
     target's version; and per element again where autograd first copies the target's old
@@ -129,9 +136,10 @@ def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
 
 def arith_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """The backward's terms: the forward's with a fixed cost per function, but for the
-    in-place call's own copy, version check and saved target, which its backward does not
-    pay again (it reads the gradient and what was saved, not the target)."""
-    return _terms(p, dtype, cache_bytes, True)[:-3] + [0.0, 0.0, 0.0]
+    forward's allocations, its wrapped number and the in-place call's own copy, version check
+    and saved target, which its backward does not pay again (it reads the gradient and what
+    was saved, not the target)."""
+    return _terms(p, dtype, cache_bytes, True)[:-5] + [0.0] * 5
 
 
 def act_params(call: Call):
