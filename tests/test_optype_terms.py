@@ -75,16 +75,17 @@ def test_exact_terms_are_recovered(op):
 
 
 def test_an_in_place_calls_own_costs_are_forward_only():
-    """The copy, version check and saved target of an in-place call with a gradient: forward
-    terms only; the function's own fixed cost: the backward's only."""
+    """The copy, version check and saved target of an in-place call with a gradient, and the
+    saved copy's allocation: forward terms only; the function's own fixed cost: the
+    backward's only."""
     from sgdsim.ops.optypes.pointwise import ARITH_NAMES
     p = {"numel": 1000, "fn": "mul", "bcast": 0, "gi": 1, "inplace": 1}
     fwd = REGISTRY["eltwise"].prior_terms(p, "float32", 2.0 ** 20)
     bwd = REGISTRY["eltwise"].backward_terms(p, "float32", 2.0 ** 20)
-    assert fwd[-3:] == [1000, 1, 1000] and bwd[-3:] == [0, 0, 0]
-    own = len(fwd) - 4 - len(ARITH_NAMES) + ARITH_NAMES.index("mul")  # mul's fixed cost
+    assert fwd[-5:] == [1, 0, 1000, 1, 1000] and bwd[-5:] == [0, 0, 0, 0, 0]
+    own = len(fwd) - 6 - len(ARITH_NAMES) + ARITH_NAMES.index("mul")  # mul's fixed cost
     assert fwd[own] == 0 and bwd[own] == 1
-    assert [a for i, a in enumerate(fwd[:-3]) if i != own] == [b for i, b in enumerate(bwd[:-3]) if i != own]
+    assert [a for i, a in enumerate(fwd[:-5]) if i != own] == [b for i, b in enumerate(bwd[:-5]) if i != own]
 
 
 def test_auto_gives_a_type_with_terms_its_terms_alone():
