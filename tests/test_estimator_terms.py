@@ -16,7 +16,7 @@ from sgdsim.ops.estimator.terms import (CACHE_GRID, FLOOR_PERCENTILES, MIN_SUPPO
                                         term_matrix)
 from sgdsim.ops.optypes import REGISTRY
 from sgdsim.ops.optypes.matmul import TILE_N
-from sgdsim.ops.optypes.pointwise import ARITH, INPLACE_FNS, MASKS
+from sgdsim.ops.optypes.pointwise import ARITH, INPLACE_FNS, MASKS, PASS_THROUGH
 from sgdsim.ops.records import Device, OpRecord
 
 DEV = Device("cpu (test)", "cpu")
@@ -25,13 +25,16 @@ PER_FN = {"add": 0.2e-9, "mul": 0.3e-9, "sub": 0.25e-9, "div": 0.4e-9, "mul_scal
           "tanh": 0.6e-9, "pow": 0.5e-9, "clone": 0.1e-9, "bernoulli_": 2.0e-9}
 
 
-def eltwise_time(p, rates=(3e-6, 2e-6, 0.1e-9), beyond_s=0.3e-9, fresh_s=1.2e-9) -> float:
+def eltwise_time(p, rates=(3e-6, 2e-6, 0.1e-9), beyond_s=0.3e-9, fresh_s=1.2e-9,
+                 shared: bool = True) -> float:
     """A fixed cost, autograd's, a base and a per-function cost per element, more per
     element beyond a 1 MiB cache (inputs and output, 4 bytes each; in place, the output is an
-    input), and an out-of-place output's fresh memory."""
+    input), and an out-of-place output's fresh memory. ``shared`` False: the function's own
+    cost per element alone (a pass-through's backward)."""
     n, inplace = p["numel"], p["inplace"]
     tensors = ARITH[p["fn"]][1] + 1 - inplace
-    return (rates[0] + rates[1] * p["gi"] + (rates[2] + PER_FN[p["fn"]]) * n
+    base, beyond_s, fresh_s = (rates[2], beyond_s, fresh_s) if shared else (0.0, 0.0, 0.0)
+    return (rates[0] + rates[1] * p["gi"] + (base + PER_FN[p["fn"]]) * n
             + beyond_s * max(0.0, n - CACHE / (4 * tensors)) + fresh_s * n * (1 - inplace))
 
 
@@ -45,7 +48,8 @@ def eltwise_rows(n_rows: int, rng) -> list[OpRecord]:
         if fn in MASKS:  # as the grid draws dropout's mask: in place, no gradient
             p.update(gi=0, inplace=1)
         t = eltwise_time(p)
-        rows.append(OpRecord(DEV, "eltwise", p, "float32", t, 2 * t if p["gi"] else 0.0, 5, 0.0, 0.0, 1.0))
+        b = 2 * eltwise_time(p, shared=fn not in PASS_THROUGH) if p["gi"] else 0.0
+        rows.append(OpRecord(DEV, "eltwise", p, "float32", t, b, 5, 0.0, 0.0, 1.0))
     return rows
 
 
@@ -131,7 +135,8 @@ def test_exact_terms_are_recovered_with_their_cache_size():
     want = np.array([r.fwd_s for r in rows])
     assert np.allclose(got[:, 0], np.maximum(want, prior["floor_s"]), rtol=1e-6)
     gi = np.array([p["gi"] for p in params]) == 1
-    assert np.allclose(got[gi, 1], np.maximum(2 * want[gi], prior["floor_s"]), rtol=1e-6)
+    bwd = np.array([r.bwd_s for r in rows])
+    assert np.allclose(got[gi, 1], np.maximum(bwd[gi], prior["floor_s"]), rtol=1e-6)
     assert term_matrix("eltwise", "float32", params[:1], CACHE).shape == (1, 12 + 2 * len(ARITH))
     assert any(p["inplace"] for p in params) and not all(p["inplace"] for p in params)
 

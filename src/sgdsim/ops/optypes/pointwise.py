@@ -29,6 +29,12 @@ INPLACE_FNS = ("add", "div", "mul", "mul_scalar", "sub")  # those with an in-pla
 # against add_'s 0.17 on this machine (the four timed alike without a gradient)
 SAVES_TARGET = ("div", "mul")
 INPLACE_SHARE = 0.3
+# their backward hands the incoming gradient on as it is (autograd's AddBackward0 and
+# CloneBackward0 return it, no copy), so it costs about the same at 68 elements or 53 M (the
+# grids' rows: 8-52 us); fitted with the per-element terms every other function shares,
+# GPT-2's 12.7 M-element copy came out at 596x (docs/ops.md §5, run 27). A broadcast add's
+# backward is not one: it sums the gradient over the broadcast dimensions.
+PASS_THROUGH = ("add", "clone")
 _ALIASES = {"add_": "add", "mul_": "mul", "sub_": "sub", "div_": "div"}
 
 
@@ -98,14 +104,17 @@ def arith_sample(rng):
             "inplace": inplace}
 
 
-def _terms(p, dtype: str, cache_bytes: float, fixed_per_function: bool) -> list[float]:
+def _terms(p, dtype: str, cache_bytes: float, fixed_per_function: bool,
+           shared: bool = True) -> list[float]:
+    """``shared``: False leaves out the per-element terms every function has in common."""
     n, fn, inplace = float(p["numel"]), str(p["fn"]), int(p.get("inplace", 0))
     beyond = beyond_cache(n, ARITH.get(fn, ARITH["clone"])[1] + 1 - inplace, dtype, cache_bytes)
+    n_all, beyond = (n, beyond) if shared else (0.0, 0.0)
     tracked = inplace * grad(p["gi"])
     saves = tracked * (fn in SAVES_TARGET)
     fixed = [float(fn == f and fixed_per_function) for f in ARITH_NAMES]
-    return [1.0, float(grad(p["gi"])), n, *(n * (fn == f) for f in ARITH_NAMES),
-            n * int(p["bcast"]), beyond, float(p["bcast"]), *fixed, n * (1 - inplace),
+    return [1.0, float(grad(p["gi"])), n_all, *(n * (fn == f) for f in ARITH_NAMES),
+            n * int(p["bcast"]), beyond, float(p["bcast"]), *fixed, n_all * (1 - inplace),
             float(1 - inplace + saves), float(fn.endswith("_scalar")),
             n * tracked, float(tracked), n * saves]
 
@@ -138,8 +147,11 @@ def arith_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """The backward's terms: the forward's with a fixed cost per function, but for the
     forward's allocations, its wrapped number and the in-place call's own copy, version check
     and saved target, which its backward does not pay again (it reads the gradient and what
-    was saved, not the target)."""
-    return _terms(p, dtype, cache_bytes, True)[:-5] + [0.0] * 5
+    was saved, not the target). An add's or a copy's backward (``PASS_THROUGH``) computes
+    nothing per element: it has no share in the pass every other function makes, only its own
+    rate, zero unless its rows fit one."""
+    shared = not (p["fn"] in PASS_THROUGH and not int(p["bcast"]))
+    return _terms(p, dtype, cache_bytes, True, shared)[:-5] + [0.0] * 5
 
 
 def act_params(call: Call):
