@@ -172,14 +172,18 @@ def encode(params: list[dict], layout: Layout, pc, quadratic: bool = False,
 # ---------------------------------------------------------------------------------- training
 
 def _zero_bwd_modes(records, layout: Layout) -> tuple[tuple[str, str], ...]:
-    """Mode values under which every backward is 0 (and at least one row has that value)."""
-    out = []
+    """Mode values under which every backward is 0 (and at least one row has that value),
+    but for one whose rows are all among another such value's, and fewer: their zeros are that
+    value's, not its own (two with the same rows both stay: the rows cannot tell them apart). A grid that drew ``add`` only without a gradient (``gi`` 0) had every
+    add's backward at 0, and the models' adds with a gradient were then given none
+    (docs/ops.md §5, run 27: g29, and g30's in-place calls)."""
+    found = {}
     for name, values in layout.modes:
         for v in values:
-            rows = [r for r in records if str(r.params[name]) == v]
-            if rows and len(rows) < len(records) and all(r.bwd_s == 0 for r in rows):
-                out.append((name, v))
-    return tuple(out)
+            rows = frozenset(i for i, r in enumerate(records) if str(r.params[name]) == v)
+            if rows and len(rows) < len(records) and all(records[i].bwd_s == 0 for i in rows):
+                found[(name, v)] = rows
+    return tuple(k for k, rows in found.items() if not any(rows < other for other in found.values()))
 
 
 def _targets(records, has_bwd: bool, zero_bwd):
