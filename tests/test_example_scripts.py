@@ -48,6 +48,8 @@ CASES = [
     ("examples/ops/without_rows.py", [MISSING], "usage"),
     ("examples/ops/call_groups.py", [MISSING, MISSING], MISSING),
     ("examples/ops/call_groups.py", [MISSING], "usage"),
+    ("examples/ops/step_factor.py", [MISSING], MISSING),
+    ("examples/ops/step_factor.py", ["README.md"], "not a step table"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),
