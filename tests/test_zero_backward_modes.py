@@ -11,24 +11,25 @@ from hypothesis import strategies as st
 pytest.importorskip("sklearn")
 
 from sgdsim.ops.estimator.features import layout_of  # noqa: E402
-from sgdsim.ops.estimator.model import _zero_bwd_modes, train  # noqa: E402
+from sgdsim.ops.estimator.model import train  # noqa: E402
+from sgdsim.ops.estimator.zero_backward import zero_bwd_modes  # noqa: E402
 from sgdsim.ops.records import Device, OpRecord  # noqa: E402
 
 DEV = Device("cpu (test)", "cpu")
 FNS = ("add", "mul", "tanh", "bernoulli_")
 
 
-def record(fn: str, gi: int, numel: int, bwd_s: float | None = None) -> OpRecord:
+def record(fn: str, gi: int, numel: int, bwd_s: float | None = None, inplace: int = 0) -> OpRecord:
     """A call's row: forward 3 us + 0.5 ns an element; backward twice that with a gradient,
     0 s without one (or ``bwd_s``)."""
     fwd = 3e-6 + 0.5e-9 * numel
     bwd = (2 * fwd if gi else 0.0) if bwd_s is None else bwd_s
-    return OpRecord(DEV, "eltwise", {"fn": fn, "numel": numel, "bcast": 0, "gi": gi, "inplace": 0},
+    return OpRecord(DEV, "eltwise", {"fn": fn, "numel": numel, "bcast": 0, "gi": gi, "inplace": inplace},
                     "float32", fwd, bwd, 5, 0.0, 0.0, 1.0)
 
 
 def modes_of(records) -> set:
-    return set(_zero_bwd_modes(records, layout_of([r.params for r in records], {"numel"})))
+    return set(zero_bwd_modes(records, layout_of([r.params for r in records], {"numel"})))
 
 
 def test_a_function_drawn_only_without_a_gradient_keeps_its_backward():
@@ -46,11 +47,18 @@ def test_a_function_with_no_backward_of_its_own_is_still_found():
     assert modes_of(rows) == {("gi", "0"), ("fn", "bernoulli_")}
 
 
-def test_two_values_with_the_same_rows_both_stay():
-    """The rows cannot tell which explains the zeros; both stay, as before."""
-    rows = [record(fn, gi, 1000 * (k + 1)) for k, (fn, gi) in
-            enumerate([("mul", 0)] * 2 + [("add", 1)] * 3 + [("tanh", 1)] * 3)]
-    assert modes_of(rows) == {("gi", "0"), ("fn", "mul")}
+def test_of_values_with_the_same_rows_no_gradient_explains_them():
+    """run 28's s36: every in-place row without a gradient, every row without one in place."""
+    rows = [record(fn, gi, 1000 * (k + 1), inplace=ip) for k, (fn, gi, ip) in
+            enumerate([("mul", 0, 1)] * 2 + [("add", 1, 0)] * 3 + [("tanh", 1, 0)] * 3)]
+    assert modes_of(rows) == {("gi", "0")}
+
+
+def test_two_values_with_the_same_rows_and_no_gradient_flag_both_stay():
+    """The rows cannot tell which explains the zeros: both stay (a type with no flag drawn)."""
+    rows = [record(fn, 1, 1000 * (k + 1), bwd_s=0.0 if fn == "mul" else None, inplace=ip)
+            for k, (fn, ip) in enumerate([("mul", 1)] * 2 + [("add", 0)] * 3 + [("tanh", 0)] * 3)]
+    assert modes_of(rows) == {("inplace", "1"), ("fn", "mul")}
 
 
 @settings(max_examples=60, deadline=None)
@@ -58,7 +66,8 @@ def test_two_values_with_the_same_rows_both_stay():
                 min_size=2, max_size=14))
 def test_the_modes_kept_explain_every_zero_the_old_rule_did(drawn):
     """Against the old rule (every all-zero value) recomputed here by brute force: the kept
-    values are among those, cover the same rows, and none is a strict part of another."""
+    values are among those, cover the same rows, none is a strict part of another, and none
+    has the same rows as ``gi`` 0 kept beside it."""
     rows = [record(fn, gi, 100 * (k + 1), None if keep else 0.0)
             for k, (fn, gi, keep) in enumerate(drawn)]
     layout = layout_of([r.params for r in rows], {"numel"})
@@ -73,6 +82,8 @@ def test_the_modes_kept_explain_every_zero_the_old_rule_did(drawn):
     covered = set().union(*(old[k] for k in kept)) if kept else set()
     assert covered == set().union(*old.values()) if old else not kept
     assert not any(old[a] < old[b] for a in kept for b in kept)
+    flags = {k for k in kept if k == ("gi", "0")}
+    assert not any(old[k] == old[f] for f in flags for k in kept - flags)
 
 
 def test_an_estimator_trained_on_such_a_grid_gives_an_add_a_backward():

@@ -24,6 +24,7 @@ from .features import (Layout, bounded_inputs, layout_of, log_inputs, n_pairwise
 from ..records import learnable
 from .prior import check_prior, fit_prior, held_out_times, prior_times
 from .terms import has_terms
+from .zero_backward import zero_bwd_modes
 from .search import QUADRATIC, Fitter, choose_pc, fine_tune, output_errors, screen, search_arch
 
 FORMAT = "sgdsim-op-estimator/1"
@@ -171,21 +172,6 @@ def encode(params: list[dict], layout: Layout, pc, quadratic: bool = False,
 
 # ---------------------------------------------------------------------------------- training
 
-def _zero_bwd_modes(records, layout: Layout) -> tuple[tuple[str, str], ...]:
-    """Mode values under which every backward is 0 (and at least one row has that value),
-    but for one whose rows are all among another such value's, and fewer: their zeros are that
-    value's, not its own (two with the same rows both stay: the rows cannot tell them apart). A grid that drew ``add`` only without a gradient (``gi`` 0) had every
-    add's backward at 0, and the models' adds with a gradient were then given none
-    (docs/ops.md §5, run 27: g29, and g30's in-place calls)."""
-    found = {}
-    for name, values in layout.modes:
-        for v in values:
-            rows = frozenset(i for i, r in enumerate(records) if str(r.params[name]) == v)
-            if rows and len(rows) < len(records) and all(records[i].bwd_s == 0 for i in rows):
-                found[(name, v)] = rows
-    return tuple(k for k, rows in found.items() if not any(rows < other for other in found.values()))
-
-
 def _targets(records, has_bwd: bool, zero_bwd):
     """(log targets, true times, mask of the entries that count for the error)."""
     fwd = np.array([r.fwd_s for r in records])
@@ -327,7 +313,7 @@ def _rows_of(records, shape_dims):
     params = [r.params for r in records]
     layout = layout_of(params, set(shape_dims))
     has_bwd = any(r.bwd_s > 0 for r in records)
-    return records, set_aside, params, layout, has_bwd, _zero_bwd_modes(records, layout) if has_bwd else ()
+    return records, set_aside, params, layout, has_bwd, zero_bwd_modes(records, layout) if has_bwd else ()
 
 
 def _learnable(records) -> tuple[list, int]:

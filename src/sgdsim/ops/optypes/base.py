@@ -87,6 +87,11 @@ def aligned_int(rng: np.random.Generator, low: int, high: int, multiple: int = 1
     return min(high, multiple * round(v / multiple))
 
 
+# the parameters that say whether an input needs a gradient (``grad(p[...])``): a call with
+# none has no backward, by autograd's construction, whatever else its rows share
+GRAD_FLAGS = ("gi", "ga", "gb", "gw")
+
+
 def grad(flag) -> bool:
     return bool(int(flag))
 
