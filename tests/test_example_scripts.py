@@ -50,6 +50,7 @@ CASES = [
     ("examples/ops/call_groups.py", [MISSING], "usage"),
     ("examples/ops/step_factor.py", [MISSING], MISSING),
     ("examples/ops/step_factor.py", ["README.md"], "not a step table"),
+    ("examples/ops/zero_backward_ties.py", ["9", "3"], "FIRST <= LAST"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),
