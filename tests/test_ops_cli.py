@@ -52,9 +52,43 @@ def test_exact_hits_rebuild_the_step_from_the_database(measured, tmp_path, capsy
         op, params = classify(call)  # time too short to resolve is stored as its bound and
         r = rows[(op, params_key(params), call_dtype(call))]  # counts as half of it
         expected += r.fwd_s / (2 if r.fwd_bound else 1) + r.bwd_s / (2 if r.bwd_bound else 1)
-    assert prof.mean_compute_s() == pytest.approx(expected, rel=1e-9)
+    with open_db(str(measured), create=False) as db:
+        (timed,) = db.load_steps()  # the step ops measure --model timed, and the calls' sum then
+    factor = timed["step_s"] / timed["calls_s"]
+    assert info["step_factor"]["factor"] == pytest.approx(factor) and info["step_factor"]["steps"] == 1
+    assert prof.mean_compute_s() == pytest.approx(expected * factor, rel=1e-9)
+    assert "scaled by the device's step factor" in io.err
     rc, io = _run(["predict", out, "--workers", "1,2", "--format", "json", "--quiet"], capsys)
     assert rc == 0 and [p["workers"] for p in json.loads(io.out)] == [1, 2]
+
+
+def test_the_stored_step_is_timed_beside_its_calls_sum(measured, capsys):
+    from sgdsim.ops.collect import this_device
+    from sgdsim.ops.estimate import estimate_profile
+    from sgdsim.ops.step_factor import profile_step_s
+
+    device = this_device(1).name
+    with open_db(str(measured), create=False) as db:
+        (timed,) = db.load_steps(device, "float32")
+        calls = estimate_profile(MODEL, 8, db, device, step_factor=False)
+    assert timed["model"] == MODEL and timed["batch_size"] == 8
+    assert timed["calls_s"] == pytest.approx(profile_step_s(calls), rel=1e-9)  # as its rows sum now
+    assert 0.2 < timed["step_s"] / timed["calls_s"] < 20  # a step of these calls, not of another model
+    rc, io = _run(["ops", "stats", "--db", measured], capsys)
+    line = next(x for x in io.out.splitlines() if "zoo:mlp?width=32" in x)
+    assert rc == 0 and f"{timed['step_s'] / timed['calls_s']:.3f}" in line.split()
+
+
+def test_without_a_timed_step_the_estimate_says_so_and_is_the_calls_sum(tmp_path, capsys):
+    db, out = tmp_path / "n.sqlite", tmp_path / "est.json"
+    rc, io = _run(["ops", "measure", "--model", MODEL, "--batch-size", 8, "--repeats", 2,
+                   "--no-step", "--db", db, "--quiet"], capsys)
+    assert rc == 0
+    rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--db", db, "-o", out], capsys)
+    assert rc == 0 and "no model step timed on this device" in io.err and "ops measure --model" in io.err
+    info = load_profile(str(out)).extra["estimated"]
+    assert info["step_factor"] is None
+    assert load_profile(str(out)).mean_compute_s() == pytest.approx(info["forward_s"] + info["backward_s"])
 
 
 def test_estimating_needs_the_device_and_the_calls(measured, tmp_path, capsys):
@@ -97,6 +131,7 @@ def test_measuring_leaves_the_process_floating_point_state_alone(tmp_path, capsy
     (["--grid", "other"], "'other' has no sampled grid"),
     (["--grid", "conv3d"], "unknown operator type 'conv3d'"),
     (["--grid", "relu", "--repeats", 1], "--repeats must be in 2..1000"),
+    (["--grid", "relu", "--no-step"], "--no-step applies to --model"),
 ])
 def test_measure_refuses_bad_requests_in_one_line(argv, message, tmp_path, capsys):
     rc, io = _run(["ops", "measure", *argv, "--db", tmp_path / "x.sqlite"], capsys)

@@ -48,7 +48,7 @@ def target(request, tmp_path_factory):
 def fresh(target: str):
     db = open_db(target)
     with db.engine.begin() as c:  # a sqlite file or a server shared by the module: empty it
-        for t in ("retests", "estimators", "op_times", "devices"):
+        for t in ("steps", "retests", "estimators", "op_times", "devices"):
             c.exec_driver_sql(f"DELETE FROM {t}")
     return db
 
@@ -210,6 +210,22 @@ def test_bound_flags_round_trip_and_old_files_read_as_measurements(tmp_path):
         import_records(bad)
 
 
+def test_a_step_is_stored_once_per_model_batch_and_dtype_and_replaced(db):
+    db.upsert([rec(1, 1e-6)])
+    name = rec(1, 1e-6).device.name
+    db.save_step(name, "zoo:mlp", 8, "float32", 2e-3, 1e-3)
+    db.save_step(name, "zoo:mlp", 16, "float32", 5e-3, 4e-3)
+    db.save_step(name, "zoo:mlp", 8, "float32", 3e-3, 1.5e-3)  # timed again: replaces
+    rows = db.load_steps(name, "float32")
+    assert sorted((r["batch_size"], r["step_s"], r["calls_s"]) for r in rows) == [
+        (8, 3e-3, 1.5e-3), (16, 5e-3, 4e-3)]
+    assert db.load_steps(name, "bfloat16") == [] and db.load_steps("another") == []
+    with pytest.raises(ConfigError, match="both must be > 0"):
+        db.save_step(name, "zoo:mlp", 8, "float32", 0.0, 1e-3)
+    with pytest.raises(ConfigError, match="no device 'gpu'"):
+        db.save_step("gpu", "zoo:mlp", 8, "float32", 1e-3, 1e-3)
+
+
 def test_a_zero_forward_time_is_never_stored(db):
     with pytest.raises(ConfigError, match=r"refusing 1 record\(s\) with a forward time of 0 s .*upper bound"):
         db.upsert([rec(1, 1e-6), rec(2, 0.0)])
@@ -219,6 +235,7 @@ def test_a_zero_forward_time_is_never_stored(db):
 @pytest.mark.parametrize("version, dropped", [
     (1, ("fwd_bound", "bwd_bound", "fwd_ref_s", "bwd_ref_s")),  # before the bound flags and retests
     (2, ("fwd_ref_s", "bwd_ref_s")),  # before the references
+    (3, ()),  # before the steps
 ])
 def test_an_older_schema_is_upgraded_when_opened_and_its_rows_read_as_stored(tmp_path, version, dropped):
     from dataclasses import replace
@@ -226,6 +243,7 @@ def test_an_older_schema_is_upgraded_when_opened_and_its_rows_read_as_stored(tmp
     with open_db(path) as db:
         db.upsert([rec(1, 1e-6)])
     con = sqlite3.connect(path)  # back to the older schema: without its later columns
+    con.execute("DROP TABLE steps")
     for column in dropped:
         con.execute(f"ALTER TABLE op_times DROP COLUMN {column}")
     con.execute(f"UPDATE meta SET value = '{version}' WHERE key = 'schema'")
@@ -235,8 +253,11 @@ def test_an_older_schema_is_upgraded_when_opened_and_its_rows_read_as_stored(tmp
         assert db.load() == [rec(1, 1e-6)]
         db.upsert([replace(rec(2, 2e-6), fwd_ref_s=1e-4, bwd_ref_s=1e-4)])
         assert db.load(raw=True)[1].fwd_ref_s == 1e-4
+        assert db.load_steps() == []
+        db.save_step(rec(1, 1e-6).device.name, "zoo:mlp", 8, "float32", 2e-3, 1e-3)
+        assert [s["step_s"] for s in db.load_steps()] == [2e-3]
     con = sqlite3.connect(path)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("4",)
     con.close()
 
 
@@ -330,7 +351,7 @@ def test_a_newer_schema_is_refused(tmp_path):
     open_db(path).close()
     with sqlite3.connect(path) as c:
         c.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
-    _one_line(path, match="schema 99, newer than this sgdsim's 3: upgrade sgdsim")
+    _one_line(path, match="schema 99, newer than this sgdsim's 4: upgrade sgdsim")
 
 
 def test_passwords_are_never_printed(pg_url):

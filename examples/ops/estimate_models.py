@@ -9,6 +9,9 @@ For every (model, batch):
 * "estimator": the same, with every typed call timed by estimators trained on the sampled grid
   only (the model's shapes are held out); untyped glue calls (views, copies) still come from
   the model database, as there is no grid for them; their share of the time is reported;
+* "scaled": the estimator's step times the device's step factor from the model database's
+  timed steps (``ops measure --model`` times them), the model's own left out: a factor it is
+  not among (``sgdsim.ops.step_factor``);
 * "over the reference" (unless ``--no-reference``): each type's reference call (``ops
   measure``'s, ``sgdsim.ops.reference``) is timed before and after every measured step, and
   the step is read at each database's mean speed, type by type, weighted by the type's share
@@ -38,6 +41,7 @@ from sgdsim.ops.db import open_db
 from sgdsim.ops.estimate import estimate_profile, time_calls
 from sgdsim.ops.graph import trace_model
 from sgdsim.ops.optypes import OTHER_NAME
+from sgdsim.ops.step_factor import device_factor, profile_step_s as step_of
 from sgdsim.profiler.api import profile_model
 
 REF_SAMPLES = 5  # reference samples per type before and after each measured step
@@ -62,12 +66,6 @@ class GridOnly:
 
     def load_estimators(self, device):
         return self.grid.load_estimators(device)
-
-
-def step_of(profile) -> float:
-    upd = sum(float(profile.durations_s[:, i].mean()) for i, op in enumerate(profile.ops)
-              if op.id.startswith("upd:"))
-    return profile.mean_compute_s() + upd
 
 
 def type_shares(spec, batch, models_db, device) -> dict[str, float]:
@@ -133,12 +131,15 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
     real = float(np.median(steps))
     faulted = float(np.median([m[2][0] for m in measured]))
     kernel = float(np.median([m[2][1] / m[0] for m in measured]))
-    exact = estimate_profile(spec, batch, models_db, device)
-    est = estimate_profile(spec, batch, GridOnly(models_db, grid_db), device)
+    exact = estimate_profile(spec, batch, models_db, device, step_factor=False)
+    est = estimate_profile(spec, batch, GridOnly(models_db, grid_db), device, step_factor=False)
     info = est.extra["estimated"]
+    factor = device_factor(models_db, device, "float32", leave_out=spec)
     return {"model": spec, "batch": batch, "measured_ms": real * 1e3,
             "measured_min_ms": min(steps) * 1e3, "measured_max_ms": max(steps) * 1e3,
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,
+            "factor": factor.factor if factor else float("nan"),
+            "scaled_ms": step_of(est) * 1e3 * (factor.factor if factor else float("nan")),
             "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"],
             "steady_models_ms": steady_ms(measured, shares, means[0]),
             "steady_grid_ms": steady_ms(measured, shares, means[1]),
@@ -147,9 +148,9 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
 
 def render(rows, seconds) -> str:
     lines = ["| model | batch | measured step ms, median (range) | exact (database) ms | error | "
-             "estimator ms | error | untyped share | over the reference: exact | estimator | "
-             "kernel share of the step (MB faulted in) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "estimator ms | error | scaled by the other models' step factor | error | untyped share | "
+             "over the reference: exact | estimator | kernel share of the step (MB faulted in) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         e1 = r["exact_ms"] / r["measured_ms"] - 1
         e2 = r["estimator_ms"] / r["measured_ms"] - 1
@@ -158,6 +159,7 @@ def render(rows, seconds) -> str:
         lines.append(f"| {r['model']} | {r['batch']} | {r['measured_ms']:.2f} "
                      f"({r['measured_min_ms']:.2f}-{r['measured_max_ms']:.2f}) | "
                      f"{r['exact_ms']:.2f} | {e1:+.1%} | {r['estimator_ms']:.2f} | {e2:+.1%} | "
+                     f"{r['factor']:.3f}: {r['scaled_ms']:.2f} | {r['scaled_ms'] / r['measured_ms'] - 1:+.1%} | "
                      f"{r['untyped_share']:.1%} | {s1:+.1%} | {s2:+.1%} | "
                      f"{r['kernel_share']:.0%} ({r['faulted_MB']:.0f}) |")
     spread = max(r["measured_max_ms"] / r["measured_min_ms"] for r in rows)
@@ -165,7 +167,8 @@ def render(rows, seconds) -> str:
     def mean(num, den):
         return sum(abs(r[num] / r[den] - 1) for r in rows) / len(rows)
     lines += ["", f"Mean |error|: exact {mean('exact_ms', 'measured_ms'):.1%}, estimator "
-                  f"{mean('estimator_ms', 'measured_ms'):.1%}; over the reference: exact "
+                  f"{mean('estimator_ms', 'measured_ms'):.1%}, scaled {mean('scaled_ms', 'measured_ms'):.1%}"
+                  f"; over the reference: exact "
                   f"{mean('exact_ms', 'steady_models_ms'):.1%}, estimator "
                   f"{mean('estimator_ms', 'steady_grid_ms'):.1%} "
                   f"({len(rows)} cases, {seconds:.0f} s); the measured step itself varied up to "

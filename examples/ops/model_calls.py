@@ -81,8 +81,8 @@ def step_rows(models, grid, device: str) -> list[str]:
     out = []
     for spec, batches in STEP_CASES:
         for b in batches:
-            exact = step_of(estimate_profile(spec, b, models, device))
-            est = step_of(estimate_profile(spec, b, GridOnly(models, grid), device))
+            exact = step_of(estimate_profile(spec, b, models, device, step_factor=False))
+            est = step_of(estimate_profile(spec, b, GridOnly(models, grid), device, step_factor=False))
             out.append(f"| {spec} | {b} | {exact * 1e3:.2f} | {est * 1e3:.2f} | {est / exact - 1:+.1%} |")
     return out
 

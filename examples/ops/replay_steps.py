@@ -54,7 +54,8 @@ def replay(grid_csv: str, models_csv: str, steps_csv: str, budget: int, members:
             device = _device(gdb)
             with open(steps_csv, encoding="utf-8") as fh:
                 for r in csv.DictReader(fh):
-                    est = estimate_profile(r["model"], int(r["batch"]), GridOnly(mdb, gdb), device)
+                    est = estimate_profile(r["model"], int(r["batch"]), GridOnly(mdb, gdb), device,
+                                          step_factor=False)
                     measured = float(r["measured_ms"])
                     rows.append((r["model"], int(r["batch"]), measured,
                                  float(r["estimator_ms"]) / measured - 1,

@@ -73,6 +73,10 @@ def _measure_parser(sub) -> None:
     q.add_argument("--no-reference", dest="reference", action="store_false",
                    help="do not time each type's reference call beside its rows (about half the "
                         "time; the rows are then read as timed, the machine's drift left in them)")
+    q.add_argument("--no-step", dest="step", action="store_false",
+                   help="with --model: do not time its step whole (by default it is, after its "
+                        "calls, and stored: estimates for this device are scaled by what a step "
+                        "costs beyond its calls)")
     add_db_argument(q)
 
 
@@ -97,7 +101,9 @@ def cmd_measure(args) -> int:
         watch = CpuWatch().start()
         written = _run(db, todo, (device, rng, args.repeats, failures, precision, args.reference),
                        Progress(len(todo), "measuring"))
-    say(f"wrote {written} record(s) to {args.db or 'the default database'}")
+        say(f"wrote {written} record(s) to {args.db or 'the default database'}")
+        if args.model and args.step:
+            _time_step(args, db, device.name)
     busy = busy_line(watch.cores(), "they were timed")
     if busy:
         say(f"{busy} (sgdsim ops measure --remeasure times them again)")
@@ -106,6 +112,23 @@ def cmd_measure(args) -> int:
             f"(their time will come from the fallback): {'; '.join(failures[:3])}"
             f"{' ...' if len(failures) > 3 else ''}")
     return 0
+
+
+def _time_step(args, db, device: str) -> None:
+    """The model's step timed whole beside its calls' sum: the device's step factor."""
+    from ..progress import Progress, say
+    from .step_factor import STEPS, WARMUP, device_factor, time_step
+
+    if args.dtype != "float32":
+        say(f"its step is not timed: the profiler runs float32, not {args.dtype} (no step factor)")
+        return
+    with Progress(WARMUP - 1 + STEPS, f"timing {args.model}'s step (pairs of steps)") as bar:
+        step_s, calls_s = time_step(args.model, args.batch_size, db, device, args.threads,
+                                    args.device, bar.advance)
+    db.save_step(device, args.model, args.batch_size, args.dtype, step_s, calls_s)
+    factor = device_factor(db, device, args.dtype)
+    say(f"its step: {step_s * 1e3:.2f} ms against its calls' {calls_s * 1e3:.2f} ms "
+        f"({step_s / calls_s:.3f}x); estimates for this device are now scaled by its {factor.line()}")
 
 
 def _plan(args, status):
@@ -168,6 +191,8 @@ def _check_measure(args) -> None:
         raise ConfigError("--model needs --batch-size")
     if args.grid and args.batch_size is not None:
         raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
+    if args.grid and not args.step:
+        raise ConfigError("--no-step applies to --model: a grid has no step to time")
     try:
         args.max_time_s = parse_duration_with_unit_s(args.max_time, "--max-time")
     except ConfigError as e:

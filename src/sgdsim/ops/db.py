@@ -15,22 +15,22 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import time
 import urllib.parse
 from collections.abc import Iterable
 
 from ..errors import ConfigError
-from .db_tables import RETEST, VALUES, tables as _tables
+from .db_keyed import KeyedTables
+from .db_tables import VALUES, tables as _tables
 from . import db_retry, reference
 from .optypes import complete
 from .records import Device, OpRecord, params_from_key, params_key
 
-SCHEMA_VERSION = 3  # 2: fwd_bound, bwd_bound, retests; 3: fwd_ref_s, bwd_ref_s (older ones upgraded when opened)
+SCHEMA_VERSION = 4  # 2: bounds, retests; 3: references; 4: steps (older ones upgraded when opened)
 FORMAT = "sgdsim-ops"  # meta row telling our database from another program's
 BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for the others before giving up
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails in seconds, not minutes
 CHUNK = 500  # keys per lookup query: well under every driver's parameter limit
-TABLES = ("meta", "devices", "op_times", "estimators", "retests")
+TABLES = ("meta", "devices", "op_times", "estimators", "retests", "steps")
 KEY = ("device_id", "op", "params", "dtype")
 _SECRET = re.compile(r"^([A-Za-z0-9+.-]+://[^:/@]*):(.*)@")  # greedy: a password may hold '@'
 
@@ -88,7 +88,7 @@ def _sqlite_file(path: str, create: bool) -> str:
     return "sqlite:///" + os.path.abspath(path)
 
 
-class OpDB:
+class OpDB(KeyedTables):
     def __init__(self, sa, url: str, create: bool, shown: str):
         self.sa, self.shown = sa, shown
         secret = m.group(2) if (m := _SECRET.match(url)) else ""
@@ -105,7 +105,8 @@ class OpDB:
         self.dialect = self.engine.dialect.name
         if sqlite:
             _sqlite_pragmas(sa, self.engine)
-        self.md, self.meta, self.devices_t, self.ops_t, self.est_t, self.retest_t = _tables(sa)
+        (self.md, self.meta, self.devices_t, self.ops_t, self.est_t, self.retest_t,
+         self.steps_t) = _tables(sa)
         try:
             self._guard(lambda: db_retry.retry_locked(lambda: self._init_schema(create), self.sa.exc.OperationalError))
         except BaseException:
@@ -138,8 +139,8 @@ class OpDB:
     def _upgrade(self, version: int) -> None:
         """Schema 1 had no bound flags: every time in it was a measurement (or a 0 the old
         timer stored; training sets those aside). Schemas 1-2 had no reference times: their
-        rows are read as stored (0.0: not timed)."""
-        added = {1: ("fwd_bound INTEGER", "bwd_bound INTEGER"), 2: ("fwd_ref_s FLOAT", "bwd_ref_s FLOAT")}
+        rows are read as stored (0.0: not timed). Schemas 1-3 had no steps table: no step timed."""
+        added = {1: ("fwd_bound INTEGER", "bwd_bound INTEGER"), 2: ("fwd_ref_s FLOAT", "bwd_ref_s FLOAT"), 3: ()}
         with self._write() as c:
             if self.dialect == "postgresql":
                 c.exec_driver_sql("SELECT pg_advisory_xact_lock(72627)")
@@ -148,7 +149,7 @@ class OpDB:
             for since in range(version, SCHEMA_VERSION):
                 for column in added[since]:
                     c.exec_driver_sql(f"ALTER TABLE op_times ADD COLUMN {column} NOT NULL DEFAULT 0")
-            self.md.create_all(c)  # the tables schema 1 lacked (checkfirst)
+            self.md.create_all(c)  # the tables older schemas lacked (checkfirst)
             c.execute(self.sa.update(self.meta).where(self.meta.c.key == "schema").values(
                 value=str(SCHEMA_VERSION)))
 
@@ -218,32 +219,6 @@ class OpDB:
         t = self.devices_t
         return dict(c.execute(self.sa.select(t.c.name, t.c.id).where(
             t.c.name.in_(list(devices)))).all())
-
-    def save_estimator(self, device: str, op: str, dtype: str, payload: str) -> None:
-        self._save_per_type(self.est_t, device, op, dtype, {"payload": payload, "trained_at": time.time()})
-
-    def save_retest(self, device: str, op: str, dtype: str, values: dict) -> None:
-        """``values``: the ``RETEST`` columns; replaces the type's previous retest."""
-        self._save_per_type(self.retest_t, device, op, dtype, {k: values[k] for k in RETEST})
-
-    def _save_per_type(self, table, device: str, op: str, dtype: str, values: dict) -> None:
-        """One row of a table keyed by (device, op, dtype), inserted or replaced."""
-        def save():
-            with self._write() as c:
-                dev_id = self._device_id(c, device)
-                if dev_id is None:
-                    raise ConfigError(f"no device {device!r} in {self.shown}")
-                stmt = self._insert(table)
-                c.execute(stmt.on_conflict_do_update(
-                    index_elements=["device_id", "op", "dtype"], set_={k: stmt.excluded[k] for k in values}),
-                    [{"device_id": dev_id, "op": op, "dtype": dtype, **values}])
-        self._guard(save)
-
-    def load_retests(self) -> dict[tuple[str, str, str], dict]:
-        """(device, op, dtype) -> the ``RETEST`` columns."""
-        r, d = self.retest_t, self.devices_t
-        q = self.sa.select(d.c.name, r.c.op, r.c.dtype, *(r.c[k] for k in RETEST)).join(d, r.c.device_id == d.c.id)
-        return {tuple(row[:3]): dict(zip(RETEST, row[3:])) for row in self._guard(lambda: self._all(q))}
 
     def _insert(self, table):
         if self.dialect == "postgresql":
@@ -334,12 +309,6 @@ class OpDB:
                         "median_fwd_s": (fwd[(n - 1) // 2] + fwd[n // 2]) / 2,
                         "max_fwd_s": fwd[-1], "last_measured_at": max(a for _, a in rows)})
         return out
-
-    def load_estimators(self, device: str) -> dict[tuple[str, str], str]:
-        e, d = self.est_t, self.devices_t
-        q = (self.sa.select(e.c.op, e.c.dtype, e.c.payload).join(d, e.c.device_id == d.c.id)
-             .where(d.c.name == device))
-        return {(op, dt): text for op, dt, text in self._guard(lambda: self._all(q))}
 
     def _device_id(self, c, name: str) -> int | None:
         t = self.devices_t

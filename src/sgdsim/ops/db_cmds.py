@@ -32,7 +32,8 @@ def register(sub) -> dict:
                                    "measured, their median forward time, whether an estimator "
                                    "is trained, its test-retest (the median |again/stored - 1| "
                                    "of sgdsim ops retest; '-' before one ran), and when they "
-                                   "were last measured.")
+                                   "were last measured; then the model steps timed whole "
+                                   "(ops measure --model) against their calls' sum.")
     add_db_argument(q)
     q = sub.add_parser("export", help="write the measurements to CSV or Parquet",
                        description="Write measurements to FILE (.csv, or .parquet with pyarrow) "
@@ -80,6 +81,7 @@ def cmd_stats(args) -> int:
         stats = db.stats()
         trained = {(d.name, op, dt) for d in db.devices() for op, dt in db.load_estimators(d.name)}
         retests = db.load_retests()
+        steps = db.load_steps()
     if not stats:
         print("no measurements yet (sgdsim ops measure)")
         return 0
@@ -91,6 +93,13 @@ def cmd_stats(args) -> int:
         again = f"{retests[key]['fwd_median']:.1%}" if key in retests else "-"
         print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "
               f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9} {again:>7}  {_when(s['last_measured_at'])}")
+    if steps:  # what a whole step costs beyond its calls (the step factor estimates are scaled by)
+        print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'step ms':>9} {'calls ms':>9} "
+              f"{'ratio':>6}  measured")
+        for r in steps:
+            print(f"{_cut(r['device'], 40):<40} {_cut(r['model'], 36):<36} {r['batch_size']:>5} "
+                  f"{r['step_s'] * 1e3:>9.2f} {r['calls_s'] * 1e3:>9.2f} "
+                  f"{r['step_s'] / r['calls_s']:>6.3f}  {_when(r['measured_at'])}")
     return 0
 
 

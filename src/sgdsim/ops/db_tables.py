@@ -5,6 +5,7 @@ VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at"
           "fwd_ref_s", "bwd_ref_s")
 INTEGERS = ("samples", "fwd_bound", "bwd_bound")
 RETEST = ("rows", "fwd_median", "fwd_p90", "bwd_median", "bwd_p90", "retested_at")
+STEP = ("step_s", "calls_s", "measured_at")  # a model's step timed whole, and its calls' sum
 
 
 def tables(sa):
@@ -40,4 +41,10 @@ def tables(sa):
         "retests", md, device_id(), text("op", 64), text("dtype", 32),
         *(sa.Column(c, sa.Integer if c == "rows" else sa.Float, nullable=False) for c in RETEST),
         sa.UniqueConstraint("device_id", "op", "dtype", name="retests_key"))
-    return md, meta, devices, ops, estimators, retests
+    # per model and batch: its training step timed whole beside the sum of its calls' rows
+    # (ops measure --model): what a step costs beyond its calls on this device (step_factor.py)
+    steps = sa.Table(
+        "steps", md, device_id(), text("model", 512), sa.Column("batch_size", sa.Integer, nullable=False),
+        text("dtype", 32), *(sa.Column(c, sa.Float, nullable=False) for c in STEP),
+        sa.UniqueConstraint("device_id", "model", "batch_size", "dtype", name="steps_key"))
+    return md, meta, devices, ops, estimators, retests, steps

@@ -19,6 +19,7 @@ from .estimator.terms import unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import Roofline, fit_roofline, work_of
+from .step_factor import StepFactor, device_factor
 
 
 @dataclass
@@ -132,9 +133,11 @@ def load_estimators(db, device: str) -> dict:
 
 
 def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True,
-                     dtype: str = "float32"):
+                     dtype: str = "float32", step_factor: bool | StepFactor | None = True):
     """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there;
-    its floating-point calls in ``dtype`` (traced in float32, then converted)."""
+    its floating-point calls in ``dtype`` (traced in float32, then converted). Every time is
+    scaled by ``step_factor``: True, the device's from its timed steps (``step_factor.py``;
+    none timed: 1); False or None, not scaled; or a given factor."""
     from ..profile.model import Job
     from ..profiler.build import build_profile
     from ..profiler.runner import _summarise
@@ -142,6 +145,9 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
 
     step = trace_model(spec, batch_size)
     estimators = load_estimators(db, device)
+    if step_factor is True:
+        step_factor = device_factor(db, device, dtype)
+    scale = step_factor.factor if step_factor else 1.0
 
     def typed(calls):
         return [c.in_dtype(dtype) for c in calls] if dtype != "float32" else list(calls)
@@ -158,14 +164,27 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
         for op, n in timed_upd.roofline_types.items():  # the optimizer's, named with the rest
             timed.roofline_types[op] = timed.roofline_types.get(op, 0) + n
         timed.roofline = timed.roofline or timed_upd.roofline
+    fwd, bwd, upd = ([t * scale for t in ts] for ts in (fwd, bwd, upd))
     total = sum(fwd) + sum(bwd)
     measured = _summarise(step.work, step.rec, step.discovered, ([fwd], [bwd], [upd]),
                           [total], [total])
     job = Job(model=step.work.name, batch_size=batch_size, framework="estimated", device=device,
               overlap=overlap, source=f"sgdsim profile {spec} --estimate"
               + (f" --dtype {dtype}" if dtype != "float32" else ""))
-    extra = {"estimated": _provenance(spec, device, step, timed, estimators) | {"dtype": dtype}}
+    info = _provenance(spec, device, step, timed, estimators)
+    extra = {"estimated": info | {"dtype": dtype, **_scaled(info, step_factor)}}
     return build_profile(measured, job, overlap, extra)
+
+
+def _scaled(info: dict, factor: StepFactor | None) -> dict:
+    """The step factor's part of the provenance; its spread joins the step's error in
+    quadrature (the calls' errors and how far a model strays from its device's factor are
+    unrelated)."""
+    if not factor:
+        return {"step_factor": None}
+    return {"step_factor": factor.as_dict(),
+            "step_error_rel": float(np.hypot(info["step_error_rel"], factor.spread_rel)),
+            "forward_s": info["forward_s"] * factor.factor, "backward_s": info["backward_s"] * factor.factor}
 
 
 def _provenance(spec, device, step, timed: Timed, estimators) -> dict:

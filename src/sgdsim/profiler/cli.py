@@ -139,6 +139,19 @@ def _measure(args):
                              keep_memory=args.keep_memory)
 
 
+def _step_factor_line(info: dict, db: str | None, target: str) -> str:
+    """Whether the times were scaled by what a step costs on the device beyond its calls."""
+    from ..ops.db import mask
+    from ..ops.step_factor import StepFactor
+
+    if info["step_factor"]:
+        return "the times are scaled by the device's " + StepFactor(**info["step_factor"]).line()
+    db_flag = f" --db {shlex.quote(mask(db))}" if db else ""
+    return (f"no model step timed on this device in {info['dtype']}: the times are its calls' sum, and a "
+            f"whole step ran a median 7-13 % above that on the CPUs tried (docs/ops.md §5); "
+            f"sgdsim ops measure --model zoo:resnet50 --batch-size 4{db_flag}, run on {target}, times one")
+
+
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
     """Which types came from the device's roofline, how far off it is there, what to run."""
     from ..ops.db import mask
@@ -195,6 +208,7 @@ def _cmd_estimate(args) -> int:
         f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback; the step as an "
         f"allocator that keeps freed memory runs it ('sgdsim profile --keep-memory' measures "
         f"it so on a CPU)")
+    say(_step_factor_line(info, args.db, target))
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
         say(_roofline_line(info, args.db, target))
     unknown = info["calls_by_source"].get("unknown", 0)

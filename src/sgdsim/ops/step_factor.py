@@ -1,0 +1,76 @@
+"""What a training step costs on a device beyond its calls: the median, over the model steps
+timed there (``ops measure --model``), of the step timed whole over the sum of its calls' rows.
+An estimated profile for that device is scaled by it.
+
+Timed one type at a time, the calls leave out what runs between them (Python, autograd's graph,
+the optimizer's loop) and the caches their neighbours leave: on the committed step tables a
+ResNet-50, BERT or GPT-2 step ran a median 13.5 % above its calls' exact sum on a Xeon and 7 %
+on an EPYC, and scaled by the other runs' median the estimator's median step error fell 16.1 →
+9.9 % on the Xeon (docs/ops.md §5).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+
+# How far one model's step strays from its device's factor where too few steps were timed to
+# say: the median |ratio / the CPU's median - 1| over the committed step tables of ResNet-50,
+# BERT and GPT-2, across days (Xeon 0.082 over 52 steps, EPYC 0.060 over 66; docs/ops.md §5).
+FEW_STEPS_SPREAD_REL = 0.08
+FEW_STEPS = 3  # fewer timed steps than this: their own spread says too little
+STEPS, WARMUP = 10, 2  # steps timed after warm-up (the median kept)
+
+
+@dataclass(frozen=True)
+class StepFactor:
+    factor: float  # the median step_s / calls_s
+    low: float  # the smallest and the largest ratio timed
+    high: float
+    steps: int  # how many steps (model, batch) it rests on
+    spread_rel: float  # how far one model's ratio strays from ``factor``: its part of the error
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        spread = f", {self.low:.3f}-{self.high:.3f}" if self.steps > 1 else ""
+        return (f"step factor {self.factor:.3f} (the median of {self.steps} model step(s) timed "
+                f"there over their calls' sum{spread}; ±{self.spread_rel:.0%} in the step's error)")
+
+
+def factor_of(rows: list[dict]) -> StepFactor | None:
+    """``rows``: ``db.load_steps`` rows; None if there are none."""
+    ratios = [r["step_s"] / r["calls_s"] for r in rows]
+    if not ratios:
+        return None
+    factor = statistics.median(ratios)
+    spread = statistics.median(abs(x / factor - 1) for x in ratios)
+    if len(ratios) < FEW_STEPS:
+        spread = max(spread, FEW_STEPS_SPREAD_REL)
+    return StepFactor(factor, min(ratios), max(ratios), len(ratios), spread)
+
+
+def device_factor(db, device: str, dtype: str, leave_out: str | None = None) -> StepFactor | None:
+    """The factor of ``device``'s steps in ``dtype``; ``leave_out``: a model whose own steps
+    do not count (to judge an estimate of it on steps it is not among)."""
+    return factor_of([r for r in db.load_steps(device, dtype) if r["model"] != leave_out])
+
+
+def profile_step_s(profile) -> float:
+    """A profile's step: its compute and the optimizer's updates, as a plain step runs them."""
+    upd = sum(float(profile.durations_s[:, i].mean()) for i, op in enumerate(profile.ops)
+              if op.id.startswith("upd:"))
+    return profile.mean_compute_s() + upd
+
+
+def time_step(spec: str, batch_size: int, db, device: str, threads: int, torch_device: str = "cpu",
+              tick=None) -> tuple[float, float]:
+    """(the model's plain step timed here, its calls' sum from ``db``'s rows), after its calls
+    were measured; the step as an allocator that keeps freed memory runs it, as estimates are."""
+    from ..profiler.api import profile_model
+    from .estimate import estimate_profile
+
+    run = profile_model(spec, batch_size, steps=STEPS, warmup=WARMUP, device=torch_device,
+                        threads=threads, keep_memory=True, tick=tick)
+    calls = estimate_profile(spec, batch_size, db, device, step_factor=False)
+    return run.plain_step_s, profile_step_s(calls)
