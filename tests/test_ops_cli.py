@@ -52,12 +52,18 @@ def test_exact_hits_rebuild_the_step_from_the_database(measured, tmp_path, capsy
         op, params = classify(call)  # time too short to resolve is stored as its bound and
         r = rows[(op, params_key(params), call_dtype(call))]  # counts as half of it
         expected += r.fwd_s / (2 if r.fwd_bound else 1) + r.bwd_s / (2 if r.bwd_bound else 1)
+    assert prof.mean_compute_s() == pytest.approx(expected, rel=1e-9)
+    assert info["step_factor"] is None and "not scaled by the device's step factor" in io.err
     with open_db(str(measured), create=False) as db:
         (timed,) = db.load_steps()  # the step ops measure --model timed, and the calls' sum then
     factor = timed["step_s"] / timed["calls_s"]
-    assert info["step_factor"]["factor"] == pytest.approx(factor) and info["step_factor"]["steps"] == 1
-    assert prof.mean_compute_s() == pytest.approx(expected * factor, rel=1e-9)
-    assert "scaled by the device's step factor" in io.err
+    scaled_out = tmp_path / "scaled.json"
+    rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--step-factor", "--db", measured,
+                   "--target", "this-cpu", "-o", scaled_out], capsys)
+    scaled = load_profile(str(scaled_out))
+    assert rc == 0 and "the times are scaled by the device's step factor" in io.err
+    assert scaled.extra["estimated"]["step_factor"]["factor"] == pytest.approx(factor)
+    assert scaled.mean_compute_s() == pytest.approx(expected * factor, rel=1e-9)
     rc, io = _run(["predict", out, "--workers", "1,2", "--format", "json", "--quiet"], capsys)
     assert rc == 0 and [p["workers"] for p in json.loads(io.out)] == [1, 2]
 
@@ -79,13 +85,17 @@ def test_the_stored_step_is_timed_beside_its_calls_sum(measured, capsys):
     assert rc == 0 and f"{timed['step_s'] / timed['calls_s']:.3f}" in line.split()
 
 
-def test_without_a_timed_step_the_estimate_says_so_and_is_the_calls_sum(tmp_path, capsys):
+def test_without_a_timed_step_no_factor_is_asked_for_and_the_estimate_is_the_calls_sum(tmp_path, capsys):
     db, out = tmp_path / "n.sqlite", tmp_path / "est.json"
     rc, io = _run(["ops", "measure", "--model", MODEL, "--batch-size", 8, "--repeats", 2,
                    "--no-step", "--db", db, "--quiet"], capsys)
     assert rc == 0
+    rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--step-factor", "--db", db,
+                   "-o", out], capsys)
+    assert rc == 2 and "--step-factor: no model step timed on" in io.err and io.err.count("\n") == 1
+    assert "ops measure --model" in io.err and not out.exists()
     rc, io = _run(["profile", MODEL, "--batch-size", 8, "--estimate", "--db", db, "-o", out], capsys)
-    assert rc == 0 and "no model step timed on this device" in io.err and "ops measure --model" in io.err
+    assert rc == 0 and "step factor" not in io.err
     info = load_profile(str(out)).extra["estimated"]
     assert info["step_factor"] is None
     assert load_profile(str(out)).mean_compute_s() == pytest.approx(info["forward_s"] + info["backward_s"])

@@ -64,9 +64,10 @@ def test_an_estimated_profile_is_its_calls_sum_times_the_factor():
     from sgdsim.ops.step_factor import profile_step_s
 
     spec, device = "zoo:mlp?width=16&depth=2&inputs=8&classes=2", "cpu (test)"
-    plain = estimate_profile(spec, 4, StepsDB([]), device)
-    scaled = estimate_profile(spec, 4, StepsDB([step("zoo:x", 1.25, 1.0), step("zoo:y", 1.45, 1.0),
-                                                step("zoo:z", 1.05, 1.0)]), device)
+    plain = estimate_profile(spec, 4, StepsDB([]), device, step_factor=True)
+    steps = StepsDB([step("zoo:x", 1.25, 1.0), step("zoo:y", 1.45, 1.0), step("zoo:z", 1.05, 1.0)])
+    scaled = estimate_profile(spec, 4, steps, device, step_factor=True)
+    assert estimate_profile(spec, 4, steps, device).extra["estimated"]["step_factor"] is None  # the default
     before, after = plain.extra["estimated"], scaled.extra["estimated"]
     assert before["step_factor"] is None and after["step_factor"]["factor"] == pytest.approx(1.25)
     assert profile_step_s(scaled) == pytest.approx(1.25 * profile_step_s(plain), rel=1e-12)

@@ -75,8 +75,8 @@ def _measure_parser(sub) -> None:
                         "time; the rows are then read as timed, the machine's drift left in them)")
     q.add_argument("--no-step", dest="step", action="store_false",
                    help="with --model: do not time its step whole (by default it is, after its "
-                        "calls, and stored: estimates for this device are scaled by what a step "
-                        "costs beyond its calls)")
+                        "calls, and stored: what a step costs beyond its calls, which "
+                        "'profile --estimate --step-factor' scales by)")
     add_db_argument(q)
 
 
@@ -128,7 +128,8 @@ def _time_step(args, db, device: str) -> None:
     db.save_step(device, args.model, args.batch_size, args.dtype, step_s, calls_s)
     factor = device_factor(db, device, args.dtype)
     say(f"its step: {step_s * 1e3:.2f} ms against its calls' {calls_s * 1e3:.2f} ms "
-        f"({step_s / calls_s:.3f}x); estimates for this device are now scaled by its {factor.line()}")
+        f"({step_s / calls_s:.3f}x); sgdsim profile --estimate --step-factor scales by this "
+        f"device's {factor.line()}")
 
 
 def _plan(args, status):

@@ -133,11 +133,12 @@ def load_estimators(db, device: str) -> dict:
 
 
 def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True,
-                     dtype: str = "float32", step_factor: bool | StepFactor | None = True):
+                     dtype: str = "float32", step_factor: bool | StepFactor | None = False):
     """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there;
     its floating-point calls in ``dtype`` (traced in float32, then converted). Every time is
     scaled by ``step_factor``: True, the device's from its timed steps (``step_factor.py``;
-    none timed: 1); False or None, not scaled; or a given factor."""
+    none timed: 1); False or None, not scaled (the default: run 30, docs/ops.md §5); or a
+    given factor."""
     from ..profile.model import Job
     from ..profiler.build import build_profile
     from ..profiler.runner import _summarise

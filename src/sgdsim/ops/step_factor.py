@@ -1,6 +1,7 @@
 """What a training step costs on a device beyond its calls: the median, over the model steps
 timed there (``ops measure --model``), of the step timed whole over the sum of its calls' rows.
-An estimated profile for that device is scaled by it.
+``profile --estimate --step-factor`` scales an estimate for that device by it: not the
+default, since held out on run 30 it moved ResNet-50 out of 15 % (docs/ops.md §5).
 
 Timed one type at a time, the calls leave out what runs between them (Python, autograd's graph,
 the optimizer's loop) and the caches their neighbours leave: on the committed step tables a

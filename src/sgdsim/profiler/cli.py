@@ -53,6 +53,10 @@ def register(subparsers):
     est.add_argument("--dtype", default=None, choices=("float32", "float16", "bfloat16"),
                      help="--estimate: the floating-point type the step runs in (its calls are "
                           "looked up and estimated in it; default float32)")
+    est.add_argument("--step-factor", action="store_true",
+                     help="--estimate: scale the times by the device's step factor, the median "
+                          "of its model steps timed whole over their calls' sum (sgdsim ops "
+                          "measure --model times them; not the default, docs/ops.md §4)")
     ov = p.add_mutually_exclusive_group()
     ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
                     help="communication overlaps computation layer by layer (default)")
@@ -78,7 +82,7 @@ def cmd_profile(args) -> int:
             raise ProfileError(f"{flag} applies to a large model's block (gpt:..., llama:... or a config.json)")
     if args.batch_size is None:
         raise ProfileError("--batch-size is required: the per-worker mini-batch to profile")
-    if args.estimate or args.db or args.target or args.dtype:
+    if args.estimate or args.db or args.target or args.dtype or args.step_factor:
         return _cmd_estimate(args)
     args.steps = 30 if args.steps is None else args.steps
     args.warmup = 5 if args.warmup is None else args.warmup
@@ -139,17 +143,26 @@ def _measure(args):
                              keep_memory=args.keep_memory)
 
 
-def _step_factor_line(info: dict, db: str | None, target: str) -> str:
-    """Whether the times were scaled by what a step costs on the device beyond its calls."""
+def _step_factor(args, db, target: str):
+    """The device's step factor (None if no step was timed there); asked for, it must exist."""
     from ..ops.db import mask
-    from ..ops.step_factor import StepFactor
+    from ..ops.step_factor import device_factor
 
-    if info["step_factor"]:
-        return "the times are scaled by the device's " + StepFactor(**info["step_factor"]).line()
-    db_flag = f" --db {shlex.quote(mask(db))}" if db else ""
-    return (f"no model step timed on this device in {info['dtype']}: the times are its calls' sum, and a "
-            f"whole step ran a median 7-13 % above that on the CPUs tried (docs/ops.md §5); "
-            f"sgdsim ops measure --model zoo:resnet50 --batch-size 4{db_flag}, run on {target}, times one")
+    dtype = args.dtype or "float32"
+    factor = device_factor(db, target, dtype)
+    if args.step_factor and factor is None:
+        db_flag = f" --db {shlex.quote(mask(args.db))}" if args.db else ""
+        raise ConfigError(f"--step-factor: no model step timed on {target} in {dtype}; sgdsim ops "
+                          f"measure --model zoo:resnet50 --batch-size 4{db_flag}, run there, times one")
+    return factor
+
+
+def _step_factor_line(factor, applied: bool) -> str:
+    """Whether the times were scaled by what a step costs on the device beyond its calls."""
+    if applied:
+        return "the times are scaled by the device's " + factor.line()
+    return (f"not scaled by the device's {factor.line()}: --step-factor does (not the default: "
+            f"held out, it put ResNet-50 out of 15 %, docs/ops.md §5 run 30)")
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
@@ -188,7 +201,7 @@ def _cmd_estimate(args) -> int:
     from ..progress import say, status
 
     if not args.estimate:
-        raise ConfigError("--db, --target and --dtype apply to --estimate; without it the model runs here")
+        raise ConfigError("--db, --target, --dtype and --step-factor apply to --estimate; without it the model runs here")
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
                         ("--device", args.device), ("--retries", args.retries),
                         ("--keep-memory", args.keep_memory or None)):
@@ -197,8 +210,9 @@ def _cmd_estimate(args) -> int:
     with open_db(args.db, create=False) as db:
         target = pick_target(db, args.target, args.threads)
         with status(f"estimating {args.model} on {target}"):
+            factor = _step_factor(args, db, target)
             prof = estimate_profile(args.model, args.batch_size, db, target, args.overlap,
-                                    args.dtype or "float32")
+                                    args.dtype or "float32", factor if args.step_factor else False)
     save_profile(prof, args.output, overwrite=args.force)
     info = prof.extra["estimated"]
     say(f"wrote {args.output}: {prof.job.model} on {target} in {info['dtype']}, batch {prof.job.batch_size}, "
@@ -208,7 +222,8 @@ def _cmd_estimate(args) -> int:
         f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback; the step as an "
         f"allocator that keeps freed memory runs it ('sgdsim profile --keep-memory' measures "
         f"it so on a CPU)")
-    say(_step_factor_line(info, args.db, target))
+    if factor:
+        say(_step_factor_line(factor, args.step_factor))
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
         say(_roofline_line(info, args.db, target))
     unknown = info["calls_by_source"].get("unknown", 0)
