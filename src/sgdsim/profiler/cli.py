@@ -150,6 +150,9 @@ def _step_factor(args, db, target: str):
 
     dtype = args.dtype or "float32"
     factor = device_factor(db, target, dtype)
+    if args.step_factor and dtype != "float32":
+        raise ConfigError(f"--step-factor: steps are timed in float32 only (the profiler's type), "
+                          f"not {dtype}: leave out --step-factor or --dtype")
     if args.step_factor and factor is None:
         db_flag = f" --db {shlex.quote(mask(args.db))}" if args.db else ""
         raise ConfigError(f"--step-factor: no model step timed on {target} in {dtype}; sgdsim ops "
