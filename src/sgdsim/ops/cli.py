@@ -117,7 +117,8 @@ def cmd_measure(args) -> int:
 def _time_step(args, db, device: str) -> None:
     """The model's step timed whole beside its calls' sum: the device's step factor."""
     from ..progress import Progress, say
-    from .step_factor import STEPS, WARMUP, device_factor, time_step
+    from .step_factor import device_factor
+    from .step_timing import STEPS, WARMUP, time_step
 
     if args.dtype != "float32":
         say(f"its step is not timed: the profiler runs float32, not {args.dtype} (no step factor)")

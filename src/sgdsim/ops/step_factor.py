@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 # BERT and GPT-2, across days (Xeon 0.082 over 52 steps, EPYC 0.060 over 66; docs/ops.md §5).
 FEW_STEPS_SPREAD_REL = 0.08
 FEW_STEPS = 3  # fewer timed steps than this: their own spread says too little
-STEPS, WARMUP = 10, 2  # steps timed after warm-up (the median kept)
 
 
 @dataclass(frozen=True)
@@ -62,16 +61,3 @@ def profile_step_s(profile) -> float:
     upd = sum(float(profile.durations_s[:, i].mean()) for i, op in enumerate(profile.ops)
               if op.id.startswith("upd:"))
     return profile.mean_compute_s() + upd
-
-
-def time_step(spec: str, batch_size: int, db, device: str, threads: int, torch_device: str = "cpu",
-              tick=None) -> tuple[float, float]:
-    """(the model's plain step timed here, its calls' sum from ``db``'s rows), after its calls
-    were measured; the step as an allocator that keeps freed memory runs it, as estimates are."""
-    from ..profiler.api import profile_model
-    from .estimate import estimate_profile
-
-    run = profile_model(spec, batch_size, steps=STEPS, warmup=WARMUP, device=torch_device,
-                        threads=threads, keep_memory=True, tick=tick)
-    calls = estimate_profile(spec, batch_size, db, device, step_factor=False)
-    return run.plain_step_s, profile_step_s(calls)

@@ -39,6 +39,19 @@ def register(subparsers):
     p.add_argument("--retries", type=int, default=None,
                    help="measure again up to this many times when the machine looks busy, "
                         "keeping the quietest measurement (default 1)")
+    _add_estimate_args(p)
+    ov = p.add_mutually_exclusive_group()
+    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
+                    help="communication overlaps computation layer by layer (default)")
+    ov.add_argument("--no-overlap", dest="overlap", action="store_false",
+                    help="pull all parameters before, push all gradients after the pass")
+    p.add_argument("-o", "--output", required=True, help="profile file (.json or .json.gz)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    return {"profile": cmd_profile}
+
+
+def _add_estimate_args(p) -> None:
+    """The ``--estimate`` group: time the step from the operator database instead."""
     est = p.add_argument_group("without the hardware (docs/ops.md)")
     est.add_argument("--estimate", action="store_true",
                      help="trace the step on the meta device and time its operators from the "
@@ -57,14 +70,6 @@ def register(subparsers):
                      help="--estimate: scale the times by the device's step factor, the median "
                           "of its model steps timed whole over their calls' sum (sgdsim ops "
                           "measure --model times them; not the default, docs/ops.md §4)")
-    ov = p.add_mutually_exclusive_group()
-    ov.add_argument("--overlap", dest="overlap", action="store_true", default=True,
-                    help="communication overlaps computation layer by layer (default)")
-    ov.add_argument("--no-overlap", dest="overlap", action="store_false",
-                    help="pull all parameters before, push all gradients after the pass")
-    p.add_argument("-o", "--output", required=True, help="profile file (.json or .json.gz)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    return {"profile": cmd_profile}
 
 
 def cmd_profile(args) -> int:
