@@ -245,22 +245,31 @@ CELLS = st.one_of(NUMBERS, BAD_OR_HUGE.map(json.dumps), st.sampled_from([
     '{"m":%d}' % 10 ** 400, '{"m":1e999}', '{"m":NaN}', "{", '{"m":"x"}', "9" * 30]))
 
 
+STEPS_FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "model",
+                "batch_size", "dtype", "step_s", "calls_s", "measured_at")
+STEPS_ROW = dict(zip(STEPS_FIELDS, ["cpu-1t", "cpu", "pytorch", "", "zoo:mlp", "4", "float32",
+                                    "0.012", "0.010", "0"]))
+
+
 @st.composite
-def ops_csv(draw) -> bytes:
-    """An ``ops export`` CSV of one to three rows, a few cells replaced, maybe cut short."""
-    rows = [dict(OPS_ROW, op=op) for op in draw(st.lists(st.sampled_from(["mm", "conv2d"]),
-                                                         min_size=1, max_size=3))]
+def ops_csv(draw, steps: bool = False) -> bytes:
+    """An ``ops export`` CSV (``--steps``: of timed steps) of one to three rows, a few cells
+    replaced, maybe cut short."""
+    fields, row, key = (STEPS_FIELDS, STEPS_ROW, "model") if steps else (OPS_FIELDS, OPS_ROW, "op")
+    names = ["zoo:mlp", "zoo:gpt2"] if steps else ["mm", "conv2d"]
+    rows = [dict(row, **{key: name}) for name in draw(st.lists(st.sampled_from(names),
+                                                               min_size=1, max_size=3))]
     for i, field, cell in draw(st.lists(st.tuples(st.integers(0, 2),
-                                                  st.sampled_from(OPS_FIELDS), CELLS),
+                                                  st.sampled_from(fields), CELLS),
                                         max_size=3)):
         rows[i % len(rows)][field] = cell
-    data = ops_csv_text(rows)
+    data = ops_csv_text(rows, fields)
     return data[:draw(st.integers(0, len(data)))] if draw(st.integers(0, 9)) == 0 else data
 
 
-def ops_csv_text(rows: list[dict]) -> bytes:
+def ops_csv_text(rows: list[dict], fields: tuple = OPS_FIELDS) -> bytes:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=OPS_FIELDS)
+    writer = csv.DictWriter(out, fieldnames=fields)
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue().encode()

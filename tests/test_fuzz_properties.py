@@ -325,6 +325,12 @@ def test_ops_import_files(capsys, sandbox, data):
     _with_file(capsys, "ops.csv", data, ["ops", "import", "FILE", "--db", "ops.sqlite"])
 
 
+@settings(QUICK, max_examples=100)
+@given(ops_csv(steps=True))
+def test_ops_import_step_files(capsys, sandbox, data):
+    _with_file(capsys, "steps.csv", data, ["ops", "import", "FILE", "--db", "ops.sqlite"])
+
+
 @settings(QUICK, max_examples=250)
 @given(layers_csv())
 def test_optimize_layer_files(capsys, sandbox, data):

@@ -226,6 +226,18 @@ def test_a_step_is_stored_once_per_model_batch_and_dtype_and_replaced(db):
         db.save_step("gpu", "zoo:mlp", 8, "float32", 1e-3, 1e-3)
 
 
+def test_steps_from_elsewhere_keep_their_times_and_dates_and_bring_their_device(db):
+    gpu = Device("gpu (test)", "cuda", "pytorch 2", "550")
+    step = {"device": gpu, "model": "zoo:mlp", "batch_size": 8, "dtype": "float32",
+            "step_s": 2 / 3, "calls_s": 0.1, "measured_at": 1.5e9}
+    assert db.upsert_steps([step, dict(step, batch_size=4), dict(step, step_s=0.7)]) == 2
+    assert db.devices() == [gpu]  # created with the steps, no call measured on it
+    rows = sorted(db.load_steps("gpu (test)"), key=lambda r: r["batch_size"])
+    assert [(r["batch_size"], r["step_s"], r["measured_at"]) for r in rows] == [
+        (4, 2 / 3, 1.5e9), (8, 0.7, 1.5e9)]  # the last of a key wins; floats to the bit
+    assert db.upsert_steps([]) == 0
+
+
 def test_a_zero_forward_time_is_never_stored(db):
     with pytest.raises(ConfigError, match=r"refusing 1 record\(s\) with a forward time of 0 s .*upper bound"):
         db.upsert([rec(1, 1e-6), rec(2, 0.0)])

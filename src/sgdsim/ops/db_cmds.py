@@ -40,13 +40,17 @@ def register(sub) -> dict:
                                    "for someone else's 'sgdsim ops import'.")
     q.add_argument("file", help="FILE.csv or FILE.parquet")
     _filters(q, "export")
+    q.add_argument("--steps", action="store_true",
+                   help="write the model steps timed whole (ops measure --model), which a "
+                        "device's step factor rests on, instead of the calls")
     q.add_argument("--force", action="store_true", help="overwrite an existing FILE")
     add_db_argument(q)
     q = sub.add_parser("import", help="add measurements from a CSV or Parquet file",
                        description="Add or update measurements from FILE: a row already in the "
                                    "database (same device, operator, parameters, dtype) is "
                                    "updated, never duplicated. Every row is checked first; "
-                                   "a bad file writes nothing.")
+                                   "a bad file writes nothing. A file of timed steps (ops "
+                                   "export --steps) is known by its header.")
     q.add_argument("file", help="FILE.csv or FILE.parquet (from sgdsim ops export)")
     add_db_argument(q)
     return {"list": cmd_list, "stats": cmd_stats, "export": cmd_export, "import": cmd_import}
@@ -109,24 +113,58 @@ def cmd_export(args) -> int:
     from .db import open_db
     from .exchange import export_records, pyarrow_modules
 
+    if args.steps and args.op:
+        raise ConfigError("--op selects calls; --steps writes whole model steps (drop one)")
     check_output_path(args.file, args.force)
     if args.file.endswith(".parquet"):
         pyarrow_modules()  # refused before reading the database, not after
+    if args.steps:
+        return _export_steps(args)
     with open_db(args.db, create=False) as db:
         records = db.load(args.device, args.op, args.dtype, raw=True)  # as stored, references beside
+        steps = [] if args.op else db.load_steps(args.device, args.dtype)
     if not records:
         raise ConfigError("no measurements match; nothing to export" if
                           (args.device or args.op or args.dtype) else "the database is empty")
     n = export_records(records, args.file)
     say(f"wrote {n} row(s) to {args.file}")
+    if steps:  # another table: said, so that sharing the calls does not drop them unseen
+        say(f"not in it: {len(steps)} model step(s) timed whole, which the step factor rests "
+            f"on (sgdsim ops export FILE --steps writes them)")
+    return 0
+
+
+def _export_steps(args) -> int:
+    from ..progress import say
+    from .db import open_db
+    from .exchange_steps import export_steps
+
+    with open_db(args.db, create=False) as db:
+        steps = db.load_steps(args.device, args.dtype)
+        devices = {d.name: d for d in db.devices()}
+    if not steps:
+        raise ConfigError("no timed steps match; nothing to export" if (args.device or args.dtype)
+                          else "no model step timed in the database (sgdsim ops measure --model)")
+    n = export_steps(steps, devices, args.file)
+    say(f"wrote {n} timed step(s) to {args.file}")
     return 0
 
 
 def cmd_import(args) -> int:
     from .db import open_db
-    from .exchange import import_records
+    from .exchange import read_rows, records_of
+    from .exchange_steps import is_steps_file, steps_of
 
-    records = import_records(args.file)  # every row checked before anything is written
+    names, rows = read_rows(args.file)
+    if is_steps_file(names):
+        steps = steps_of(args.file, names, rows)  # every row checked before anything is written
+        with open_db(args.db) as db:
+            before = {(s["device"], s["model"], s["batch_size"], s["dtype"]) for s in db.load_steps()}
+            written = db.upsert_steps(steps)
+        keys = {(s["device"].name, s["model"], s["batch_size"], s["dtype"]) for s in steps}
+        print(f"imported {written} timed step(s) ({len(keys - before)} new, {len(keys & before)} updated)")
+        return 0
+    records = records_of(args.file, names, rows)  # every row checked before anything is written
     keys = {r.key for r in records}
     with open_db(args.db) as db:
         before = set()

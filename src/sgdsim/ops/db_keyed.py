@@ -8,6 +8,8 @@ import time
 from ..errors import ConfigError
 from .db_tables import RETEST, STEP
 
+STEP_KEY = ("model", "batch_size", "dtype")  # with the device: a step's key
+
 
 class KeyedTables:
     def save_estimator(self, device: str, op: str, dtype: str, payload: str) -> None:
@@ -26,6 +28,23 @@ class KeyedTables:
                               "both must be > 0")
         self._save_keyed(self.steps_t, device, {"model": model, "batch_size": batch_size, "dtype": dtype},
                          {"step_s": step_s, "calls_s": calls_s, "measured_at": time.time()})
+
+    def upsert_steps(self, steps: list[dict]) -> int:
+        """Steps timed elsewhere (``exchange_steps.import_steps``'s rows), their times and dates
+        as they were, their devices added or updated; a key already here is replaced."""
+        last = {(s["device"].name, s["model"], s["batch_size"], s["dtype"]): s for s in steps}
+
+        def save():
+            with self._write() as c:
+                ids = self._device_ids(c, {s["device"].name: s["device"] for s in last.values()})
+                stmt = self._insert(self.steps_t)
+                c.execute(stmt.on_conflict_do_update(
+                    index_elements=["device_id", *STEP_KEY], set_={k: stmt.excluded[k] for k in STEP}),
+                    [{"device_id": ids[k[0]], **dict(zip(STEP_KEY, k[1:])), **{f: s[f] for f in STEP}}
+                     for k, s in sorted(last.items())])  # sorted: two writers lock in one order
+        if last:
+            self._guard(save)
+        return len(last)
 
     def _save_keyed(self, table, device: str, key: dict, values: dict) -> None:
         """One row of a table keyed by device and ``key``, inserted or replaced."""

@@ -15,8 +15,9 @@ from ..units import parse_number
 from .optypes import complete
 from .records import Device, OpRecord, params_key
 
-FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "op", "params",
-          "dtype", "fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at")
+DEVICE_FIELDS = ("device_name", "device_kind", "device_framework", "device_driver")
+FIELDS = DEVICE_FIELDS + ("op", "params", "dtype", "fwd_s", "bwd_s", "samples", "fwd_spread",
+                          "bwd_spread", "measured_at")
 FLOATS = ("fwd_s", "bwd_s", "fwd_spread", "bwd_spread", "measured_at")
 FLAGS = ("fwd_bound", "bwd_bound")  # optional columns (files written before they existed lack them)
 REFS = ("fwd_ref_s", "bwd_ref_s")  # optional too: the reference's seconds (ops/reference.py)
@@ -35,77 +36,87 @@ def _row(r: OpRecord) -> dict:
 
 
 def export_records(records, path: str) -> int:
-    """Write ``records`` to ``path`` (.parquet: Parquet, else CSV); returns the row count.
-    Written beside and renamed, so an interrupted export never leaves half a file."""
+    """Write ``records`` to ``path`` (.parquet: Parquet, else CSV); returns the row count."""
     rows = [_row(r) for r in records]
+    write_rows(path, rows, FIELDS + OPTIONAL, FLOATS + REFS, ("samples",) + FLAGS)
+    return len(rows)
+
+
+def write_rows(path: str, rows: list[dict], fields: tuple, floats: tuple, ints: tuple) -> None:
+    """``rows`` to ``path`` (.parquet: Parquet, else CSV, floats exact by ``repr``). Written
+    beside and renamed, so an interrupted export never leaves half a file."""
     parquet = path.endswith(".parquet")
     pa, pq = pyarrow_modules() if parquet else (None, None)
     partial = f"{path}.partial"
     try:
         if parquet:
-            pq.write_table(pa.Table.from_pylist(rows, schema=_schema(pa)), partial)
+            kinds = {f: pa.float64() for f in floats} | {f: pa.int64() for f in ints}
+            schema = pa.schema([(f, kinds.get(f, pa.string())) for f in fields])
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), partial)
         else:
             with open(partial, "w", newline="", encoding="utf-8") as fh:
-                w = csv.DictWriter(fh, fieldnames=FIELDS + OPTIONAL)
+                w = csv.DictWriter(fh, fieldnames=fields)
                 w.writeheader()
-                w.writerows({**r, **{f: repr(r[f]) for f in FLOATS + REFS}} for r in rows)
+                w.writerows({**r, **{f: repr(r[f]) for f in floats}} for r in rows)
         os.replace(partial, path)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
     finally:
         if os.path.exists(partial):
             os.remove(partial)
-    return len(rows)
 
 
 def import_records(path: str) -> list[OpRecord]:
     """Every row of ``path`` as a record; the first bad row refused in one line."""
+    return records_of(path, *read_rows(path))
+
+
+def records_of(path: str, names, rows) -> list[OpRecord]:
+    """``read_rows``' answer as records, checked."""
+    check_header(path, names, FIELDS, OPTIONAL)
+    return [_record(where, r) for where, r in rows]
+
+
+def read_rows(path: str) -> tuple[list[str], list[tuple[str, dict]]]:
+    """(the header, [(where, row)]) of a CSV or Parquet file, unchecked."""
     if path.endswith(".parquet"):
         _, pq = pyarrow_modules()
         try:
             table = pq.read_table(path)
         except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
             raise ConfigError(f"{path}: not a readable Parquet file ({_first(exc)})") from None
-        _check_header(path, table.column_names)
-        return [_record(f"{path}, row {i + 1}", r) for i, r in enumerate(table.to_pylist())]
+        return table.column_names, [(f"{path}, row {i + 1}", r) for i, r in enumerate(table.to_pylist())]
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
-            _check_header(path, reader.fieldnames)
-            return [_record(f"{path}, line {reader.line_num}", r) for r in reader]
+            names = reader.fieldnames or []
+            return names, [(f"{path}, line {reader.line_num}", r) for r in reader]
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ConfigError(f"{path}: not a CSV text file ({_first(exc)})") from None
 
 
-def _check_header(path: str, names) -> None:
+def check_header(path: str, names, fields: tuple, optional: tuple = ()) -> None:
+    """The columns of ``path``: every one of ``fields``, others only from ``optional``."""
     if not names:
-        raise ConfigError(f"{path} is empty (expected a header line: {','.join(FIELDS)})")
+        raise ConfigError(f"{path} is empty (expected a header line: {','.join(fields)})")
     names = list(names)
-    missing = [f for f in FIELDS if f not in names]
-    unknown = [f for f in names if f not in FIELDS + OPTIONAL]
+    missing = [f for f in fields if f not in names]
+    unknown = [f for f in names if f not in fields + optional]
     twice = sorted({f for f in names if names.count(f) > 1})
     problems = [f"missing column(s) {', '.join(missing)}" if missing else "",
                 f"unknown column(s) {', '.join(map(str, unknown))}" if unknown else "",
                 f"column(s) {', '.join(twice)} given twice" if twice else ""]
     if any(problems):
         raise ConfigError(f"{path}: {'; '.join(p for p in problems if p)} "
-                          f"(expected {','.join(FIELDS)})")
+                          f"(expected {','.join(fields)})")
 
 
 def _record(where: str, row: dict) -> OpRecord:
-    if None in row:  # csv.DictReader's key for fields beyond the header
-        header = len(row) - 1
-        raise ConfigError(f"{where}: {header + len(row[None])} fields, the header has {header}")
-    absent = [f for f in FIELDS + OPTIONAL if f in row and row[f] is None]
-    if absent:
-        raise ConfigError(f"{where}: field {absent[0]} is missing")
-    for f in ("device_name", "device_kind", "op", "dtype"):
-        if not str(row[f]).strip():
-            raise ConfigError(f"{where}: {f} is empty")
-    numbers = {f: _number(where, f, row[f]) for f in FLOATS}
-    numbers |= {f: _number(where, f, row[f]) for f in REFS if f in row}
+    check_cells(where, row, FIELDS + OPTIONAL, ("device_name", "device_kind", "op", "dtype"))
+    numbers = {f: number(where, f, row[f]) for f in FLOATS}
+    numbers |= {f: number(where, f, row[f]) for f in REFS if f in row}
     # a database integer holds 2^63-1: a 30-digit count was an OverflowError of sqlite3
     try:
         samples = parse_number(row["samples"], "samples", lo=0, hi=MAX_INT64, integer=True)
@@ -117,10 +128,27 @@ def _record(where: str, row: dict) -> OpRecord:
         if row.get(f) is not None and str(row[f]) not in ("0", "1"):
             raise ConfigError(f"{where}: {f} must be 0 or 1, got {str(row[f])[:40]!r}")
         flags[f] = str(row.get(f)) == "1"
-    device = Device(*(str(row[f]) for f in FIELDS[:4]))
+    device = row_device(row)
     op = str(row["op"])
     return OpRecord(device=device, op=op, params=complete(op, _params(where, row["params"])),
                     dtype=str(row["dtype"]), samples=samples, **numbers, **flags)
+
+
+def check_cells(where: str, row: dict, fields: tuple, named: tuple) -> None:
+    """A row as its header has it: no cell beyond, none missing, ``named`` not blank."""
+    if None in row:  # csv.DictReader's key for fields beyond the header
+        header = len(row) - 1
+        raise ConfigError(f"{where}: {header + len(row[None])} fields, the header has {header}")
+    absent = [f for f in fields if f in row and row[f] is None]
+    if absent:
+        raise ConfigError(f"{where}: field {absent[0]} is missing")
+    for f in named:
+        if not str(row[f]).strip():
+            raise ConfigError(f"{where}: {f} is empty")
+
+
+def row_device(row: dict) -> Device:
+    return Device(*(str(row[f]) for f in DEVICE_FIELDS))
 
 
 def _params(where: str, text) -> dict:
@@ -150,7 +178,7 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a parameter value")
 
 
-def _number(where: str, field: str, text) -> float:
+def number(where: str, field: str, text) -> float:
     """A time, spread or date: ASCII digits, finite, from 0 to MAX_NUMBER."""
     if not _float_literal(text):
         raise ConfigError(f"{where}: {field} must be a number, got {str(text)[:40]!r}")
@@ -170,11 +198,6 @@ def _float_literal(text) -> bool:
             return False
         return text.isascii() and "_" not in text
     return isinstance(text, (int, float)) and not isinstance(text, bool)
-
-
-def _schema(pa):
-    kinds = {f: pa.float64() for f in FLOATS + REFS} | {f: pa.int64() for f in ("samples",) + FLAGS}
-    return pa.schema([(f, kinds.get(f, pa.string())) for f in FIELDS + OPTIONAL])
 
 
 def _first(exc) -> str:
