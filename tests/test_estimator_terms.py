@@ -177,7 +177,7 @@ def test_the_terms_prior_travels_with_the_json_and_a_bad_one_is_refused():
                        (dict(d["prior"], unfitted=[len(d["prior"]["fwd"])]), "unfitted lists term indices")):
         with pytest.raises(ConfigError, match=match):
             OpEstimator.from_json(json.dumps(dict(d, prior=bad)))
-    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0], unfitted=[]), "eltwise")
+    short = check_prior(dict(d["prior"], fwd=[1.0], bwd=[1.0], unfitted=[], bwd_unfitted=[]), "eltwise")
     with pytest.raises(ConfigError, match="train the estimator again"):
         prior_times("eltwise", "float32", params, short)
 
@@ -414,6 +414,38 @@ def test_a_call_on_a_path_the_grid_drew_too_seldom_is_flagged():
     calls = [REGISTRY["eltwise"].build(p, "float32") for p in (mul_, plain[0])]
     timed = time_calls(calls, EmptyDB(), "dev", {("eltwise", "float32"): est})
     assert timed.unseen == {"eltwise": ["1 call(s) with a term too few grid rows had for a rate"]}
+
+
+def test_a_backward_term_too_few_rows_had_is_flagged_though_the_forward_had_enough():
+    """Broadcast adds in plenty of rows, but few of them need a gradient: the broadcast's
+    forward terms have rates, its backward ones do not (run 29's adds freed from 0 s came out
+    at 3-7x, unflagged). An estimate of a broadcast add that needs a gradient says it rests on
+    a term with no rate; one that needs none, and plain calls, are not flagged."""
+    from sgdsim.ops.estimator.terms import check_terms_prior, unfitted_calls
+
+    rng = np.random.default_rng(3)
+    support = REGISTRY["eltwise"].min_support or MIN_SUPPORT
+    plain = [r for r in eltwise_rows(200, rng) if r.params["fn"] not in MASKS]
+
+    def bcast(numel, gi):
+        p = {"fn": "add", "numel": numel, "bcast": 1, "gi": gi, "inplace": 0}
+        t = eltwise_time(p)
+        return OpRecord(DEV, "eltwise", p, "float32", t, 2 * t if gi else 0.0, 5, 0.0, 0.0, 1.0)
+
+    sizes = [int(s) // 64 * 64 for s in np.geomspace(4096, 4e6, 2 * support)]
+    few = [bcast(n, 0) for n in sizes] + [bcast(n, 1) for n in sizes[:support - 1]]
+    prior = fit_prior(plain + few, has_bwd=True)
+    assert "bwd_unfitted" in prior and not any(
+        REGISTRY["eltwise"].prior_terms(bcast(4096, 1).params, "float32", prior["cache_bytes"])[j]
+        for j in prior.get("unfitted", []))  # the forward alone would flag nothing
+    assert check_terms_prior(json.loads(json.dumps(prior)), "eltwise") == prior
+    grad_add, no_grad_add = bcast(65536, 1).params, bcast(65536, 0).params
+    calls = [grad_add, no_grad_add, plain[0].params, grad_add]
+    assert unfitted_calls("eltwise", "float32", calls, prior) == 2
+    enough = fit_prior(plain + few + [bcast(n, 1) for n in sizes[support - 1:]], has_bwd=True)
+    assert unfitted_calls("eltwise", "float32", calls, enough) == 0
+    with pytest.raises(ValueError, match="bwd_unfitted lists term indices"):
+        check_terms_prior(dict(prior, bwd_unfitted=[-1]), "eltwise")
 
 
 def test_eltwise_fits_a_function_three_rows_stand_on():

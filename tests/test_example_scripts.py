@@ -51,6 +51,8 @@ CASES = [
     ("examples/ops/step_factor.py", [MISSING], MISSING),
     ("examples/ops/step_factor.py", ["README.md"], "not a step table"),
     ("examples/ops/zero_backward_ties.py", ["9", "3"], "FIRST <= LAST"),
+    ("examples/ops/flagged_calls.py", [MISSING, MISSING], MISSING),
+    ("examples/ops/flagged_calls.py", [], "required"),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..optypes import REGISTRY
+from ..optypes.base import GRAD_FLAGS
 
 CACHE_GRID = tuple(float(2 ** k) for k in range(18, 26))  # 256 KiB .. 32 MiB
 # The floor: the roofline's 10th percentile (a call's cost doing nothing) held bmm's many
@@ -144,25 +145,39 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
         cache, q = DEFAULT_CACHE, FLOOR_PERCENTILES[0]
     X = matrices[cache]
     rates = fit_rates(X, fwd, support)
-    back = fit_rates(term_matrix(op, dtype, params, cache, backward=True, merged=merged), bwd, support) \
-        if has_bwd and (bwd > 0).sum() >= 2 else rates
-    prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": back}
+    prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": rates}
     if unfitted := [int(j) for j in np.flatnonzero(~_supported(X[fwd > 0], support))]:
         prior["unfitted"] = unfitted
+    if has_bwd and (bwd > 0).sum() >= 2:
+        Xb = term_matrix(op, dtype, params, cache, backward=True, merged=merged)
+        prior["bwd"] = fit_rates(Xb, bwd, support)
+        # the backward's own terms too few rows had (run 29's broadcast adds at 3-7x)
+        if unfitted := [int(j) for j in np.flatnonzero(~_supported(Xb[bwd > 0], support))]:
+            prior["bwd_unfitted"] = unfitted
     return {**prior, "merged": True} if merged else prior
 
 
 def unfitted_calls(op: str, dtype: str, params: list[dict], prior: dict) -> int:
-    """How many of these calls have a term too few training rows had for a rate
-    (``prior["unfitted"]``): a path or a size the grid drew seldom or never (attention's
-    dropout path in 4 rows of 10, an in-place product that saves its target, a convolution's
-    weights past the cache), whose part of their time has no rate and is left out. A value
-    never seen is flagged apart (``features.unseen_modes``)."""
-    cols = prior.get("unfitted")
-    if not cols or not params:
-        return 0
-    X = term_matrix(op, dtype, params, prior["cache_bytes"], merged=prior.get("merged", False))
-    return int((X[:, cols] != 0).any(axis=1).sum())
+    """How many of these calls have a term too few training rows had for a rate, forward
+    (``prior["unfitted"]``) or backward (``prior["bwd_unfitted"]``): a path or a size the grid
+    drew seldom or never (attention's dropout path in 4 rows of 10, an in-place product that
+    saves its target, a convolution's weights past the cache, a broadcast add's backward),
+    whose part of their time has no rate and is left out. A value never seen is flagged apart
+    (``features.unseen_modes``)."""
+    flagged = np.zeros(len(params), dtype=bool)
+    for key, backward in (("unfitted", False), ("bwd_unfitted", True)):
+        if (cols := prior.get(key)) and params:
+            X = term_matrix(op, dtype, params, prior["cache_bytes"], backward=backward,
+                            merged=prior.get("merged", False))
+            hit = (X[:, cols] != 0).any(axis=1)
+            flagged |= hit & _has_backward(params) if backward else hit
+    return int(flagged.sum())
+
+
+def _has_backward(params: list[dict]) -> np.ndarray:
+    """Whether each call has a backward: a gradient flag at 1, or no flag to say otherwise."""
+    return np.array([not any(f in p for f in GRAD_FLAGS) or any(int(p.get(f, 0)) for f in GRAD_FLAGS)
+                     for p in params], dtype=bool)
 
 
 def _needs_merging(op: str, dtype: str, X: np.ndarray) -> bool:
@@ -208,9 +223,9 @@ def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndar
 def check_terms_prior(value: dict, op: str | None) -> dict:
     """A stored terms prior, checked as it is read."""
     if not {"terms", "cache_bytes", "floor_s", "fwd", "bwd"} <= set(value) <= \
-            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged", "unfitted"}:
+            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged", "unfitted", "bwd_unfitted"}:
         raise ValueError("a terms prior names terms, cache_bytes, floor_s, fwd and bwd "
-                         "(and merged, unfitted)")
+                         "(and merged, unfitted, bwd_unfitted)")
     if not isinstance(value.get("merged", False), bool):
         raise ValueError("a terms prior's merged is true or false")
     if op is not None and value["terms"] != op:
@@ -226,10 +241,11 @@ def check_terms_prior(value: dict, op: str | None) -> dict:
     checked = {"terms": str(value["terms"]), "cache_bytes": float(value["cache_bytes"]),
                "floor_s": float(value["floor_s"]), "fwd": [float(v) for v in value["fwd"]],
                "bwd": [float(v) for v in value["bwd"]]}
-    unfitted = value.get("unfitted", [])
-    if not (isinstance(unfitted, list) and all(isinstance(j, int) and not isinstance(j, bool)
-                                               and 0 <= j < len(checked["fwd"]) for j in unfitted)):
-        raise ValueError("a terms prior's unfitted lists term indices")
-    if unfitted:
-        checked["unfitted"] = [int(j) for j in unfitted]
+    for key in ("unfitted", "bwd_unfitted"):
+        unfitted = value.get(key, [])
+        if not (isinstance(unfitted, list) and all(isinstance(j, int) and not isinstance(j, bool)
+                                                   and 0 <= j < len(checked["fwd"]) for j in unfitted)):
+            raise ValueError(f"a terms prior's {key} lists term indices")
+        if unfitted:
+            checked[key] = [int(j) for j in unfitted]
     return {**checked, "merged": True} if value.get("merged") else checked
