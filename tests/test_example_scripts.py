@@ -53,6 +53,7 @@ CASES = [
     ("examples/ops/zero_backward_ties.py", ["9", "3"], "FIRST <= LAST"),
     ("examples/ops/flagged_calls.py", [MISSING, MISSING], MISSING),
     ("examples/ops/flagged_calls.py", [], "required"),
+    ("examples/ops/per_image_convs.py", [MISSING, MISSING], MISSING),
     ("examples/multigpu/tf_overlap.py", ["extra"], "usage"),
     ("examples/lab/coarse_saturation.py", ["extra"], "usage"),
     ("examples/multigpu/nccl1_ring.py", ["extra"], "usage"),
