@@ -32,6 +32,15 @@ warmup = "1s"
 Chunk = namedtuple("Chunk", "worker resource op start end step")
 
 
+@pytest.fixture(autouse=True)
+def _notices_on():
+    """Each test starts as a fresh process does: a ``--quiet`` is one command's (``progress``
+    keeps it in a module global), not the rest of the session's."""
+    from sgdsim import progress
+
+    progress.configure(False)
+
+
 # ----------------------------------------------------------------------------- profiles
 
 def comm(op_id: str, resource: str, size: float, deps=(), layer: str = "", ps: int = 0) -> Op:

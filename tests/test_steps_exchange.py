@@ -57,9 +57,7 @@ def test_the_filters_select_steps_and_op_is_refused(stepdb, tmp_path):
     assert not (tmp_path / "x.csv").exists()
 
 
-def test_exporting_the_calls_says_the_steps_are_not_in_it(stepdb, tmp_path, capsys, monkeypatch):
-    from sgdsim import progress
-    monkeypatch.setattr(progress, "_quiet", False)  # an earlier test's --quiet may linger
+def test_exporting_the_calls_says_the_steps_are_not_in_it(stepdb, tmp_path, capsys):
     run("export", str(tmp_path / "calls.csv"), "--db", stepdb)
     assert "not in it: 3 model step(s) timed whole" in capsys.readouterr().err
     run("export", str(tmp_path / "relu.csv"), "--op", "relu", "--db", stepdb)
