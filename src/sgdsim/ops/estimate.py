@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from .collect import call_dtype
 from .estimator.features import unseen_modes
 from .estimator.terms import unfitted_calls
-from .optypes import OTHER_NAME, REGISTRY, classify
+from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import Roofline, fit_roofline, work_of
 from .step_factor import StepFactor, device_factor
@@ -36,9 +36,7 @@ class Timed:
     # per operator type, values outside its estimator's training (a mode never seen,
     # "groups=32", or a size above the largest): those estimates are guesses; the user is told
     unseen: dict[str, list[str]] = field(default_factory=dict)
-    # each call's operator type, or the type it was timed as (``OpType.runs_as``: a per-image
-    # convolution timed by the matrix product's estimator)
-    ops: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)  # each call's operator type
 
     def fraction(self, source: str) -> float:
         total = float((self.fwd + self.bwd).sum())
@@ -65,64 +63,28 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
             misses[(op, dt)].append(i)
     neither: list[int] = []
     unseen: dict[str, list[str]] = {}
-    ops = [op for op, _, _ in keyed]
     for (op, dt), idx in misses.items():
-        idx, as_other = _runs_as(op, dt, idx, keyed, estimators)
-        for (other, _), group in as_other.items():  # n calls of another type each
-            at = [i for i, _, _ in group]
-            f, b = _estimate(estimators[(other, dt)], other, dt, [q for _, q, _ in group], unseen,
-                             f"{op} as {other}")
-            counts = np.array([n for _, _, n in group], dtype=float)
-            fwd[at], bwd[at] = f * counts, b * counts
-            for i in at:
-                source[i], ops[i] = "estimated", other
         est = estimators.get((op, dt))
-        if not idx:
-            continue
         if est is not None:
-            fwd[idx], bwd[idx] = _estimate(est, op, dt, [keyed[i][1] for i in idx], unseen, op)
+            params = [keyed[i][1] for i in idx]
+            guesses = unseen_modes(params, est.layout)
+            if est.prior is not None and "terms" in est.prior:
+                if n := unfitted_calls(op, dt, params, est.prior):
+                    guesses.insert(0, f"{n} call(s) with a term too few grid rows had for a rate")
+            if guesses:
+                unseen[op] = guesses
+            f, b = est.predict(params)
+            fwd[idx], bwd[idx] = f, b
             for i in idx:
                 source[i] = "estimated"
         elif op == OTHER_NAME:
             _fallback(idx, keyed, db, device, (fwd, bwd, source))
         else:
             neither += idx
-    timed = Timed(fwd, bwd, source, unseen=unseen, ops=ops)
+    timed = Timed(fwd, bwd, source, unseen=unseen, ops=[op for op, _, _ in keyed])
     if neither:
         _roofline(calls, keyed, sorted(neither), db, device, fit, timed)
     return timed
-
-
-def _estimate(est, op: str, dt: str, params: list[dict], unseen: dict, name: str) -> tuple:
-    """(forward, backward) seconds of these ``op`` calls from its estimator ``est``; what they
-    rest on beyond its training noted in ``unseen[name]``."""
-    guesses = unseen_modes(params, est.layout)
-    if est.prior is not None and "terms" in est.prior:
-        if n := unfitted_calls(op, dt, params, est.prior):
-            guesses.insert(0, f"{n} call(s) with a term too few grid rows had for a rate")
-    if guesses:
-        unseen[name] = guesses
-    return est.predict(params)
-
-
-def _runs_as(op: str, dt: str, idx: list[int], keyed, estimators) -> tuple[list[int], dict]:
-    """``idx`` split: those its type says run as calls of another type with an estimator here
-    (``OpType.runs_as``), as {(type, dtype): [(call, its parameters, count)]}; the rest. Only
-    where the type's own estimator has no rates of its paths (``merged``: too few rows drew
-    them) or there is none: where it has them, they did as well (docs/ops.md §5, run 31)."""
-    runs_as = REGISTRY[op].runs_as if op in REGISTRY else None
-    own = estimators.get((op, dt))
-    if runs_as is None or (own is not None and not (own.prior or {}).get("merged")):
-        return idx, {}
-    rest: list[int] = []
-    out: dict[tuple[str, str], list] = defaultdict(list)
-    for i in idx:
-        target = runs_as(keyed[i][1], dt)
-        if target is not None and (target[0], dt) in estimators:
-            out[(target[0], dt)].append((i, target[1], target[2]))
-        else:
-            rest.append(i)
-    return rest, out
 
 
 def _roofline(calls, keyed, idx, db, device, fit, timed: Timed) -> None:

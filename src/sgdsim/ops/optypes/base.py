@@ -35,11 +35,6 @@ class OpType:
     # parameters read since rows were first stored, each with the value every older row had
     # (``complete``): a database or a file from before still loads, trains and looks up
     added: tuple[tuple[str, int | float | str], ...] = ()
-    # a call that runs as ``count`` calls of another type (a per-image convolution: n matrix
-    # products): (that type, their parameters, count), else None; such a call with no row of
-    # its own is timed by that type's estimator where the device has one and this type's has
-    # no rates of its own for the path (``estimate.py``)
-    runs_as: Callable[[Params, str], tuple[str, Params, int] | None] | None = None
 
     def complete(self, params: Params) -> Params:
         """``params`` with the parameters it was stored without, at their older value."""

@@ -68,21 +68,6 @@ def _per_image(p):
     return product, 0.0 if in_place else float(p["n"]) * deep * oh * ow
 
 
-def as_products(p, dtype: str):
-    """A per-image call that reads its input in place (a 1x1 kernel at stride 1, no padding,
-    no bias, no groups) is n matrix products, the weights (cout x cin) times each image (cin x
-    positions): ``("mm", their parameters, n)``; None on any other path. Timed by the grid's
-    ``mm`` estimator where a grid drew too few such rows for conv2d's own rates of this path
-    (docs/ops.md §5, runs 31 and 32)."""
-    if not slow_path(p, dtype) or p["groups"] != 1 or p["bias"]:
-        return None
-    product, unfolded = _per_image(p)
-    if unfolded:
-        return None
-    return "mm", {"m": product["m"], "k": product["k"], "n": product["n"], "tb": 0, "ga": 1,
-                  "gb": product["gb"]}, int(p["n"])
-
-
 def _onednn_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """oneDNN's convolution, one term per rate: a fixed cost, autograd's bookkeeping, one per
     multiply-add, and again when the input's gradient is computed too (the backward's second
@@ -162,4 +147,4 @@ _PRODUCT_TERMS = len(gemm_terms(_per_image(_EXAMPLE)[0], "float32", 1.0))  # the
 
 CONV2D = OpType("conv2d", (FUNC,), frozenset({"n", "cin", "h", "w", "cout", "kh", "kw"}),
                 params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms,
-                conv_backward_terms, merged_terms=_onednn_terms, runs_as=as_products)
+                conv_backward_terms, merged_terms=_onednn_terms)
