@@ -152,6 +152,7 @@ def _export_steps(args) -> int:
 
 def cmd_import(args) -> int:
     from .db import open_db
+    from .db_keyed import STEP_KEY
     from .exchange import read_rows, records_of
     from .exchange_steps import is_steps_file, steps_of
 
@@ -159,9 +160,9 @@ def cmd_import(args) -> int:
     if is_steps_file(names):
         steps = steps_of(args.file, names, rows)  # every row checked before anything is written
         with open_db(args.db) as db:
-            before = {(s["device"], s["model"], s["batch_size"], s["dtype"]) for s in db.load_steps()}
+            before = {(s["device"], *(s[k] for k in STEP_KEY)) for s in db.load_steps()}
             written = db.upsert_steps(steps)
-        keys = {(s["device"].name, s["model"], s["batch_size"], s["dtype"]) for s in steps}
+        keys = {(s["device"].name, *(s[k] for k in STEP_KEY)) for s in steps}
         print(f"imported {written} timed step(s) ({len(keys - before)} new, {len(keys & before)} updated)")
         return 0
     records = records_of(args.file, names, rows)  # every row checked before anything is written

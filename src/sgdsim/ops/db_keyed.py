@@ -32,7 +32,7 @@ class KeyedTables:
     def upsert_steps(self, steps: list[dict]) -> int:
         """Steps timed elsewhere (``exchange_steps.import_steps``'s rows), their times and dates
         as they were, their devices added or updated; a key already here is replaced."""
-        last = {(s["device"].name, s["model"], s["batch_size"], s["dtype"]): s for s in steps}
+        last = {(s["device"].name, *(s[k] for k in STEP_KEY)): s for s in steps}
 
         def save():
             with self._write() as c:

@@ -6,6 +6,7 @@ VALUES = ("fwd_s", "bwd_s", "samples", "fwd_spread", "bwd_spread", "measured_at"
 INTEGERS = ("samples", "fwd_bound", "bwd_bound")
 RETEST = ("rows", "fwd_median", "fwd_p90", "bwd_median", "bwd_p90", "retested_at")
 STEP = ("step_s", "calls_s", "measured_at")  # a model's step timed whole, and its calls' sum
+MODEL_CHARS = 512  # a timed step's model spec, at most
 
 
 def tables(sa):
@@ -44,7 +45,7 @@ def tables(sa):
     # per model and batch: its training step timed whole beside the sum of its calls' rows
     # (ops measure --model): what a step costs beyond its calls on this device (step_factor.py)
     steps = sa.Table(
-        "steps", md, device_id(), text("model", 512), sa.Column("batch_size", sa.Integer, nullable=False),
+        "steps", md, device_id(), text("model", MODEL_CHARS), sa.Column("batch_size", sa.Integer, nullable=False),
         text("dtype", 32), *(sa.Column(c, sa.Float, nullable=False) for c in STEP),
         sa.UniqueConstraint("device_id", "model", "batch_size", "dtype", name="steps_key"))
     return md, meta, devices, ops, estimators, retests, steps

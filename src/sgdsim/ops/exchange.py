@@ -27,10 +27,13 @@ MAX_PARAM = 1e18  # an operator parameter (a size, a stride)
 MAX_INT64 = 2**63 - 1
 
 
+def device_cells(device: Device) -> dict:
+    """A device as its file columns (``DEVICE_FIELDS``); ``row_device`` reads them back."""
+    return dict(zip(DEVICE_FIELDS, (device.name, device.kind, device.framework, device.driver)))
+
+
 def _row(r: OpRecord) -> dict:
-    return {"device_name": r.device.name, "device_kind": r.device.kind,
-            "device_framework": r.device.framework, "device_driver": r.device.driver,
-            "op": r.op, "params": params_key(r.params), "dtype": r.dtype,
+    return {**device_cells(r.device), "op": r.op, "params": params_key(r.params), "dtype": r.dtype,
             **{f: float(getattr(r, f)) for f in FLOATS + REFS}, "samples": int(r.samples),
             **{f: int(getattr(r, f)) for f in FLAGS}}
 

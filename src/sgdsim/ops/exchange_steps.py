@@ -6,20 +6,19 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..units import parse_number
-from .exchange import DEVICE_FIELDS, check_cells, check_header, number, read_rows, row_device, write_rows
+from .db_tables import MODEL_CHARS
+from .exchange import (DEVICE_FIELDS, check_cells, check_header, device_cells, number, read_rows,
+                       row_device, write_rows)
 
 STEP_FIELDS = DEVICE_FIELDS + ("model", "batch_size", "dtype", "step_s", "calls_s", "measured_at")
 STEP_FLOATS = ("step_s", "calls_s", "measured_at")
 MAX_BATCH = 2**31 - 1  # the column is a 32-bit integer
-MAX_MODEL_CHARS = 512  # the column's width (PostgreSQL enforces it, SQLite would not)
 
 
 def export_steps(steps: list[dict], devices: dict, path: str) -> int:
     """``steps`` (``OpDB.load_steps``'s rows) to ``path``, each with its device from ``devices``
     (name -> Device); returns the row count."""
-    rows = [{"device_name": s["device"], "device_kind": devices[s["device"]].kind,
-             "device_framework": devices[s["device"]].framework,
-             "device_driver": devices[s["device"]].driver, "model": s["model"],
+    rows = [{**device_cells(devices[s["device"]]), "model": s["model"],
              "batch_size": int(s["batch_size"]), "dtype": s["dtype"],
              **{f: float(s[f]) for f in STEP_FLOATS}} for s in steps]
     write_rows(path, rows, STEP_FIELDS, STEP_FLOATS, ("batch_size",))
@@ -45,9 +44,9 @@ def steps_of(path: str, names, rows) -> list[dict]:
 
 def _step(where: str, row: dict) -> dict:
     check_cells(where, row, STEP_FIELDS, ("device_name", "device_kind", "model", "dtype"))
-    if len(str(row["model"])) > MAX_MODEL_CHARS:
+    if len(str(row["model"])) > MODEL_CHARS:  # PostgreSQL enforces the width, SQLite would not
         raise ConfigError(f"{where}: model is {len(str(row['model']))} characters long (at most "
-                          f"{MAX_MODEL_CHARS})")
+                          f"{MODEL_CHARS})")
     try:
         batch = parse_number(row["batch_size"], "batch_size", lo=1, hi=MAX_BATCH, integer=True)
     except ConfigError:
