@@ -1,4 +1,4 @@
-"""The DGX-1 P100 NCCL rows again, with the ring NCCL 1.x would have built (a hypothesis check).
+"""The DGX-1 P100 NCCL rows with and without the ring NCCL 1.x built (``framework_rules.py``).
 
 TensorFlow 1.x built its NCCL ops from an NCCL 1.x source tree in 2017 (its workspace.bzl
 pinned ``nccl_archive`` to commits of github.com/nvidia/nccl's 1.x line). NCCL 1.x builds
@@ -10,7 +10,11 @@ connected by one NVLink per pair, GPU i linked to GPU i + 4), the ring 0-1-...-7
 direction is its slowest hop: one P100 NVLink (20 GB/s) at 2 and 4 GPUs, the PCIe path
 (12 GB/s, the page's PCIe figure) at 8, instead of the 80 GB/s of four links.
 
-    python examples/multigpu/nccl1_ring.py      # a few seconds; prints the rows before and after
+Prints each row with the other rules of ``framework_rules.py`` and the 80 GB/s ring (before),
+with the ring rule too (after, ``published.py``'s prediction), and the ring rate that would
+fit the row exactly.
+
+    python examples/multigpu/nccl1_ring.py      # a few seconds
 """
 from __future__ import annotations
 
@@ -19,20 +23,9 @@ import os
 import sys
 
 import published
+from framework_rules import RULES, only, ring_hop_bandwidth
 
-ONE_NVLINK_P100, PCIE = "20GB/s", published.PCIE3
-
-
-def dgx1_linked(a: int, b: int) -> bool:
-    """One NVLink between GPUs a and b of a DGX-1 (P100) hybrid cube-mesh."""
-    return a != b and (a // 4 == b // 4 or abs(a - b) == 4)
-
-
-def ring_hop_bandwidth(gpus: int) -> str:
-    """Per-direction bandwidth of NCCL 1.x's single ring over GPUs 0..gpus-1 in index order:
-    its slowest hop."""
-    hops = [(i, (i + 1) % gpus) for i in range(gpus)]
-    return ONE_NVLINK_P100 if all(dgx1_linked(a, b) for a, b in hops) else PCIE
+WITHOUT_RING = tuple(r for r in RULES if r != "nccl1_ring")
 
 
 def at(row: dict, intra: str) -> float:
@@ -62,9 +55,10 @@ def main() -> None:
           "would fit |\n|---|---:|---:|---:|---|---:|---:|---:|")
     for r in rows:
         gpus, meas = int(r["total_gpus"]), float(r["throughput_examples_per_s"])
-        before = published.predict_row(r, fine=False, host=True)["coarse"]
+        with only(*WITHOUT_RING):
+            before = published.predict_row(r, fine=False, host=True)["coarse"]
         ring = ring_hop_bandwidth(gpus)
-        after = at(r, ring)
+        after = published.predict_row(r, fine=False, host=True)["coarse"]
         fit = f"{fitting_rate(r, meas) / 1e9:.1f} GB/s" if after > meas else "-"
         print(f"| {r['model']} | {r['batch_per_gpu']} | {gpus} | {meas:g} | {ring} | "
               f"{100 * (before / meas - 1):+.1f} % | {100 * (after / meas - 1):+.1f} % | {fit} |")

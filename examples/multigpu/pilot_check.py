@@ -24,7 +24,7 @@ from sgdsim.units import parse_bandwidth_Bps
 
 def predict(row: dict, scale: float) -> float:
     """The row's coarse prediction with its node's bandwidths times ``scale``."""
-    setup = published.SETUPS[row["source_id"]]
+    setup = published.setup_of(row)
     node = {k: setup[k] for k in ("intra", "ps_link") if k in setup}
     if row["arch"] == "allreduce" and "intra" not in setup:
         node["intra"] = published.intra_for(row, setup)

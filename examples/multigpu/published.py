@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import replace
 
+import framework_rules
 import host_costs
 import sgdsim
 from sgdsim.profile.pipedream import import_pipedream
@@ -55,17 +56,21 @@ ASSUMPTIONS = [
     "(same table, same batch and precision); no optimizer time of its own (it is inside the factor).",
     "Gradients: the PipeDream parameter sizes, 4 bytes per parameter whatever the precision "
     "(AMP keeps fp32 master gradients in DDP; Horovod's fp16 compression is not modelled).",
-    "Overlap: communication overlaps the backward pass layer by layer (DDP, Horovod and "
-    "TensorFlow's dataflow graphs all start a transfer when its gradient is ready).",
+    "Overlap: PyTorch DDP and Horovod overlap communication with the backward pass, layer by "
+    "layer; TensorFlow 1.x (tf_cnn_benchmarks, 2017) moves the gradients after the backward pass: "
+    "its transfers wait for the GPU's whole compute stream, by then holding most of the backward "
+    "pass (framework_rules.py; ROCm/tensorflow-upstream#577, tensorflow/tensorflow#31481).",
     "DDP: buckets of 25 MiB (1 MiB in the bucket-1 table), the first of 1 MiB, flat NCCL ring. "
     "Horovod: its 64 MiB fusion buffer modelled as buckets of 64 MiB.",
     "Intra-node bandwidth per device and direction: V100 NVLink (DGX-1, DGX-2) 150 GB/s "
     "(6 links x 25 GB/s), A100 NVSwitch 300 GB/s (12 x 25 GB/s), P100 NVLink 80 GB/s (4 x 20 "
-    "GB/s), PCIe 3 x16 12 GB/s effective.",
+    "GB/s), PCIe 3 x16 12 GB/s effective. TensorFlow 1.x's NCCL rows on the DGX-1: NCCL 1.x's one "
+    "ring in index order, 20 GB/s (one NVLink) at 2 and 4 GPUs, 12 GB/s (a PCIe hop) at 8.",
     "Between nodes: 4 x 100 Gbit/s InfiniBand per DGX-1 (PyTorch README) as one 400 Gbit/s NIC; "
     "10 Gbit/s per p2.8xlarge (AWS).",
     "TensorFlow with parameters on the CPU (`parameter_server`, one node): every GPU is a worker "
-    "of one PS whose links (both directions) are the host's PCIe at 12 GB/s, shared by all GPUs; "
+    "of one PS whose links (both directions) are the host's PCIe, two GPUs per x16 uplink: "
+    "ceil(G / 2) x 12 GB/s shared by the G GPUs; "
     "sync, hybrid sharing (the default). `replicated` without NCCL and NCCL all-reduce rows: a flat "
     "ring inside the node over PCIe or NVLink.",
     "TensorFlow distributed (`distributed_replicated`, AWS): nodes of 8 GPUs aggregate locally, "
@@ -74,18 +79,29 @@ ASSUMPTIONS = [
 ]
 
 
+_FORCED: dict[str, dict] = {}  # setup_changed's values: over the source's setup and the rules
+
+
 @contextlib.contextmanager
 def setup_changed(source: str, **changes):
-    """``SETUPS[source]`` with ``changes`` while the block runs (the what-if checks of
-    ``nccl1_ring.py`` and ``pilot_check.py``), as it was afterwards."""
-    setup = SETUPS[source]
-    saved = dict(setup)
-    setup.update(changes)
+    """Every row of ``source`` with ``changes`` while the block runs, over its setup and the
+    rules (the what-if checks of ``nccl1_ring.py``, ``pilot_check.py`` and ``tf_overlap.py``)."""
+    saved = _FORCED.get(source)
+    _FORCED[source] = {**(saved or {}), **changes}
     try:
-        yield setup
+        yield
     finally:
-        setup.clear()
-        setup.update(saved)
+        if saved is None:
+            del _FORCED[source]
+        else:
+            _FORCED[source] = saved
+
+
+def setup_of(row: dict) -> dict:
+    """The row's setup: its source's, then ``framework_rules`` (TensorFlow 1.x's facts), then
+    any what-if of ``setup_changed``."""
+    base = SETUPS[row["source_id"]]
+    return {**base, **framework_rules.changes(row, base), **_FORCED.get(row["source_id"], {})}
 
 
 def intra_for(row: dict, setup: dict) -> str:
@@ -96,7 +112,7 @@ def intra_for(row: dict, setup: dict) -> str:
 
 def options(row: dict) -> dict:
     """sgdsim.predict keyword arguments for a row (without workers and profile)."""
-    setup = SETUPS[row["source_id"]]
+    setup = setup_of(row)
     G, nodes = int(row["gpus_per_node"]), int(row["nodes"])
     if row["arch"] == "allreduce":
         kw = dict(arch="allreduce", mode="sync", gpus_per_node=G, intra_bandwidth=intra_for(row, setup),
@@ -127,8 +143,7 @@ def layers(model: str, batch: int, overlap: bool = True):
 def calibrated(row: dict, kw: dict, single: dict | None = None):
     """The layers, compute scaled until one GPU (``single``, else ``kw`` on one GPU) predicts
     the source's one-GPU figure."""
-    # a setup's "overlap": False is tf_overlap.py's what-if; every published setup overlaps
-    prof = layers(row["model"], int(row["batch_per_gpu"]), SETUPS[row["source_id"]].get("overlap", True))
+    prof = layers(row["model"], int(row["batch_per_gpu"]), setup_of(row).get("overlap", True))
     target = float(row["one_gpu_throughput_examples_per_s"])
     single = one_gpu_kw(kw) if single is None else single
     for _ in range(30):  # the PS link's time does not scale: a fixed point, not one division
@@ -161,7 +176,7 @@ def predict_host_row(row: dict, fine: bool) -> dict:
     if s["kind"] != "distributed":
         kw = {**options(row), **extra}
         return both_models(calibrated(row, kw), int(row["total_gpus"]), kw, fine)
-    setup = SETUPS[row["source_id"]]
+    setup = setup_of(row)
     nodes, G, P = int(row["nodes"]), int(row["gpus_per_node"]), s["ps_count"]
     # one GPU of one instance: its own PS task, nothing crosses the NIC
     single = dict(arch="colocated", mode="sync", bandwidth=setup["nic"], **extra)

@@ -1,29 +1,13 @@
-"""What if TensorFlow 1.x's gradient transfers did not overlap the backward pass (a what-if).
+"""What each of ``framework_rules.py``'s three rules changes on the published tables (an ablation).
 
-``published.py`` assumes every framework starts a gradient's transfer when the gradient is
-ready, so the transfers overlap the rest of the backward pass. In TensorFlow 1.x a transfer
-out of a GPU first waits for everything already queued on that GPU's compute stream: the NCCL
-manager (``nccl_stream->stream->ThenWaitFor(p->tensor_stream)``, "Wait to ensure that the kernel
-that produces the data in the input tensor has finished running") and the device-to-host copy
-(``send_device_to_host_stream->ThenWaitFor(send_stream)``), both stream-wide waits, not waits
-on the one kernel. How much of the backward pass is queued by then depends on how far
-TensorFlow's executor runs ahead of the GPU, which no source gives: anything from full overlap
-to none. This script predicts every TensorFlow row at the other end, none, with
-``published.py --host-costs``'s setups, in three steps:
+``published.py`` predicts every row with the three rules about the 2017 TensorFlow tables:
+its transfers start after the backward pass (``no_overlap``), NCCL 1.x's one ring on the
+DGX-1 (``nccl1_ring``), two GPUs behind each PCIe x16 uplink (``pcie_uplinks``). This script
+predicts every row with none of them, then adds them one by one, then drops each, with
+``published.py --host-costs``'s setups: mean / max / signed error and the rows above 25 %,
+for the simulator and the coarse model.
 
-1. the TensorFlow rows' layers imported without overlap (`import pipedream --no-overlap`);
-2. plus the ring NCCL 1.x built on the DGX-1 (``nccl1_ring.py``: one NVLink per direction at 2
-   and 4 GPUs, the PCIe path at 8);
-3. plus two GPUs behind each PCIe x16 uplink, for every one-node TensorFlow PS row (the
-   DGX-1's four PCIe switches, public DGX-1 topology, not read here; a K80 board's two GPUs
-   behind its on-board switch, as points.csv's intra_link says): G GPUs, in index order, push
-   through ceil(G / 2) x 12 GB/s, not one 12 GB/s link (2026-12-01: until then the DGX-1's
-   four at every G and the K80 hosts' one link).
-
-Nothing else changes; the other sources keep their overlap. Prints the errors per step, and
-the last two changes with the overlap kept.
-
-    python examples/multigpu/tf_overlap.py      # ~25 s (the simulator on every row, five times)
+    python examples/multigpu/tf_overlap.py      # ~25 s (the simulator on every row, six times)
 """
 from __future__ import annotations
 
@@ -32,38 +16,22 @@ import os
 import statistics
 import sys
 
-import nccl1_ring
 import published
+from framework_rules import TF_SOURCES, only
 
-TF = [s for s in published.SETUPS if s.startswith("tfbench")]
-DGX = "tfbench-dgx1-p100"
-UPLINK_GB_S, GPUS_PER_UPLINK = 12, 2  # one PCIe 3 x16 uplink (the page's PCIe figure)
-# (name, TensorFlow rows without overlap, NCCL 1.x's ring, two GPUs per x16 uplink)
-STEPS = (("as published (overlap)", False, False, False),
-         ("TensorFlow rows without overlap", True, False, False),
-         ("+ NCCL 1.x's ring", True, True, False),
-         ("+ two GPUs per PCIe x16 uplink", True, True, True),
-         ("the ring and the uplinks, overlap kept", False, True, True))
-
-
-def changes(row: dict, step: tuple) -> dict:
-    """The setup changes of ``step`` for ``row``."""
-    _, no_overlap, ring, per_uplink = step
-    out: dict = {}
-    if no_overlap and row["source_id"] in TF:
-        out["overlap"] = False
-    if ring and row["source_id"] == DGX and row["arch"] == "allreduce":
-        out["intra"] = nccl1_ring.ring_hop_bandwidth(int(row["total_gpus"]))
-    if per_uplink and "ps_link" in published.SETUPS[row["source_id"]] and row["arch"] == "ps":
-        uplinks = -(-int(row["total_gpus"]) // GPUS_PER_UPLINK)
-        out["ps_link"] = f"{UPLINK_GB_S * uplinks}GB/s"
-    return out
+# (name, the rules on)
+STEPS = (("no rule: every source overlaps, one 80 GB/s ring, one 12 GB/s PCIe link", ()),
+         ("TensorFlow 1.x without overlap", ("no_overlap",)),
+         ("+ NCCL 1.x's ring", ("no_overlap", "nccl1_ring")),
+         ("+ two GPUs per PCIe x16 uplink: published.py's method", ("no_overlap", "nccl1_ring", "pcie_uplinks")),
+         ("the method without the ring", ("no_overlap", "pcie_uplinks")),
+         ("the method with TensorFlow's overlap kept", ("nccl1_ring", "pcie_uplinks")))
 
 
 def errors(rows: list[dict], step: tuple) -> list[tuple[dict, dict[str, float]]]:
     out = []
     for row in rows:
-        with published.setup_changed(row["source_id"], **changes(row, step)):
+        with only(*step[1]):
             pred = published.predict_row(row, fine=True, host=True)
         meas = float(row["throughput_examples_per_s"])
         out.append((row, {m: 100 * (x / meas - 1) for m, x in pred.items()}))
@@ -90,7 +58,7 @@ def main() -> None:
           "| fine, TensorFlow rows | worst rows (fine) |\n|---|---|---:|---|---:|---|---|")
     for step in STEPS:
         res = errors(rows, step)
-        tf = [e["fine"] for r, e in res if r["source_id"] in TF]
+        tf = [e["fine"] for r, e in res if r["source_id"] in TF_SOURCES]
         worst = sorted(res, key=lambda re: -abs(re[1]["fine"]))[:3]
         print(f"| {step[0]} | {summary([e['fine'] for _, e in res])} | {summary([e['coarse'] for _, e in res])} "
               f"| {stats(tf)} | "
