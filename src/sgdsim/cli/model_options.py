@@ -169,6 +169,10 @@ def _strategy_arguments(q) -> None:
                         "--hardware file's calibrated value, else 0)")
     q.add_argument("--overhead-beta", default=None, metavar="DURATION",
                    help="receiver CPU per message, e.g. 0.2ms (default: the --hardware file's, else 0)")
+    q.add_argument("--no-overlap", dest="overlap", action="store_const", const=False, default=None,
+                   help="every transfer waits for the step's compute on its side: pushes for the "
+                        "whole backward pass, the forward for every pull (TensorFlow 1.x's "
+                        "transfers wait on the device's stream; default: as the profile's DAG allows)")
     q.add_argument("--ps-count", type=int, default=None, metavar="K",
                    help="--arch ps: number of parameter servers (default: the profile's placement)")
 

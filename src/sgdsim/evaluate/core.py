@@ -26,7 +26,7 @@ from ..spec.limits import MAX_POINTS, MAX_SIM_WORKER_SUM, MAX_SIM_WORKERS, MAX_W
 from ..topology import Topology
 from ..topology.local import with_local_aggregation
 from .executors import Executor, Serial
-from .jobs import AnyProfile, coarse_profile, default_ps_count, fine_profile, worker_classes
+from .jobs import AnyProfile, as_strategy_runs, coarse_profile, default_ps_count, fine_profile, worker_classes
 from .margin import coarse_for_one_run, for_one_run, with_estimated_profile
 
 
@@ -77,6 +77,7 @@ def evaluate(job: Job, strategy: Strategy, cluster: Cluster, workers: Sequence[i
     """Predictions of ``model`` ("fine", "coarse", "lin", "cynthia" or "all") for each
     worker count (one point for a heterogeneous job), sorted by workers then model."""
     control = with_estimated_profile(control, job)  # an estimated profile's error is in its intervals
+    job = as_strategy_runs(job, strategy.overlap)
     config = sim_config(strategy, cluster, control)  # one validation of the combination, for every model
     counts = [sum(c.count for c in job.classes)] if job.heterogeneous else sorted(set(workers))
     if not counts or min(counts) < 1:

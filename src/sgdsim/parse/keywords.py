@@ -34,7 +34,10 @@ compute overlapping it slows down; ``sgdsim netbench --interference`` measures i
 ``gpus_per_node`` devices per node share the node's NIC (``bandwidth``) and each has an
 ``intra_bandwidth`` link inside it (e.g. ``"150GB/s"``); ``workers`` counts devices.
 ``bucket_size`` (e.g. ``"25MB"``): PyTorch DDP's gradient buckets, one call each, the
-first of 1 MiB; None: one call per layer.
+first of 1 MiB; None: one call per layer. ``overlap`` False (``--no-overlap``): every transfer
+waits for the step's compute on its side, pushes for the whole backward pass and the forward
+for every pull, whatever the profile's DAG allows (TensorFlow 1.x's transfers wait on the
+device's stream; ``profile/transforms.without_overlap``).
 ``transport`` ("tcp" or "rdma") and ``tcp_cpu``: the kernel's CPU per byte a host sends or
 receives over TCP; ``reduce_on`` ("device" or "host") and ``reduce_cpu``: the host's CPU per
 byte a collective reduces; ``server_cpu``: a parameter server's CPU per byte it receives or
@@ -75,7 +78,7 @@ from ..units import parse_bandwidth_Bps, parse_duration_s, parse_number, parse_s
 STRATEGY_KEYWORDS = dict(arch=DEFAULT_ARCH, mode=MODES[0], sharing=None, ps_count=None,
                          streams=DEFAULT_STREAMS, window="28MB", order=DEFAULT_ORDER,
                          collective=DEFAULT_COLLECTIVE, bucket_size=None,
-                         rho_threshold=DEFAULT_RHO_THRESHOLD)
+                         rho_threshold=DEFAULT_RHO_THRESHOLD, overlap=True)
 CLUSTER_KEYWORDS = dict(
     bandwidth="10Gbps", flow_cap=None, ring_latency=0.0, overhead_alpha=0.0, overhead_beta=0.0,
     fcfs_weight=0.5, share_cv=0.0, join_boost=1.0, join_after=0.0, join_delay=0.0,
@@ -105,7 +108,7 @@ def strategy(kw: dict) -> Strategy:
     return Strategy(arch=kw["arch"], mode=kw["mode"], sharing=kw["sharing"], ps_count=_int(kw["ps_count"], "--ps-count"),
                     streams=kw["streams"], window_bytes=parse_size_bytes(kw["window"]), order=kw["order"],
                     collective=kw["collective"], bucket_size_bytes=_optional(parse_size_bytes, kw["bucket_size"]),
-                    rho_threshold=_float(kw["rho_threshold"], "--rho-threshold"))
+                    rho_threshold=_float(kw["rho_threshold"], "--rho-threshold"), overlap=kw["overlap"])
 
 
 def cluster(kw: dict) -> Cluster:

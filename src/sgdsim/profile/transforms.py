@@ -59,6 +59,58 @@ def with_overhead(profile: Profile, alpha_s_per_byte: float, beta_s: float,
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
 
 
+def without_overlap(profile: Profile) -> Profile:
+    """Transfers that wait for the whole step's compute on their side (``--no-overlap``): every
+    push for the end of the backward pass, the step's first compute for every pull. What a
+    framework does when a transfer waits on the device's stream instead of its gradient's
+    kernel (TensorFlow 1.x, docs/validation/multigpu/), or has no per-gradient hooks.
+
+    The step's compute is the worker's compute ops that neither follow a push (an optimizer
+    step applying an all-reduce's sums) nor precede a pull, so no edge closes a cycle."""
+    ops, idx, succ = profile.ops, profile.index(), successor_lists(profile)
+    pulls = [i for i, op in enumerate(ops) if op.kind == COMM and op.resource == DOWNLINK]
+    pushes = [i for i, op in enumerate(ops) if op.kind == COMM and op.resource == UPLINK]
+    pushed = set(pushes)
+    after_push = _reach(pushes, lambda i: succ[i])
+    before_pull = _reach(pulls, lambda i: [idx[d] for d in ops[i].deps])
+    step = {i for i, op in enumerate(ops) if op.kind == COMPUTE and op.resource == WORKER
+            and i not in after_push and i not in before_pull}
+    last = [ops[i].id for i in sorted(step) if not any(j in step for j in succ[i])]
+    first = {i for i in step if not any(idx[d] in step for d in ops[i].deps)}
+    pull_ids = tuple(ops[i].id for i in pulls)
+    new = [replace(op, deps=_serial_deps(op, i, step, first, pushed, last, pull_ids, idx))
+           for i, op in enumerate(ops)]
+    record = {"transform": "no_overlap", "pushes": len(pushes), "pulls": len(pulls)}
+    return replace(profile, ops=tuple(new), job=replace(profile.job, overlap=False),
+                   extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
+
+
+def _serial_deps(op, i: int, step: set[int], first: set[int], pushes: set[int], last: list[str],
+                 pull_ids: tuple[str, ...], idx: dict[str, int]) -> tuple[str, ...]:
+    """An op's dependencies once transfers wait for the step: a push on the step's last compute
+    ops, the step's first ones on every pull. The edges these make redundant (a push on its own
+    gradient, a later layer's compute on its own pull) go, so the DAG is the one a profiler of
+    such a framework would record (``import pipedream --no-overlap`` gives the same)."""
+    if i in pushes:
+        return tuple(d for d in op.deps if idx[d] not in step) + tuple(last)
+    if i in first:
+        return tuple(dict.fromkeys(op.deps + pull_ids))
+    if i in step:
+        return tuple(d for d in op.deps if d not in pull_ids)
+    return op.deps
+
+
+def _reach(starts: list[int], neighbours) -> set[int]:
+    """``starts`` and every op reached from them through ``neighbours``."""
+    seen, todo = set(starts), list(starts)
+    while todo:
+        for j in neighbours(todo.pop()):
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return seen
+
+
 ALLREDUCE_COMPUTE_SUFFIX = "~compute"  # id of the virtual op that shadows an all-reduce call
 
 

@@ -25,7 +25,7 @@ from .model import Series
 DEFAULT = " (default)"
 FROM_FILE = " (hardware file)"
 # Spec fields with a row of their own, or (timeline) an output rather than an input.
-OWN_ROWS = {"strategy.arch", "strategy.mode", "strategy.sharing", "strategy.ps_count",
+OWN_ROWS = {"strategy.arch", "strategy.mode", "strategy.sharing", "strategy.ps_count", "strategy.overlap",
             "strategy.collective", "strategy.bucket_size_bytes", "cluster.link.bandwidth_Bps",
             "cluster.nodes.gpus_per_node", "cluster.nodes.intra_bandwidth_Bps",
             "control.seed", "control.warmup_steps", "control.steps_per_worker",
@@ -138,6 +138,8 @@ def _strategy_rows(specs: Specs, models: list[str]) -> list[tuple[str, str]]:
         size = strategy.bucket_size_bytes
         rows.append(("gradient buckets", "none, one call per layer" + DEFAULT if size is None
                      else f"{size / 1e6:g} MB"))
+    rows.append(("transfers", "as soon as the profile's DAG allows" + DEFAULT if strategy.overlap else
+                 "after the step's compute on their side (--no-overlap)"))
     return rows
 
 

@@ -16,7 +16,9 @@ DEFAULT_RHO_THRESHOLD = 0.6
 class Strategy:
     """``sharing`` None: the papers' default for the architecture and mode (its
     ``default_sharing``); ``ps_count`` None: the profile's own placement; ``bucket_size_bytes``
-    None: one collective call per layer. ``rho_threshold``: the coarse model's Eq. 5."""
+    None: one collective call per layer. ``rho_threshold``: the coarse model's Eq. 5.
+    ``overlap`` False: every transfer waits for the step's compute on its side, whatever the
+    profile's DAG allows (``profile/transforms.without_overlap``)."""
 
     arch: str = DEFAULT_ARCH
     mode: str = MODES[0]
@@ -28,6 +30,7 @@ class Strategy:
     collective: str = DEFAULT_COLLECTIVE
     bucket_size_bytes: float | None = None
     rho_threshold: float = DEFAULT_RHO_THRESHOLD
+    overlap: bool = True  # False: transfers wait for the whole step's compute (--no-overlap)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -44,6 +47,8 @@ class Strategy:
             raise ConfigError(f"--ps-count must be from 1 to {MAX_PS_COUNT}, got {self.ps_count}")
         check_range(self.window_bytes, "HTTP/2 window", 0.0, float("inf"), lo_open=True, text="positive")
         check_range(self.rho_threshold, "--rho-threshold", 0.0, 1.0, lo_open=True)
+        if not isinstance(self.overlap, bool):
+            raise ConfigError(f"overlap must be True or False (--no-overlap), got {self.overlap!r}")
         if self.bucket_size_bytes is not None:
             check_range(self.bucket_size_bytes, "--bucket-size", 1.0, MAX_BUCKET_BYTES, text="from 1B to 100GB")
         self._check_options(arch)
