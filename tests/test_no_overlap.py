@@ -128,3 +128,15 @@ def test_the_cli_flag_is_the_keyword(capsys):
 def test_overlap_must_be_a_bool(bad):
     with pytest.raises(ConfigError, match="overlap must be True or False"):
         sgdsim.predict("examples/profiles/alexnet.json", workers=[1], overlap=bad)
+
+
+def test_plan_serialises_every_candidate(capsys):
+    """``plan --no-overlap`` on a profile answers what plan answers on its no-overlap twin."""
+    base = ["--dataset-size", "100000", "--workers", "1-4", "--strategies", "allreduce,sync-ps",
+            "--bandwidth", "1Gbps", "--finalists", "2", "--format", "json", "-q"]
+    assert main(["plan", "examples/profiles/alexnet.json", *base, "--no-overlap"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert main(["plan", "examples/profiles/alexnet-nooverlap.json", *base]) == 0
+    want = json.loads(capsys.readouterr().out)
+    assert got["overlap"] is False and want["overlap"] is True  # the flag, not the profile's
+    assert got["finalists"] == want["finalists"] and got["frontier"] == want["frontier"]

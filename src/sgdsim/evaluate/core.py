@@ -48,7 +48,8 @@ def sim_config(strategy: Strategy, cluster: Cluster, control: Control) -> SimCon
 
 def run_fine(task: FineTask) -> PredictionPoint:
     config = sim_config(task.strategy, task.cluster, task.control)
-    pt = simulate_point(worker_classes(task.job, task.workers), config, task.control.replications)
+    job = as_strategy_runs(task.job, task.strategy.overlap)  # a plan's tasks come here directly
+    pt = simulate_point(worker_classes(job, task.workers), config, task.control.replications)
     return for_one_run(pt, task.control.margin)
 
 
@@ -160,6 +161,7 @@ def evaluate_fine(job: Job, strategy: Strategy, cluster: Cluster, control: Contr
 def evaluate_analytic(name: str, job: Job, strategy: Strategy, cluster: Cluster,
                       counts: Sequence[int] | None, margin: Margin = NO_MARGIN) -> list[PredictionPoint]:
     """``counts`` None: the heterogeneous job's one point."""
+    job = as_strategy_runs(job, strategy.overlap)
     classes = [(_coarse_with_overhead(c.profile, strategy, cluster), c.count) for c in job.classes]
     for c, _ in classes:
         c.check_has_work()

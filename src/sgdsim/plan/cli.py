@@ -68,6 +68,9 @@ def _add_cluster_arguments(p) -> None:
     p.add_argument("--bucket-size", default=None, metavar="SIZE",
                    help="the all-reduce strategy's DDP gradient buckets, e.g. 25MB (default: one "
                         "call per layer)")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="every transfer waits for the step's compute on its side (TensorFlow 1.x's "
+                        "transfers; sgdsim predict --no-overlap)")
     p.add_argument("--price-per-node-hour", type=float, default=1.0, metavar="P",
                    help="price of a worker node per hour (default 1: costs in node-hours)")
     p.add_argument("--ps-price-per-node-hour", type=float, default=None, metavar="P",
@@ -139,7 +142,7 @@ def build_request(args):
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None
     bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
-    strategies = candidates(names, args.max_ps, args.collective, bucket)
+    strategies = candidates(names, args.max_ps, args.collective, bucket, overlap=not args.no_overlap)
     workers = whole_nodes(parse_workers(args.workers), args.gpus_per_node)
     if len(workers) > MAX_POINTS:
         raise ConfigError(f"at most {MAX_POINTS:,} worker counts, got {len(workers):,} (give a "

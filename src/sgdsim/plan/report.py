@@ -17,6 +17,7 @@ def to_json(r: PlanResult) -> str:
         "objective": {"kind": obj.kind, "target_epoch_time_s": obj.target_epoch_time_s,
                       "budget_per_epoch": obj.budget_per_epoch},
         "dataset_size": r.request.dataset_size,
+        "overlap": all(s.overlap for s in r.request.strategies),
         "recommended": r.recommended.to_dict() if r.recommended else None,
         "ties": [p.to_dict() for p in r.ties],
         "best_achievable": r.best_achievable.to_dict() if r.best_achievable else None,
@@ -70,7 +71,8 @@ def _headline(r: PlanResult) -> str:
         what = f"the fastest configuration costing at most {obj.budget_per_epoch:g} per epoch"
     else:
         what = "the trade-off between epoch time and cost (no objective given)"
-    return f"Plan: {what}; {req.dataset_size:,} examples per epoch."
+    serial = "" if all(s.overlap for s in req.strategies) else "; transfers after the step's compute (--no-overlap)"
+    return f"Plan: {what}; {req.dataset_size:,} examples per epoch{serial}."
 
 
 def _answer(r: PlanResult, currency: str) -> list[str]:

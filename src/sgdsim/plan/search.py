@@ -69,9 +69,10 @@ MAX_PS = 16  # each server count is one more coarse sweep (and more finalists)
 
 
 def candidates(names: Sequence[str] | None = None, max_ps: int = 1, collective: str | None = None,
-               bucket_size_bytes: float | None = None) -> tuple[Strategy, ...]:
+               bucket_size_bytes: float | None = None, overlap: bool = True) -> tuple[Strategy, ...]:
     """Strategies from labels (``strategy_names``); with servers, async with 1..``max_ps``
-    of them; collectives with ``collective`` and DDP buckets of ``bucket_size_bytes``."""
+    of them; collectives with ``collective`` and DDP buckets of ``bucket_size_bytes``; each
+    with ``overlap`` (False: transfers wait for the step's compute, ``--no-overlap``)."""
     known = strategy_names()
     names = list(known) if names is None else names
     if not names:
@@ -83,14 +84,14 @@ def candidates(names: Sequence[str] | None = None, max_ps: int = 1, collective: 
         if name not in known:
             raise ConfigError(f"unknown strategy {name!r} (choose from {', '.join(known)})")
         arch, mode = known[name]
-        out += _variants(arch, mode, max_ps, collective, bucket_size_bytes)
+        out += _variants(arch, mode, max_ps, collective, bucket_size_bytes, overlap)
     return tuple(dict.fromkeys(out))
 
 
 def _variants(arch: str, mode: str, max_ps: int, collective: str | None,
-              bucket_size_bytes: float | None) -> list[Strategy]:
+              bucket_size_bytes: float | None, overlap: bool) -> list[Strategy]:
     options = ARCHITECTURES[arch].options
-    kw: dict = {"arch": arch, "mode": mode}
+    kw: dict = {"arch": arch, "mode": mode, "overlap": overlap}
     if "collective" in options:
         kw.update(bucket_size_bytes=bucket_size_bytes, **({"collective": collective} if collective else {}))
     if "ps_count" not in options:
