@@ -140,3 +140,20 @@ def test_plan_serialises_every_candidate(capsys):
     want = json.loads(capsys.readouterr().out)
     assert got["overlap"] is False and want["overlap"] is True  # the flag, not the profile's
     assert got["finalists"] == want["finalists"] and got["frontier"] == want["frontier"]
+
+
+def test_calibrate_fits_the_serial_dag(tmp_path, capsys):
+    """``calibrate --no-overlap`` on a profile writes the file calibrating its no-overlap twin
+    writes, and that file then predicts the same with ``--no-overlap`` as the twin without."""
+    out = []
+    for name, flag in (("alexnet", ["--no-overlap"]), ("alexnet-nooverlap", [])):
+        path = tmp_path / f"{name}.json"
+        assert main(["calibrate", f"examples/profiles/{name}.json", "--step-time", "0.6s,0.62s",
+                     "--hardware", "examples/grids/hardware-lab-100mbps.json", "-o", str(path), "-q",
+                     *flag]) == 0
+        out.append(json.loads(path.read_text()))
+    capsys.readouterr()
+    assert out[0] == out[1]
+    kw = dict(workers=[2], replications=2, steps=10, hardware=str(tmp_path / "alexnet.json"))
+    got = sgdsim.predict("examples/profiles/alexnet.json", overlap=False, **kw)[0].throughput
+    assert got == sgdsim.predict("examples/profiles/alexnet-nooverlap.json", **kw)[0].throughput

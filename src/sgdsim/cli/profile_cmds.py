@@ -58,6 +58,9 @@ def _calibrate_parser(sub):
                    help="--arch allreduce: the measured run's DDP gradient buckets, e.g. 25MiB "
                         "(PyTorch's default); predict with the same --bucket-size (default: one "
                         "call per layer)")
+    c.add_argument("--no-overlap", action="store_true",
+                   help="the measured framework moves data only after the step's compute on its side "
+                        "(predict --no-overlap); predict with it too")
     c.add_argument("-o", "--output", required=True, help="the calibrated hardware file (a device "
                                                               "catalogue .toml for a large model)")
     c.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -171,6 +174,10 @@ def _calibrate_profile(args) -> int:
     bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
     Strategy(arch=args.arch, mode=args.mode, bucket_size_bytes=bucket)  # checked before the work
     prof = load_profile(args.profile)
+    if args.no_overlap:
+        from ..profile.transforms import without_overlap
+
+        prof = without_overlap(prof)
     hw = load_hardware(args.hardware)
     if args.pilot is not None:
         return _calibrate_pilot(args, prof, hw, bucket)
