@@ -157,3 +157,13 @@ def test_calibrate_fits_the_serial_dag(tmp_path, capsys):
     kw = dict(workers=[2], replications=2, steps=10, hardware=str(tmp_path / "alexnet.json"))
     got = sgdsim.predict("examples/profiles/alexnet.json", overlap=False, **kw)[0].throughput
     assert got == sgdsim.predict("examples/profiles/alexnet-nooverlap.json", **kw)[0].throughput
+
+
+def test_nodes_of_devices_serialise_before_they_aggregate():
+    """With --gpus-per-node, PS nodes sum their devices' gradients first (TPDS §4.4): the
+    devices' transfers wait for their step, then the node's."""
+    kw = dict(workers=[4, 8], gpus_per_node=4, intra_bandwidth="12GB/s", bandwidth="10Gbps", mode="sync",
+              replications=1, steps=10)
+    got = sgdsim.predict("examples/profiles/alexnet.json", overlap=False, **kw)
+    want = sgdsim.predict("examples/profiles/alexnet-nooverlap.json", **kw)
+    assert [x.throughput for x in got] == [x.throughput for x in want]
