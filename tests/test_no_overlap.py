@@ -167,3 +167,19 @@ def test_nodes_of_devices_serialise_before_they_aggregate():
     got = sgdsim.predict("examples/profiles/alexnet.json", overlap=False, **kw)
     want = sgdsim.predict("examples/profiles/alexnet-nooverlap.json", **kw)
     assert [x.throughput for x in got] == [x.throughput for x in want]
+
+
+@pytest.mark.parametrize("calibrated, predicted, warned", [
+    (["--no-overlap"], [], "waited for the step's compute; this prediction overlaps them"),
+    ([], ["--no-overlap"], "overlapped the step's compute; this prediction makes them wait"),
+    (["--no-overlap"], ["--no-overlap"], None), ([], [], None)])
+def test_a_calibration_of_the_other_schedule_is_said(tmp_path, capsys, calibrated, predicted, warned):
+    path = tmp_path / "cal.json"
+    assert main(["calibrate", "examples/profiles/alexnet.json", "--step-time", "0.6s", "--hardware",
+                 "examples/grids/hardware-lab-100mbps.json", "-o", str(path), "-q", *calibrated]) == 0
+    assert json.loads(path.read_text())["measured"]["calibration"]["overlap"] is (not calibrated)
+    capsys.readouterr()
+    assert main(["predict", "examples/profiles/alexnet.json", "--hardware", str(path), "--workers", "2",
+                 "--replications", "1", "--steps", "10", *predicted]) == 0
+    err = capsys.readouterr().err
+    assert (warned in err) if warned else ("calibrated on a job" not in err)

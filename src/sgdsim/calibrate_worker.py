@@ -99,6 +99,7 @@ def calibrate(profile: Profile, measured_step_s, hw: Hardware, arch: str = DEFAU
     record = {"profile": profile.job.model, "batch_size": profile.job.batch_size, "arch": arch,
               "mode": mode, **({"ps_count": ps_count} if ps_count else {}),
               **({"bucket_size_bytes": bucket_size_bytes} if bucket_size_bytes is not None else {}),
+              **({"overlap": profile.job.overlap} if isinstance(profile.job.overlap, bool) else {}),
               "measured_step_s": measured_step_s, "predicted_step_s_before": before,
               "predicted_step_s_after": after}
     if len(runs) > 1:

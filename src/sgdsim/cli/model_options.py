@@ -216,6 +216,7 @@ def run_prediction(args, profile=None, report: str | None = None, notes: bool = 
     hw = hardware(args)
     if notes:
         _warn_other_buckets(args, hw)
+        _warn_other_overlap(args, hw, job)
     points = predict(
         job, workers=workers,
         worker_profiles=classes or None, timeline=timeline is not None,
@@ -289,6 +290,25 @@ def _warn_other_buckets(args, hw) -> None:
         say(f"warning: {args.hardware} was calibrated on a run with {text(fitted)}; this prediction "
             f"has {text(wanted)}" + (f" (--bucket-size {format_size_bytes(fitted)} predicts the same job)"
                                      if fitted is not None else ""))
+
+
+def _warn_other_overlap(args, hw, job) -> None:
+    """A file calibrated on a job whose transfers waited for the step (``--no-overlap``, or a
+    serial profile) used for one that overlaps them, or the reverse: its receiver CPU per byte
+    was fitted to the other schedule. Said, not refused, as for buckets."""
+    cal = hw.measured.get("calibration") if isinstance(hw.measured, dict) else None
+    if not isinstance(cal, dict) or not isinstance(cal.get("overlap"), bool):
+        return
+    serial = args.overlap is False or getattr(getattr(job, "job", None), "overlap", None) is False
+    if cal["overlap"] != serial:
+        return
+    if serial:
+        say(f"warning: {args.hardware} was calibrated on a job whose transfers overlapped the "
+            "step's compute; this prediction makes them wait for it")
+    else:
+        say(f"warning: {args.hardware} was calibrated on a job whose transfers waited for the "
+            "step's compute; this prediction overlaps them (--no-overlap predicts the job it "
+            "was calibrated on)")
 
 
 def _timeline_targets(path: str, workers: list[int], force: bool) -> dict[int, str]:
