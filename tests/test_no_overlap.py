@@ -183,3 +183,14 @@ def test_a_calibration_of_the_other_schedule_is_said(tmp_path, capsys, calibrate
                  "--replications", "1", "--steps", "10", *predicted]) == 0
     err = capsys.readouterr().err
     assert (warned in err) if warned else ("calibrated on a job" not in err)
+
+
+def test_a_pilot_calibration_records_its_schedule_too():
+    from sgdsim.calibrate_pilot import calibrate_pilot
+    from sgdsim.hardware import load_hardware
+
+    hw = load_hardware("examples/grids/hardware-lab-100mbps.json")
+    runs = [(1, 50.0), (1, 51.0), (2, 80.0), (2, 82.0)]
+    for name, overlap in (("alexnet", True), ("alexnet-nooverlap", False)):
+        fit = calibrate_pilot(load_profile(f"examples/profiles/{name}.json"), runs, hw, "ps", "async")
+        assert fit.hardware.measured["calibration"]["overlap"] is overlap

@@ -227,7 +227,8 @@ def calibrate_pilot(profile: Profile, runs, hw: Hardware, arch: str, mode: str,
         sd = _sd_log_bandwidth(model, b, runs_sd, prior, max(points))
     res = tuple((W, 100 * (math.exp(model.log_x(W, b)) / float(np.mean(points[W])) - 1))
                 for W in points)
-    out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes)
+    schedule = {"overlap": profile.job.overlap} if isinstance(profile.job.overlap, bool) else {}
+    out = _hardware(hw, arch, b, alpha, points, sd, noise, res, bucket_size_bytes, schedule)
     return PilotFit(out, b, alpha, sd, noise, res)
 
 
@@ -289,9 +290,12 @@ def extrapolate(fit: PilotFit, profile: Profile, hw: Hardware, arch: str, mode: 
 
 
 def _hardware(hw: Hardware, arch: str, b: float, alpha: float, points, sd: float, noise: float,
-              residuals, bucket_size_bytes: float | None) -> Hardware:
+              residuals, bucket_size_bytes: float | None, schedule: dict | None = None) -> Hardware:
+    """``schedule``: whether the pilot's transfers overlapped the step (``predict`` warns
+    when a prediction runs the other schedule)."""
     record = {"pilot": {str(W): v for W, v in points.items()}, "arch": arch,
               **({"bucket_size_bytes": bucket_size_bytes} if bucket_size_bytes is not None else {}),
+              **(schedule or {}),
               "fitted_bandwidth_bps": b, "fitted_alpha_s_per_byte": alpha,
               "sd_log_bandwidth": sd, "noise_rel": noise,
               "residuals_pct": [[W, r] for W, r in residuals]}
