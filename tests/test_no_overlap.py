@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sgdsim
 from sgdsim.cli import main
@@ -194,3 +196,48 @@ def test_a_pilot_calibration_records_its_schedule_too():
     for name, overlap in (("alexnet", True), ("alexnet-nooverlap", False)):
         fit = calibrate_pilot(load_profile(f"examples/profiles/{name}.json"), runs, hw, "ps", "async")
         assert fit.hardware.measured["calibration"]["overlap"] is overlap
+
+
+@st.composite
+def _random_steps(draw):
+    """A random step DAG in topological order: pulls, the step's compute (each on some pulls
+    and earlier compute), pushes (each on some compute), then worker ops applying pushes."""
+    n_pull, n_comp, n_push = draw(st.integers(0, 3)), draw(st.integers(1, 6)), draw(st.integers(0, 3))
+    n_post = draw(st.integers(0, 2)) if n_push else 0
+    ops: list[Op] = []
+
+    def some(pool, at_least):
+        return tuple(draw(st.lists(st.sampled_from(pool), min_size=at_least, max_size=len(pool), unique=True))) \
+            if pool else ()
+    for i in range(n_pull):
+        ops.append(Op(f"down:{i}", "p", f"l{i}", COMM, DOWNLINK, (), 0, 1e6))
+    for i in range(n_comp):
+        pool = [o.id for o in ops]
+        ops.append(Op(f"c:{i}", "c", f"c{i}", COMPUTE, WORKER, some(pool, 0)))
+    computes = [o.id for o in ops if o.kind == COMPUTE]
+    for i in range(n_push):
+        ops.append(Op(f"up:{i}", "u", f"u{i}", COMM, UPLINK, some(computes, 1), 0, 1e6))
+    pushes = [o.id for o in ops if o.resource == UPLINK]
+    for i in range(n_post):
+        ops.append(Op(f"opt:{i}", "o", f"o{i}", COMPUTE, WORKER, some(pushes, 1)))
+    return Profile(Job("random", 4, overlap=True), tuple(ops), np.full((1, len(ops)), 0.01))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_random_steps())
+def test_any_step_serialises_without_a_cycle(p):
+    t = without_overlap(p)
+    assert _acyclic(t)
+    by_id = {op.id: op for op in t.ops}
+    step = {op.id for op in p.ops if op.resource == WORKER and not op.id.startswith("opt")}
+    pulls = {op.id for op in p.ops if op.resource == DOWNLINK}
+    for op in t.ops:
+        anc = _ancestors(t, op.id)
+        if op.resource == UPLINK:
+            assert step <= anc  # after every compute op of the step
+        elif op.id in step:
+            assert pulls <= anc | {op.id}  # after every pull
+        elif op.id.startswith("opt"):
+            assert by_id[op.id].deps == next(o for o in p.ops if o.id == op.id).deps
+    for op in p.ops:  # nothing is lost: every old dependency still holds, if only through others
+        assert set(op.deps) <= _ancestors(t, op.id)
