@@ -27,6 +27,7 @@ import framework_rules
 import host_costs
 import sgdsim
 from sgdsim.profile.pipedream import import_pipedream
+from sgdsim.profile.transforms import without_overlap
 from sgdsim.topology.local import with_local_aggregation
 from sgdsim.topology.model import Topology
 from sgdsim.units import parse_bandwidth_Bps
@@ -114,16 +115,17 @@ def options(row: dict) -> dict:
     """sgdsim.predict keyword arguments for a row (without workers and profile)."""
     setup = setup_of(row)
     G, nodes = int(row["gpus_per_node"]), int(row["nodes"])
+    when = dict(overlap=setup.get("overlap", True))  # framework_rules: TensorFlow 1.x's transfers wait
     if row["arch"] == "allreduce":
         kw = dict(arch="allreduce", mode="sync", gpus_per_node=G, intra_bandwidth=intra_for(row, setup),
-                  bandwidth=setup.get("nic", "100Gbps"))
+                  bandwidth=setup.get("nic", "100Gbps"), **when)
         if "bucket" in setup:
             kw["bucket_size"] = setup["bucket"]
         return kw
     if "ps_link" in setup:  # parameters on the host CPU: each GPU pushes over PCIe
-        return dict(arch="ps", mode="sync", bandwidth=setup["ps_link"], ps_count=1)
+        return dict(arch="ps", mode="sync", bandwidth=setup["ps_link"], ps_count=1, **when)
     return dict(arch="ps", mode="sync", gpus_per_node=G, intra_bandwidth=setup["intra"],
-                bandwidth=setup["nic"], ps_count=nodes)
+                bandwidth=setup["nic"], ps_count=nodes, **when)
 
 
 def one_gpu_kw(kw: dict) -> dict:
@@ -134,16 +136,17 @@ def one_gpu_kw(kw: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def layers(model: str, batch: int, overlap: bool = True):
-    """A model's PipeDream layers, read once per model, batch and overlap (rows share them)."""
+def layers(model: str, batch: int):
+    """A model's PipeDream layers, read once per model and batch (rows share them); a row whose
+    framework serialises its transfers says so with ``overlap=False`` (``options``)."""
     graph = os.path.join(ROOT, "examples", "pipedream", f"{GRAPHS[model]}.graph.txt")
-    return import_pipedream(graph, batch, overlap=overlap, model_name=model)
+    return import_pipedream(graph, batch, model_name=model)
 
 
 def calibrated(row: dict, kw: dict, single: dict | None = None):
     """The layers, compute scaled until one GPU (``single``, else ``kw`` on one GPU) predicts
     the source's one-GPU figure."""
-    prof = layers(row["model"], int(row["batch_per_gpu"]), setup_of(row).get("overlap", True))
+    prof = layers(row["model"], int(row["batch_per_gpu"]))
     target = float(row["one_gpu_throughput_examples_per_s"])
     single = one_gpu_kw(kw) if single is None else single
     for _ in range(30):  # the PS link's time does not scale: a fixed point, not one division
@@ -179,11 +182,14 @@ def predict_host_row(row: dict, fine: bool) -> dict:
     setup = setup_of(row)
     nodes, G, P = int(row["nodes"]), int(row["gpus_per_node"]), s["ps_count"]
     # one GPU of one instance: its own PS task, nothing crosses the NIC
-    single = dict(arch="colocated", mode="sync", bandwidth=setup["nic"], **extra)
+    single = dict(arch="colocated", mode="sync", bandwidth=setup["nic"], overlap=setup.get("overlap", True),
+                  **extra)
     if P < nodes:  # shards on P of the nodes: sharded PS, each node one worker of them
         kw = {**options(row), "ps_count": P, **extra}
         return both_models(calibrated(row, kw, single), int(row["total_gpus"]), kw, fine)
     prof = calibrated(row, single, single)
+    if not single["overlap"]:  # the devices' transfers wait for their step, before the node sums them
+        prof = without_overlap(prof)
     topo = Topology(parse_bandwidth_Bps(setup["nic"]), G, parse_bandwidth_Bps(setup["intra"]))
     node = with_local_aggregation(prof, topo)  # the node's 8 GPUs sum locally, then push
     return both_models(node, nodes, single, fine)
