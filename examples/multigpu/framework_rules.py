@@ -14,7 +14,7 @@ none from a multi-GPU figure (``tf_overlap.py`` shows what each one changes):
   mGPU perf" (ROCm/tensorflow-upstream#577, merged 2019-07; its ResNet-50 table: 8-GPU scaling
   efficiency 0.79 before the change, 0.94 after), upstreamed as tensorflow/tensorflow#31481
   ("most compute kernels are added to the compute stream prior to the NCCL sync Event,
-  delaying the start of the collective"). The rows' layers are imported without overlap.
+  delaying the start of the collective"). The rows are predicted with `overlap=False`.
 - ``nccl1_ring``: **NCCL 1.x's one ring on a DGX-1.** TensorFlow 1.x built its NCCL ops from
   NCCL 1.x, which orders one ring by NVML index (``src/core.cu``: ``orderRanks``); on the
   DGX-1's hybrid cube-mesh the ring 0-1-...-7-0 crosses 3 -> 4 and 7 -> 0, pairs with no
