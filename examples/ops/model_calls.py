@@ -73,18 +73,21 @@ def call_rows(models, estimators, op: str) -> list[str]:
     return out
 
 
-def step_rows(models, grid, device: str) -> list[str]:
-    """(model, batch): the step from the grid's estimators against the step of its own calls."""
+def steps(models, grid, device: str, cases=STEP_CASES) -> list[tuple[str, int, float, float]]:
+    """(model, batch, the step of its own calls, the step from the grid's estimators), seconds."""
     from estimate_models import GridOnly, step_of  # beside this script; imports torch: only here
     from sgdsim.ops.estimate import estimate_profile
 
-    out = []
-    for spec, batches in STEP_CASES:
-        for b in batches:
-            exact = step_of(estimate_profile(spec, b, models, device, step_factor=False))
-            est = step_of(estimate_profile(spec, b, GridOnly(models, grid), device, step_factor=False))
-            out.append(f"| {spec} | {b} | {exact * 1e3:.2f} | {est * 1e3:.2f} | {est / exact - 1:+.1%} |")
-    return out
+    def step(spec, b, db):
+        return step_of(estimate_profile(spec, b, db, device, step_factor=False))
+    return [(spec, b, step(spec, b, models), step(spec, b, GridOnly(models, grid)))
+            for spec, batches in cases for b in batches]
+
+
+def step_rows(models, grid, device: str) -> list[str]:
+    """(model, batch): the step from the grid's estimators against the step of its own calls."""
+    return [f"| {spec} | {b} | {exact * 1e3:.2f} | {est * 1e3:.2f} | {est / exact - 1:+.1%} |"
+            for spec, b, exact, est in steps(models, grid, device)]
 
 
 def main() -> None:

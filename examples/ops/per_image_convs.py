@@ -57,16 +57,11 @@ def call_errors(models, estimators, device: str) -> tuple[np.ndarray, np.ndarray
 
 
 def step_lines(models, grid, device: str) -> list[str]:
-    from estimate_models import GridOnly, step_of  # beside this script; imports torch: only here
-    from sgdsim.ops.estimate import estimate_profile
+    from model_calls import steps  # beside this script
 
-    out = []
-    for b in BATCHES:
-        exact = step_of(estimate_profile("zoo:resnet50", b, models, device, step_factor=False))
-        est = step_of(estimate_profile("zoo:resnet50", b, GridOnly(models, grid), device, step_factor=False))
-        out.append(f"resnet50 batch {b}: its calls' step {exact * 1e3:.2f} ms, estimated "
-                   f"{est * 1e3:.2f} ms, {est / exact - 1:+.1%}")
-    return out
+    return [f"resnet50 batch {b}: its calls' step {exact * 1e3:.2f} ms, estimated "
+            f"{est * 1e3:.2f} ms, {est / exact - 1:+.1%}"
+            for _, b, exact, est in steps(models, grid, device, [("zoo:resnet50", BATCHES)])]
 
 
 def main() -> None:
