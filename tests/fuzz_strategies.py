@@ -245,8 +245,7 @@ CELLS = st.one_of(NUMBERS, BAD_OR_HUGE.map(json.dumps), st.sampled_from([
     '{"m":%d}' % 10 ** 400, '{"m":1e999}', '{"m":NaN}', "{", '{"m":"x"}', "9" * 30]))
 
 
-STEPS_FIELDS = ("device_name", "device_kind", "device_framework", "device_driver", "model",
-                "batch_size", "dtype", "step_s", "calls_s", "measured_at")
+STEPS_FIELDS = OPS_FIELDS[:4] + ("model", "batch_size", "dtype", "step_s", "calls_s", "measured_at")
 STEPS_ROW = dict(zip(STEPS_FIELDS, ["cpu-1t", "cpu", "pytorch", "", "zoo:mlp", "4", "float32",
                                     "0.012", "0.010", "0"]))
 

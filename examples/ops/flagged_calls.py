@@ -17,7 +17,7 @@ from run_main import run_main  # beside this script
 from sgdsim.errors import ConfigError
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimate import load_estimators
-from sgdsim.ops.estimator.terms import unfitted_calls
+from sgdsim.ops.estimator.terms import unfitted_mask
 
 OFF = 2.0  # a call off by more than this factor either way is a bad case
 
@@ -25,9 +25,7 @@ OFF = 2.0  # a call off by more than this factor either way is a bad case
 def flags(params: list[dict], op: str, dtype: str, prior: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per call: flagged with the backward's terms, and by the forward's alone."""
     fwd_only = {k: v for k, v in prior.items() if k != "bwd_unfitted"}
-    both = [unfitted_calls(op, dtype, [p], prior) > 0 for p in params]
-    alone = [unfitted_calls(op, dtype, [p], fwd_only) > 0 for p in params]
-    return np.array(both, bool), np.array(alone, bool)
+    return unfitted_mask(op, dtype, params, prior), unfitted_mask(op, dtype, params, fwd_only)
 
 
 def summary(op: str, ratio: np.ndarray, flag: np.ndarray, alone: np.ndarray) -> str:

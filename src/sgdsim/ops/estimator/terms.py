@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..optypes import REGISTRY
-from ..optypes.base import GRAD_FLAGS
+from ..optypes.base import GRAD_FLAGS, grad
 
 CACHE_GRID = tuple(float(2 ** k) for k in range(18, 26))  # 256 KiB .. 32 MiB
 # The floor: the roofline's 10th percentile (a call's cost doing nothing) held bmm's many
@@ -158,7 +158,12 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
 
 
 def unfitted_calls(op: str, dtype: str, params: list[dict], prior: dict) -> int:
-    """How many of these calls have a term too few training rows had for a rate, forward
+    """How many of these calls ``unfitted_mask`` flags."""
+    return int(unfitted_mask(op, dtype, params, prior).sum())
+
+
+def unfitted_mask(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
+    """Per call, whether it has a term too few training rows had for a rate, forward
     (``prior["unfitted"]``) or backward (``prior["bwd_unfitted"]``): a path or a size the grid
     drew seldom or never (attention's dropout path in 4 rows of 10, an in-place product that
     saves its target, a convolution's weights past the cache, a broadcast add's backward),
@@ -171,12 +176,12 @@ def unfitted_calls(op: str, dtype: str, params: list[dict], prior: dict) -> int:
                             merged=prior.get("merged", False))
             hit = (X[:, cols] != 0).any(axis=1)
             flagged |= hit & _has_backward(params) if backward else hit
-    return int(flagged.sum())
+    return flagged
 
 
 def _has_backward(params: list[dict]) -> np.ndarray:
     """Whether each call has a backward: a gradient flag at 1, or no flag to say otherwise."""
-    return np.array([not any(f in p for f in GRAD_FLAGS) or any(int(p.get(f, 0)) for f in GRAD_FLAGS)
+    return np.array([not any(f in p for f in GRAD_FLAGS) or any(grad(p[f]) for f in GRAD_FLAGS if f in p)
                      for p in params], dtype=bool)
 
 
