@@ -40,8 +40,5 @@ def as_strategy_runs(job: Job, overlap: bool) -> Job:
         return job
 
     def serial(p: AnyProfile) -> AnyProfile:
-        if isinstance(p, CoarseProfile):
-            return replace(p, overlap=False)
-        done = any(t.get("transform") == "no_overlap" for t in p.extra.get("transforms", []))
-        return p if done else without_overlap(p)  # each entry point may pass a job on
+        return replace(p, overlap=False) if isinstance(p, CoarseProfile) else without_overlap(p)
     return replace(job, classes=tuple(replace(c, profile=serial(c.profile)) for c in job.classes))

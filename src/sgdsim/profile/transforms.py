@@ -66,7 +66,10 @@ def without_overlap(profile: Profile) -> Profile:
     kernel (TensorFlow 1.x, docs/validation/multigpu/), or has no per-gradient hooks.
 
     The step's compute is the worker's compute ops that neither follow a push (an optimizer
-    step applying an all-reduce's sums) nor precede a pull, so no edge closes a cycle."""
+    step applying an all-reduce's sums) nor precede a pull, so no edge closes a cycle. A
+    profile this made already comes back as it is (each entry point may pass a job on)."""
+    if any(t.get("transform") == "no_overlap" for t in profile.extra.get("transforms", [])):
+        return profile
     ops, idx, succ = profile.ops, profile.index(), successor_lists(profile)
     pulls = [i for i, op in enumerate(ops) if op.kind == COMM and op.resource == DOWNLINK]
     pushes = [i for i, op in enumerate(ops) if op.kind == COMM and op.resource == UPLINK]
@@ -78,26 +81,22 @@ def without_overlap(profile: Profile) -> Profile:
     last = [ops[i].id for i in sorted(step) if not any(j in step for j in succ[i])]
     first = {i for i in step if not any(idx[d] in step for d in ops[i].deps)}
     pull_ids = tuple(ops[i].id for i in pulls)
-    new = [replace(op, deps=_serial_deps(op, i, step, first, pushed, last, pull_ids, idx))
-           for i, op in enumerate(ops)]
+
+    def deps(i: int, op) -> tuple[str, ...]:
+        # the edges the new ones make redundant go (a push on its own gradient, a later
+        # layer's compute on its own pull): the DAG a profiler of such a framework records,
+        # the same as ``import pipedream --no-overlap``
+        if i in pushed:
+            return tuple(d for d in op.deps if idx[d] not in step) + tuple(last)
+        if i in first:
+            return tuple(dict.fromkeys(op.deps + pull_ids))
+        return tuple(d for d in op.deps if idx[d] not in pulls_at) if i in step else op.deps
+
+    pulls_at = set(pulls)
+    new = [replace(op, deps=deps(i, op)) for i, op in enumerate(ops)]
     record = {"transform": "no_overlap", "pushes": len(pushes), "pulls": len(pulls)}
     return replace(profile, ops=tuple(new), job=replace(profile.job, overlap=False),
                    extra={**profile.extra, "transforms": [*profile.extra.get("transforms", []), record]})
-
-
-def _serial_deps(op, i: int, step: set[int], first: set[int], pushes: set[int], last: list[str],
-                 pull_ids: tuple[str, ...], idx: dict[str, int]) -> tuple[str, ...]:
-    """An op's dependencies once transfers wait for the step: a push on the step's last compute
-    ops, the step's first ones on every pull. The edges these make redundant (a push on its own
-    gradient, a later layer's compute on its own pull) go, so the DAG is the one a profiler of
-    such a framework would record (``import pipedream --no-overlap`` gives the same)."""
-    if i in pushes:
-        return tuple(d for d in op.deps if idx[d] not in step) + tuple(last)
-    if i in first:
-        return tuple(dict.fromkeys(op.deps + pull_ids))
-    if i in step:
-        return tuple(d for d in op.deps if d not in pull_ids)
-    return op.deps
 
 
 def _reach(starts: list[int], neighbours) -> set[int]:
