@@ -18,6 +18,9 @@ class PredictionPoint:
     model's own error added to the simulator's interval (``evaluate/margin.py``), 0 if none.
     ``disciplines``: the coarse async model's two solutions where Eq. 5 chose one of them by
     its threshold (Eq. 3's and Eq. 4's examples/s, keyed by discipline); else empty.
+    ``mean_half_width_rel``: the simulator's runs' mean known to ± this share of it (95 %), 0
+    for one run or runs that agree. ``rounds_stopped``: why its rounds ended before that reached
+    the target (``replicate.STOPS``), "" when it did; ``regime`` then says it in words.
     """
 
     workers: int
@@ -39,12 +42,15 @@ class PredictionPoint:
     margin_source: str = ""  # where that error came from (spec.Margin.source); "" if none
     interval_level: float = 0.95  # the share of real runs the interval is meant to hold
     disciplines: dict[str, float] = field(default_factory=dict)
+    mean_half_width_rel: float = 0.0
+    rounds_stopped: str = ""
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         # plain Python numbers for users (json, comparisons); utilizations a hair above 1 from
         # floating-point sums of busy times are 1
-        for name in ("throughput", "ci_low", "ci_high", "step_time_s", "wall_s", "model_error_rel"):
+        for name in ("throughput", "ci_low", "ci_high", "step_time_s", "wall_s", "model_error_rel",
+                     "mean_half_width_rel"):
             object.__setattr__(self, name, float(getattr(self, name)))
         for name in ("workers", "ops_simulated", "steps_measured", "replications"):
             object.__setattr__(self, name, int(getattr(self, name)))

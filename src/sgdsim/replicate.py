@@ -38,6 +38,9 @@ from .sim.stats import mean_half_width, prediction_half_width
 ROUND = 4            # replications per round (and the minimum)
 MAX_ROUNDS = 4
 REL_TARGET = 0.02    # stop once the 95 % CI of the mean is within ±2 % of it
+# why a point's rounds ended before its mean was known to REL_TARGET (PredictionPoint.rounds_stopped)
+CAP, BUDGET, UNCONFIRMED = "cap", "budget", "unconfirmed"
+STOPS = (CAP, BUDGET, UNCONFIRMED)
 MAX_THREADS: int | None = None  # None: every core (a process pool sets 1 per process)
 
 
@@ -64,7 +67,14 @@ def simulate_point(classes: list[WorkerClass], config: SimConfig,
     point = _combine(reps)
     if fixed or _converged(reps):
         return point
-    return replace(point, regime=_not_met(reps, budget_stop))
+    return replace(point, regime=_not_met(reps, budget_stop),
+                   rounds_stopped=_stop(point.mean_half_width_rel, budget_stop))
+
+
+def _stop(rel: float, budget_stop: bool) -> str:
+    if rel <= REL_TARGET:  # only after one round (two would have converged)
+        return UNCONFIRMED
+    return BUDGET if budget_stop else CAP
 
 
 def _not_met(reps: list[PredictionPoint], budget_stop: bool) -> str:
@@ -80,12 +90,53 @@ def _not_met(reps: list[PredictionPoint], budget_stop: bool) -> str:
     m = float(xs.mean())
     rel = mean_half_width(xs) / m
     runs = f"runs from {xs.min():.1f} to {xs.max():.1f}, set by their start offsets"
-    if rel <= REL_TARGET:  # only after one round (two would have converged)
+    if _stop(rel, budget_stop) == UNCONFIRMED:
         return (f"mean known to ±{_percent(rel)} from {len(xs)} runs, one round: the op budget "
                 f"left no room for a second to confirm it ({runs})")
     stop = ": the op budget stopped the rounds" if budget_stop else ", the most it runs"
     return (f"mean known to ±{_percent(rel)} (target ±{REL_TARGET:.0%} not met after "
             f"{len(xs)} runs{stop}; {runs})")
+
+
+_STOP_TEXT = {
+    CAP: "short of the ±{target} target after {runs}, the most it runs: async runs differ by "
+         "their start offsets, and the interval holds that spread",
+    BUDGET: "short of the ±{target} target after {runs}: the op budget stopped the rounds",
+    UNCONFIRMED: "from {runs}, one round: the op budget left no room for a second to confirm "
+                 "the target (±{target})",
+}
+
+
+def stop_notes(rows) -> list[str]:
+    """One line per reason (and run count) for the simulated points whose rounds stopped
+    before their mean was known to ``REL_TARGET``: their worker counts and how well their
+    means are known (each point's own note is its ``regime``). ``rows``:
+    ``PredictionPoint.to_dict()``."""
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        if r["model"] == "fine" and r.get("rounds_stopped"):
+            groups.setdefault((r["rounds_stopped"], r["replications"]), []).append(r)
+    notes = []
+    for (why, n), rs in groups.items():
+        rels = sorted(r["mean_half_width_rel"] for r in rs)
+        known = f"±{_percent(rels[0])}" + (f" to ±{_percent(rels[-1])}" if len(rs) > 1 else "")
+        known += "" if why == UNCONFIRMED else ","
+        runs = f"{n} runs" + (" each" if len(rs) > 1 else "")
+        text = _STOP_TEXT[why].format(runs=runs, target=f"{REL_TARGET:.0%}")
+        notes.append(f"W={_ranges([r['workers'] for r in rs])}: mean{'s' if len(rs) > 1 else ''} "
+                     f"known to {known} {text}")
+    return notes
+
+
+def _ranges(workers: list[int]) -> str:
+    """2,3,4,6 -> '2-4, 6'."""
+    spans: list[list[int]] = []
+    for w in sorted(workers):
+        if spans and w == spans[-1][1] + 1:
+            spans[-1][1] = w
+        else:
+            spans.append([w, w])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _percent(rel: float) -> str:
@@ -185,7 +236,8 @@ def _combine(reps: list[PredictionPoint]) -> PredictionPoint:
     if float(xs.max() - xs.min()) > 1e-9 * m:
         hw = max(hw, m / max(1, min(r.steps_measured for r in reps)))
     point = _merge(reps, m, m - hw, m + hw)
-    return replace(point, replications=R, regimes=split_modes(xs) or ())
+    rel = mean_half_width(xs) / m if m > 0 and float(xs.max() - xs.min()) > 1e-9 * m else 0.0
+    return replace(point, replications=R, regimes=split_modes(xs) or (), mean_half_width_rel=rel)
 
 
 def _merge(points: list[PredictionPoint], throughput: float, lo: float, hi: float) -> PredictionPoint:

@@ -5,6 +5,7 @@ import json
 import math
 
 from ..point import bottleneck_text
+from ..replicate import stop_notes
 
 TABLE_COLS = ("workers", "model", "throughput", "ci_low", "ci_high", "step_time_s", "bottleneck", "ops_simulated")
 
@@ -79,7 +80,8 @@ def _margin_note(rows) -> list[str]:
 
 
 def _regime_notes(rows) -> list[str]:
-    """One line per bimodal point: both regimes and how often the runs fell into each."""
+    """One line per bimodal point: both regimes and how often the runs fell into each; then
+    the points whose mean is known to less than the target, grouped."""
     notes = []
     for r in rows:
         if r.get("regimes"):
@@ -87,9 +89,7 @@ def _regime_notes(rows) -> list[str]:
             notes.append(f"W={r['workers']}: two regimes over {r['replications']} runs: "
                          f"{lo['throughput']:.1f} examples/s ({lo['share']:.0%} of runs) or "
                          f"{hi['throughput']:.1f} ({hi['share']:.0%}); the interval covers both")
-        if r["model"] == "fine" and r.get("regime"):  # replicate._not_met
-            notes.append(f"W={r['workers']}: {r['regime']}")
-    return notes
+    return notes + stop_notes(rows)
 
 
 def _side_by_side(rows) -> str:
