@@ -14,10 +14,9 @@ docs/benchmarks.md between the SCALING markers.
 from __future__ import annotations
 
 import os
-import platform
 import time
 
-from docblock import publish
+from docblock import machine, publish
 
 import sgdsim
 
@@ -62,9 +61,8 @@ def main() -> None:
         wall, ops = timed(prof, 64, steps, JOBS["async PS, 10 Gbps"])
         lines.append(f"| async PS, 10 Gbps | 64 | {steps} | {ops:,} | {wall:.3f} | {wall / ops * 1e9:.0f} |")
     lines += pipeline_rows(curves)
-    lines += ["", f"One replication per point, in one process. Measured {time.strftime('%Y-%m-%d')} on "
-              f"{platform.machine()} ({os.cpu_count()} cores, Python {platform.python_version()}), with "
-              "`python benchmarks/bench_scaling.py --write`."]
+    lines += ["", f"One replication per point, in one process. Measured {time.strftime('%Y-%m-%d')} "
+              f"({machine()}) with `python benchmarks/bench_scaling.py --write`."]
     publish(DOC, "SCALING", "\n".join(lines))
     _plot(curves)
 
