@@ -1,6 +1,6 @@
 """Element-wise fixed costs that belong to a kind of call, not to a function: a tensor the
 call allocates (an out-of-place output, autograd's copy of an in-place target it saves) and
-a Scalar overload's wrapped number (docs/ops.md §5, run 25)."""
+a Scalar overload's wrapped number (docs/ops-runs.md, run 25)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """An add's or a copy's backward hands the gradient on as it is: no share in the per-element
-pass the other functions' backwards make, only a rate of its own (docs/ops.md §5, run 27)."""
+pass the other functions' backwards make, only a rate of its own (docs/ops-runs.md, run 27)."""
 from __future__ import annotations
 
 import numpy as np

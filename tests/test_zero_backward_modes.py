@@ -1,6 +1,6 @@
 """A mode value is taken for one with no backward only where its zeros are its own: a grid
 that drew ``add`` only without a gradient said nothing of an add's backward with one
-(docs/ops.md §5, run 27)."""
+(docs/ops-runs.md, run 27)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Would several trainings of a type, combined, be steadier on models' own calls than one?
 (issue 38, item 3.) Two trainings of the same grid rows can pick different principal components
 and networks whose validation errors are a few points apart, and differ by tens of percent on
-shapes the grid never held (docs/ops.md, §5 run 7). Per operator type and seed: one estimator
+shapes the grid never held (docs/ops-runs.md, run 7). Per operator type and seed: one estimator
 trained with the whole budget, and K trained with a K-th of it each (other seeds, so other
 validation splits), combined as ``ops train --members K`` does (their median; ``--combine
 mean``: their geometric mean); both judged on a models database of the same device

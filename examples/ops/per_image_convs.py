@@ -1,4 +1,4 @@
-"""Run 31's two measures (docs/ops.md §5): the models' per-image convolutions (ATen's
+"""Run 31's two measures (docs/ops-runs.md): the models' per-image convolutions (ATen's
 ``Slow2d`` with the input read in place: a 1x1 kernel at stride 1, no padding, no bias, fewer
 than 16 images, float32) as an estimate times them, and ResNet-50's step from a grid's
 estimators against the step of its own calls, at batch 2 and 4.

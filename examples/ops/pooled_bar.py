@@ -1,5 +1,5 @@
 """Issue 38's per-type rule read over several sessions at once: each type's held-out error and
-its retest, each pooled over the runs given (docs/ops.md §5, after run 19).
+its retest, each pooled over the runs given (docs/ops-runs.md, after run 19).
 
 One session's verdict moves with that session's noise: a type's 100-row retest median moved
 up to 4x between runs 15-19 (bmm 3.4-15.0 %), and the rule (held-out forward median at most

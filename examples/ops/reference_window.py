@@ -1,4 +1,4 @@
-"""Does a row need its own reference, or would its neighbours' do? (docs/ops.md §5, run 4)
+"""Does a row need its own reference, or would its neighbours' do? (docs/ops-runs.md, run 4)
 
 Each row's time is rescaled by the median of the references of the rows measured around it
 (±k rows of its type, in the order they were measured; k = 0: its own, as the database reads

@@ -1,5 +1,5 @@
 """Per operator type, the held-out error against 1.5x the test-retest median of every row timed
-again, and the bar a smaller retest would have given (issue 38, docs/ops.md §5 run 15).
+again, and the bar a smaller retest would have given (issue 38, docs/ops-runs.md, run 15).
 
 The held-out medians are the forward column of the tables ``terms_cv.py`` and ``prior_cv.py``
 print (the latter's "auto" column: the estimator ``ops train`` ships, for the types without

@@ -6,7 +6,7 @@ databases already measured (``sgdsim ops measure --grid ...`` and ``--model ...`
 
 ``--sample N`` reads each grid as N-row draws from it instead (``--draws`` of them, seeded),
 the way a grid of N shapes a type would come out: a committed 100-row grid stands for many
-small ones (docs/ops.md §5, run 21).
+small ones (docs/ops-runs.md, run 21).
 
     python examples/ops/support_calls.py MODELS.sqlite GRID.sqlite [GRID ...] [--support 5,3]
         [--sample 10 --draws 40]

@@ -2,7 +2,7 @@
 (``OpType.prior_terms``) and per grid, the 4-fold held-out median |error| of the forward and
 of the backward time (the folds of ``prior_cv.py``: the same seed, the same rows held out).
 A column per database, so that a change to the terms is judged on every committed grid at
-once; run it at two commits to compare them (docs/ops.md §5).
+once; run it at two commits to compare them (docs/ops-runs.md).
 
     sgdsim ops import docs/validation/ops/db-grid-epyc-2026-12-02-run11.csv --db run11.sqlite
     python examples/ops/terms_cv.py run11.sqlite [more.sqlite ...] [--ops bmm,mm] [--seed 0] [--seeds 1] [--support 5]

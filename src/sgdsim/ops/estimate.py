@@ -137,7 +137,7 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there;
     its floating-point calls in ``dtype`` (traced in float32, then converted). Every time is
     scaled by ``step_factor``: True, the device's from its timed steps (``step_factor.py``;
-    none timed: 1); False or None, not scaled (the default: run 30, docs/ops.md §5); or a
+    none timed: 1); False or None, not scaled (the default: run 30, docs/ops-runs.md); or a
     given factor."""
     from ..profile.model import Job
     from ..profiler.build import build_profile

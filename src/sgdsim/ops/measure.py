@@ -55,7 +55,7 @@ class Precision:
 # how ops measure times by default (and ops retest times again): at least 5 pairs, then more
 # until the median is known to 5 %, at most 20, and none started after a direction's first
 # second: a long call's 5 pairs take longer than that, and on a machine whose drift is 10-20 %
-# between runs minutes apart (docs/ops.md §5), its 15th pair does not make it more repeatable
+# between runs minutes apart (docs/ops-runs.md), its 15th pair does not make it more repeatable
 DEFAULT_REPEATS = 5
 DEFAULT_PRECISION = Precision(0.05, 20, 1.0)
 
@@ -66,7 +66,7 @@ def keep_memory() -> bool:
     --keep-memory``. With glibc's own thresholds (at most 32 MiB), whether a larger tensor
     faults its pages in depended on what the process had freed before: a vocabulary table's
     gradient ran at 0.17 ns an element in one grid row and at 1.0-1.8 in the next, so rows
-    disagreed with each other and with any step (docs/ops.md §5, run 10). Returns False where
+    disagreed with each other and with any step (docs/ops-runs.md, run 10). Returns False where
     there is no glibc (that allocator is then timed as it is)."""
     from ..errors import ConfigError
     from ..profiler.memory import keep_freed_memory

@@ -2,7 +2,7 @@
 the moment the row was measured (issue 38, item 1).
 
 On a shared machine an operator's time drifts with the machine's phase, by ±15-50 % within a
-second and 2x between phases (docs/ops.md §5): more than the timer's own spread, so two
+second and 2x between phases (docs/ops-runs.md): more than the timer's own spread, so two
 measurements of one call minutes apart disagree by 12-33 % (median), and an estimator trained
 on them learns the phases as if they were the shapes'. Calls of one type slow down together,
 by about as much, so ``ops measure`` times one fixed call of the row's type (its reference)
@@ -35,7 +35,7 @@ REFERENCE_RUN_S = 0.004
 
 # Each type's reference as the rule below chose it from the samplers of 2026-12-04 (86df9e2),
 # kept: a sampler changed since (the element-wise one took dropout's mask and the optimizer's
-# update, docs/ops.md §5, runs 21 and 22) would otherwise move its type's reference, and rows
+# update, docs/ops-runs.md, runs 21 and 22) would otherwise move its type's reference, and rows
 # measured before and after into one database, or retested, would be read against two calls.
 # A type added later takes the rule's choice; freeze it here once rows of it exist.
 FROZEN = {

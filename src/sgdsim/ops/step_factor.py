@@ -1,13 +1,13 @@
 """What a training step costs on a device beyond its calls: the median, over the model steps
 timed there (``ops measure --model``), of the step timed whole over the sum of its calls' rows.
 ``profile --estimate --step-factor`` scales an estimate for that device by it: not the
-default, since held out on run 30 it moved ResNet-50 out of 15 % (docs/ops.md §5).
+default, since held out on run 30 it moved ResNet-50 out of 15 % (docs/ops-runs.md).
 
 Timed one type at a time, the calls leave out what runs between them (Python, autograd's graph,
 the optimizer's loop) and the caches their neighbours leave: on the committed step tables a
 ResNet-50, BERT or GPT-2 step ran a median 13.5 % above its calls' exact sum on a Xeon and 7 %
 on an EPYC, and scaled by the other runs' median the estimator's median step error fell 16.1 →
-9.9 % on the Xeon (docs/ops.md §5).
+9.9 % on the Xeon (docs/ops-runs.md).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 # How far one model's step strays from its device's factor where too few steps were timed to
 # say: the median |ratio / the CPU's median - 1| over the committed step tables of ResNet-50,
-# BERT and GPT-2, across days (Xeon 0.082 over 52 steps, EPYC 0.060 over 66; docs/ops.md §5).
+# BERT and GPT-2, across days (Xeon 0.082 over 52 steps, EPYC 0.060 over 66; docs/ops-runs.md).
 FEW_STEPS_SPREAD_REL = 0.08
 FEW_STEPS = 3  # fewer timed steps than this: their own spread says too little
 

@@ -170,7 +170,7 @@ def _step_factor_line(factor, applied: bool) -> str:
     if applied:
         return "the times are scaled by the device's " + factor.line()
     return (f"not scaled by the device's {factor.line()}: --step-factor does (not the default: "
-            f"held out, it put ResNet-50 out of 15 %, docs/ops.md §5 run 30)")
+            f"held out, it put ResNet-50 out of 15 %, docs/ops-runs.md, run 30)")
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:

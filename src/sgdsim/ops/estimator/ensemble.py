@@ -3,7 +3,7 @@
 One training picks a principal component and a network among candidates whose validation
 errors are a few points apart on 20 validation rows, and the pick decides shapes the grid never
 held: four trainings of the same 100 conv2d rows put ResNet-50's convolutions at 14.5-47.3 %
-forward median error (docs/ops.md, §5 run 7). Members trained on other validation splits, with
+forward median error (docs/ops-runs.md, run 7). Members trained on other validation splits, with
 a share of the budget each, keep the spread of one pick out of the answer: their median, so
 that one member far off beyond the grid is outvoted. A member is a plain ``OpEstimator``; the
 ensemble travels as their JSON in one text.

@@ -280,7 +280,7 @@ def _prior_alone_where_better(fitter: Fitter, best, prior) -> tuple[tuple[int, .
     validation rows than the chosen correction does; the validation error of the model so
     made). One correction fits both directions and is chosen by their mean: on run 11's grid
     it bought mm a better backward with a worse forward (4-fold held out, 26.0 -> 20.2 % and
-    11.6 -> 15.8 %, docs/ops.md §5)."""
+    11.6 -> 15.8 %, docs/ops-runs.md)."""
     if prior is None:
         return (), best.err
     pairs = list(zip(fitter.uncorrected(), best.by_output))
@@ -355,7 +355,7 @@ def terms_alone(records, shape_dims, rng: np.random.Generator, folds: int = 4) -
     type that has terms. Held out on runs 10 and 11's grids (4-fold), the terms alone scored
     lower or equal median error than the terms a network or quadratic corrects on 11 and 10 of
     14 such types, and a network alone was worse on all of them: the correction, chosen on 20
-    validation rows, mostly fitted their noise (docs/ops.md §5, 2026-12-03). Its validation
+    validation rows, mostly fitted their noise (docs/ops-runs.md, 2026-12-03). Its validation
     error is the terms' own, ``folds``-fold held out: what ``profile --estimate`` states."""
     start = time.perf_counter()
     records, set_aside, params, layout, has_bwd, zero_bwd = _rows_of(records, shape_dims)

@@ -95,7 +95,7 @@ def fit_rates(X: np.ndarray, t: np.ndarray, min_support: int | None = None) -> l
     non-zero in fewer than MIN_SUPPORT of them (or ``min_support``) gets rate 0: a rate a row
     or two pin down fits their noise, and a model's calls beyond them multiply it (the grid's
     one convolution with weights past a 4 MiB cache set 96 ns a weight, and ResNet-50's
-    2.4 M-weight layers came out at 30x their time, docs/ops.md §5, run 10)."""
+    2.4 M-weight layers came out at 30x their time, docs/ops-runs.md, run 10)."""
     ok = t > 0
     supported = _supported(X[ok], min_support)
     w = 1.0 / t[ok]

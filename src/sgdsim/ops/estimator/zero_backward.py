@@ -5,7 +5,7 @@ A value is taken only where its rows' zeros are its own. A 30-shape grid that dr
 only without a gradient had every add's backward at 0 s, and under the first rule (every
 value all of whose rows have no backward) the models' adds with a gradient were then given
 none: 34 % of the README's 30-shape grids and 74 % of its 10-shape ones gave some call with a
-gradient 0 s so (docs/ops.md §5, runs 27 and 28).
+gradient 0 s so (docs/ops-runs.md, runs 27 and 28).
 """
 from __future__ import annotations
 

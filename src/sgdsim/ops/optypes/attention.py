@@ -73,7 +73,7 @@ def sdpa_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     a float one first), the query, key, value and output elements past ``cache_bytes``, and
     what a path adds per call and per (batch, head): dropout's decomposed path launches several
     kernels, a mask is broadcast over the heads, the causal kernel sets up its own blocks
-    (docs/ops.md §5, run 18)."""
+    (docs/ops-runs.md, run 18)."""
     bh = float(p["b"]) * p["heads"]
     scores = bh * p["lq"] * p["lk"]
     macs = scores * p["d"]

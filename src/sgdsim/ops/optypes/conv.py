@@ -90,7 +90,7 @@ def _paths(p, dtype: str, cache_bytes: float, products) -> list[float]:
     learned on the grid, these scale to the wide layers of real models. At shared rates the
     grid's dozen small per-image rows pulled oneDNN's (run 13: conv2d's held-out forward median
     23.2 %, 14.1 with these), and with a rate per term of their own, not a product's terms,
-    ResNet-50's 1x1 layers came out up to 1.5x (docs/ops.md §5, run 13)."""
+    ResNet-50's 1x1 layers came out up to 1.5x (docs/ops-runs.md, run 13)."""
     if slow_path(p, dtype):  # only the path taken is computed; the other's terms are 0
         product, unfolded = _per_image(p)
         return [0.0] * _ONEDNN_TERMS + products(product, dtype, cache_bytes) + [unfolded]

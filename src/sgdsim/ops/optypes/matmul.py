@@ -73,7 +73,7 @@ MAX_MACS = 3e8  # a grid point: at most ~20 ms on a CPU core
 # the output layers' few points, up to ~0.7 s each: GPT-2's head at batch 4 x 64 positions is
 # 9.9 G multiply-adds, and its backward's weight gradient (an inner dimension of 256, a fresh
 # 39 M-element output) ran at 4.7x its forward, where a cap of 3 G kept every vocabulary row's
-# batch x positions under 80 (docs/ops.md §5, run 8)
+# batch x positions under 80 (docs/ops-runs.md, run 8)
 VOCAB_SHARE, VOCAB_MAX_MACS = 0.1, 1e10
 
 
@@ -112,10 +112,10 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     few rows is bound by that stream of B, which one rate per multiply-add cannot see.
 
     Three more, each an element of A or B on a path the BLAS takes for some shapes (seen in
-    the grids of MKL on an AMD and an Intel core, docs/ops.md §5): outputs narrower than
+    the grids of MKL on an AMD and an Intel core, docs/ops-runs.md): outputs narrower than
     ``TILE_N`` columns leave the vector kernel (5-10 GFLOP/s against 50-90), a last partial
     tile of columns costs about a full one, and two or three rows are neither a matrix-vector
-    product nor a tile. Two more the rows and the batch bring (docs/ops.md §5, run 18): B's
+    product nor a tile. Two more the rows and the batch bring (docs/ops-runs.md, run 18): B's
     elements again for 4 to 15 rows (a panel packed for a few rows and used by only those:
     the 2-3 row term, one tile further), and a set-up per batch item after the first (each
     is its own GEMM)."""

@@ -20,7 +20,7 @@ ARITH = {"add": ("aten.add.Tensor", 2, ()), "mul": ("aten.mul.Tensor", 2, ()),
          "bernoulli_": ("aten.bernoulli_.float", 1, (0.9,))}
 # dropout's mask: filled in place (a draw per element, 1 - p of them ones), never differentiated;
 # never drawn before 2026-12-04, its calls (1-2 % of BERT's and GPT-2's steps) were estimated at
-# the type's floor, no per-element cost of their own (docs/ops.md §5, run 21)
+# the type's floor, no per-element cost of their own (docs/ops-runs.md, run 21)
 MASKS = ("bernoulli_",)
 ARITH_NAMES = tuple(sorted(ARITH))  # the order of the per-function prior terms
 INPLACE_FNS = ("add", "div", "mul", "mul_scalar", "sub")  # those with an in-place variant
@@ -32,7 +32,7 @@ INPLACE_SHARE = 0.3
 # their backward hands the incoming gradient on as it is (autograd's AddBackward0 and
 # CloneBackward0 return it, no copy), so it costs about the same at 68 elements or 53 M (the
 # grids' rows: 8-52 us); fitted with the per-element terms every other function shares,
-# GPT-2's 12.7 M-element copy came out at 596x (docs/ops.md §5, run 27). A broadcast add's
+# GPT-2's 12.7 M-element copy came out at 596x (docs/ops-runs.md, run 27). A broadcast add's
 # backward is not one: it sums the gradient over the broadcast dimensions.
 PASS_THROUGH = ("add", "clone")
 _ALIASES = {"add_": "add", "mul_": "mul", "sub_": "sub", "div_": "div"}
@@ -78,7 +78,7 @@ def arith_build(p, dtype) -> Call:
 VOCAB_SHARE, VOCAB_MAX = 0.1, 2 ** 26
 # the optimizer's update: p.add_(g, alpha=-lr), one per parameter tensor, in place with no
 # gradient; drawn at random the grid had 0-7 such adds in 100 rows (none in run 21's), and
-# the models' 35 updates came out at 0.41x (docs/ops.md §5, runs 21 and 22)
+# the models' 35 updates came out at 0.41x (docs/ops-runs.md, runs 21 and 22)
 UPDATE_SHARE = 0.1
 
 
@@ -88,7 +88,7 @@ def arith_sample(rng):
     pass over memory no cache holds, which the smaller draws never reach (run 7: three such
     calls, 65 of the models' 118 ms of element-wise time). Those adds are in place: drawn
     only out of place, the large draws put the models' element-wise calls at 1.7-2.35x
-    (docs/ops.md §5, run 8). And a share of the draws is the optimizer's update itself
+    (docs/ops-runs.md, run 8). And a share of the draws is the optimizer's update itself
     (``UPDATE_SHARE``), at any parameter's size."""
     if rng.random() < UPDATE_SHARE:  # a parameter's size, up to the largest tables
         return {"fn": "add", "numel": log_int(rng, 64, VOCAB_MAX), "bcast": 0, "gi": 0, "inplace": 1}
@@ -129,12 +129,12 @@ def arith_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     backward's alone (each function's backward is its own few kernels, where every forward
     is one kernel through the same iterator: fitted per function, the forward's eight costs
     fitted noise, and the held-out forward median was 0.5-2.7 points higher on every EPYC
-    grid, docs/ops.md §5, run 16). Then an out-of-place call's output elements: fresh memory,
+    grid, docs/ops-runs.md, run 16). Then an out-of-place call's output elements: fresh memory,
     mapped and faulted in as written. Then two fixed costs a kind of call pays, not a
     function: one per tensor the call allocates (an out-of-place output, and autograd's copy
     of an in-place target it saves), which in-place calls skip; and one per Scalar overload,
     whose number is wrapped into a tensor first (with one shared fixed cost, the grids' small
-    in-place calls came out 20-30 % high and ``mul_scalar``'s 30 % low, docs/ops.md §5,
+    in-place calls came out 20-30 % high and ``mul_scalar``'s 30 % low, docs/ops-runs.md,
     run 25). Last, an in-place call on a tensor that needs a
     gradient, per element and once: it writes into its own copy of the target
     (``measure.py``), not the warm one the copies share, and autograd checks and bumps the
@@ -192,7 +192,7 @@ GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, 
               gelu_sample, "GELU (exact or tanh)", added=(("approx", "none"),))
 # three rows a rate, not five: its terms are per function and per kind of call (in place,
 # saved targets, masks), each a pass over the elements on top of one shared pass, and five
-# left several unfitted in every 100-row grid (docs/ops.md §5, run 24)
+# left several unfitted in every 100-row grid (docs/ops-runs.md, run 24)
 ELTWISE = OpType("eltwise", ARITH_FUNCS, frozenset({"numel"}), arith_params, arith_build,
                  arith_sample, "element-wise arithmetic, dropout, copies", arith_terms,
                  arith_backward_terms, added=(("inplace", 0),), min_support=3)

@@ -96,7 +96,7 @@ def maxpool_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     pooling's calls in the first band were 4-10 % slower than estimated and those beyond it
     3-6 % faster, on each of runs 10-18's grids; two bands took its 4-fold held-out forward
     median lower on all seven (the factor chosen among 2, 4, 8 and 16 on them, so in sample;
-    docs/ops.md §5, run 20). Average pooling gained nothing from it and keeps one step."""
+    docs/ops-runs.md, run 20). Average pooling gained nothing from it and keeps one step."""
     return _pool_terms(p, dtype, cache_bytes, two_bands=True)
 
 
