@@ -29,11 +29,13 @@ def register(sub) -> dict:
     add_db_argument(q)
     q = sub.add_parser("stats", help="rows per device, operator type and dtype",
                        description="Per device, operator type and dtype: how many shapes are "
-                                   "measured, their median forward time, whether an estimator "
-                                   "is trained, its test-retest (the median |again/stored - 1| "
-                                   "of sgdsim ops retest; '-' before one ran), and when they "
-                                   "were last measured; then the model steps timed whole "
-                                   "(ops measure --model) against their calls' sum.")
+                                   "measured, their median forward time, the trained "
+                                   "estimator's median forward error on rows it was not fitted "
+                                   "to, the test-retest (the median |again/stored - 1| of "
+                                   "sgdsim ops retest; '-' before one ran), the one over the "
+                                   "other, and when they were last measured; then the model "
+                                   "steps timed whole (ops measure --model) against their "
+                                   "calls' sum.")
     add_db_argument(q)
     q = sub.add_parser("export", help="write the measurements to CSV or Parquet",
                        description="Write measurements to FILE (.csv, or .parquet with pyarrow) "
@@ -83,20 +85,29 @@ def cmd_stats(args) -> int:
 
     with open_db(args.db, create=False) as db:
         stats = db.stats()
-        trained = {(d.name, op, dt) for d in db.devices() for op, dt in db.load_estimators(d.name)}
+        held_out = {(d.name, op, dt): _held_out(text) for d in db.devices()
+                    for (op, dt), text in db.load_estimators(d.name).items()}
         retests = db.load_retests()
         steps = db.load_steps()
     if not stats:
         print("no measurements yet (sgdsim ops measure)")
         return 0
     print(f"{'device':<40} {'op':<12} {'dtype':<9} {'rows':>6} {'median fwd µs':>14} "
-          f"{'estimator':>9} {'retest':>7}  last measured")
+          f"{'estimator':>9} {'retest':>7} {'ratio':>6}  last measured")
+    ratios = 0
     for s in stats:
         key = (s["device"], s["op"], s["dtype"])
-        est = "yes" if key in trained else "-"
-        again = f"{retests[key]['fwd_median']:.1%}" if key in retests else "-"
+        err, again = held_out.get(key, "-"), retests.get(key, {}).get("fwd_median")
+        ratio = f"{err / again:.2f}x" if isinstance(err, float) and again else "-"
+        ratios += ratio != "-"
+        est = f"{err:.1%}" if isinstance(err, float) else err
         print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "
-              f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9} {again:>7}  {_when(s['last_measured_at'])}")
+              f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9} {_pct(again):>7} {ratio:>6}  "
+              f"{_when(s['last_measured_at'])}")
+    if ratios:
+        print("estimator: its median forward error on rows it was not fitted to; ratio: that over "
+              "the retest: at most 1.5x, as good as this machine's repeatability lets one show "
+              "(docs/ops.md §5)")
     if steps:  # what a whole step costs beyond its calls (the step factor estimates are scaled by)
         print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'step ms':>9} {'calls ms':>9} "
               f"{'ratio':>6}  measured")
@@ -175,6 +186,18 @@ def cmd_import(args) -> int:
         written = db.upsert(records)
     print(f"imported {written} rows ({len(keys - before)} new, {len(keys & before)} updated)")
     return 0
+
+
+def _held_out(text: str) -> float | str:
+    """A stored estimator's held-out forward median, or "yes" when it predates that figure."""
+    import json
+
+    value = json.loads(text).get("stats", {}).get("held_out_fwd_median")
+    return float(value) if isinstance(value, (int, float)) else "yes"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 def _params(params: dict) -> str:

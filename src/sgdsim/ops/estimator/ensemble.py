@@ -101,7 +101,14 @@ def train_members(records, shape_dims, rng: np.random.Generator, budget_s: float
     return Ensemble(ests, {
         "samples": first["samples"], "set_aside": first["set_aside"],
         "validation_error": float(np.mean([e.stats["validation_error"] for e in ests])),
+        "held_out_fwd_median": _mean_of(e.stats.get("held_out_fwd_median") for e in ests),
         "arch": f"{members}x", "pc": ", ".join(sorted({str(e.stats["pc"]) for e in ests})),
         "members": [{k: e.stats[k] for k in ("arch", "pc", "validation_error")} for e in ests],
         "budget_s": budget_s, "budget_hit": any(e.stats["budget_hit"] for e in ests),
         "train_s": sum(e.stats["train_s"] for e in ests)})
+
+
+def _mean_of(values) -> float | None:
+    """The mean of the members' figures that exist (None when none does)."""
+    got = [v for v in values if v is not None]
+    return float(np.mean(got)) if got else None

@@ -25,7 +25,8 @@ from ..records import learnable
 from .prior import check_prior, fit_prior, held_out_times, prior_times
 from .terms import has_terms
 from .zero_backward import zero_bwd_modes
-from .search import QUADRATIC, Fitter, choose_pc, fine_tune, output_errors, screen, search_arch
+from .search import (QUADRATIC, Fitter, choose_pc, fine_tune, forward_median, output_errors, screen,
+                     search_arch)
 
 FORMAT = "sgdsim-op-estimator/1"
 VALIDATION = 0.2  # share of the training rows that scores the searches
@@ -230,7 +231,7 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
     xm, xs, ym, ys = best.scaler
     alone, val_err = _prior_alone_where_better(fitter, best, prior)
     weights, biases = _without_correction(best.model, ym, ys, alone)
-    return OpEstimator(
+    est = OpEstimator(
         records[0].op, records[0].dtype, layout, pc, xm, xs, ym, ys, weights, biases,
         has_bwd, zero_bwd, prior=prior, quadratic=quadratic, stats={
             "prior_alone": [("fwd", "bwd")[j] for j in alone],
@@ -243,6 +244,11 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
             "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
             "budget_hit": fitter.budget_hit, "rng_state": state,
             "train_s": time.perf_counter() - start})
+    val = order[:n_val]  # the rows no weight was fitted to; seconds (``times`` may be over a prior)
+    fwd, _ = est.predict([params[i] for i in val])
+    true = np.array([records[i].fwd_s for i in val])[:, None]
+    est.stats["held_out_fwd_median"] = forward_median(fwd[:, None], true, true > 0)
+    return est
 
 
 def _networks(fitter: Fitter, params, layout: Layout, y, rng, use_pc: bool, arch):
@@ -365,17 +371,18 @@ def terms_alone(records, shape_dims, rng: np.random.Generator, folds: int = 4) -
         raise ConfigError(f"{records[0].op}: its terms cannot be fitted to these rows (no positive "
                           "times): measure it again, or train it with --prior off")
     n_in, n_out = encode(params[:1], layout, None).shape[1], times.shape[1]
-    val_err = _held_out_error(records, times, mask, has_bwd, rng.permutation(len(records)) % folds)
+    pred = held_out_times(records, has_bwd, rng.permutation(len(records)) % folds)[:, :times.shape[1]]
     return OpEstimator(
         records[0].op, records[0].dtype, layout, None, np.zeros(n_in), np.ones(n_in), np.zeros(n_out),
         np.ones(n_out), [np.zeros((n_in, n_out))], [np.zeros(n_out)], has_bwd, zero_bwd, prior=prior,
         stats={"samples": len(records), "set_aside": set_aside, "validation_rows": len(records),
-               "validation_error": val_err, "arch": "terms", "pc": "-", "prior_alone": ["fwd", "bwd"],
+               "validation_error": _held_out_error(pred, times, mask),
+               "held_out_fwd_median": forward_median(pred, times, mask),
+               "arch": "terms", "pc": "-", "prior_alone": ["fwd", "bwd"],
                "trainings": 0, "budget_hit": False, "train_s": time.perf_counter() - start})
 
 
-def _held_out_error(records, times, mask, has_bwd: bool, fold: np.ndarray) -> float:
+def _held_out_error(pred, times, mask) -> float:
     """The terms' mean relative |error| (``Fitter``'s measure), each row held out once."""
-    pred = held_out_times(records, has_bwd, fold)[:, :times.shape[1]]
     each = [e for e in output_errors(pred, times, mask & np.isfinite(pred)) if e is not None]
     return float(np.mean(each)) if each else 0.0

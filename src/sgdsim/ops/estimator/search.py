@@ -170,6 +170,14 @@ def output_errors(pred, true, mask) -> list[float | None]:
             else None for j in range(true.shape[1])]
 
 
+def forward_median(pred, true, mask) -> float | None:
+    """The median relative |error| of the forward times (column 0) on the rows ``mask``
+    counts, None without such a row: the statistic a type's retest median is read against
+    (``sgdsim ops stats``, docs/ops.md §5), where the mean above is what training minimises."""
+    m = mask[:, 0] & np.isfinite(pred[:, 0])
+    return float(np.median(np.abs(pred[m, 0] / true[m, 0] - 1.0))) if m.any() else None
+
+
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2 ** 31 - 1))
 
