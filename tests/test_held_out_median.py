@@ -83,6 +83,14 @@ def test_ops_stats_reads_it_against_the_retest(tmp_path, capsys):
     line = next(x for x in out.splitlines() if " relu " in x)
     assert line.split()[-5:-2] == [f"{held:.1%}", "8.0%", f"{held / 0.08:.2f}x"]
     assert "at most 1.5x" in out
+    older = json.loads(stored)  # an estimator trained before the figure existed
+    del older["stats"]["held_out_fwd_median"]
+    with open_db(db, create=False) as handle:
+        handle.save_estimator(DEV.name, "relu", "float32", json.dumps(older))
+    assert main(["ops", "stats", "--db", db]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if " relu " in x)
+    assert line.split()[-5:-2] == ["yes", "8.0%", "-"] and "at most 1.5x" not in out
 
 
 def test_an_ensemble_states_its_members_mean():
