@@ -71,12 +71,14 @@ def test_ops_stats_reads_it_against_the_retest(tmp_path, capsys):
     line = next(x for x in capsys.readouterr().out.splitlines() if " relu " in x)
     assert line.split()[-5:-2] == ["-", "-", "-"]
     assert main(["ops", "train", "--db", db, "--budget", "1", "--quiet"]) == 0
+    trained = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("relu "))
     with open_db(db, create=False) as handle:
         handle.save_retest(DEV.name, "relu", "float32", {"rows": 40, "fwd_median": 0.08, "fwd_p90": 0.2, "bwd_p90": 0.3,
                                                         "bwd_median": 0.1, "retested_at": 0.0})
         stored = handle.load_estimators(DEV.name)[("relu", "float32")]
     import json
     held = json.loads(stored)["stats"]["held_out_fwd_median"]
+    assert f"{held:.2%}" in trained.split()  # ops train prints it as it stores it
     capsys.readouterr()
     assert main(["ops", "stats", "--db", db]) == 0
     out = capsys.readouterr().out

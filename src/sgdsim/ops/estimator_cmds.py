@@ -97,8 +97,8 @@ def cmd_train(args) -> int:
             f"from their physical terms, {len(searched)} searched for {args.budget:g} s each as planned "
             f"(up to {OVERRUN * args.budget:g} s on a machine slower than the plan's): "
             f"{format_duration_s(planned)} to {format_duration_s(OVERRUN * planned)} in all")
-        print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'s':>5}  "
-              f"principal component")
+        print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'fwd median':>10} "
+              f"{'s':>5}  principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
             for (op, dtype), rows in groups.items():
                 try:  # one type's bad data never stops the others
@@ -117,8 +117,7 @@ def cmd_train(args) -> int:
                 s = est.stats
                 if s["set_aside"]:
                     set_aside.append(f"{op}/{dtype} {s['set_aside']}")
-                print(f"{op:<12} {dtype:<9} {len(rows):>5} {s['arch']:>7} "
-                      f"{s['validation_error']:>9.2%} {s['train_s']:>5.0f}  {s['pc']}", flush=True)
+                print(_trained_line(op, dtype, len(rows), s), flush=True)
                 bar.advance()
     _summary(device, len(groups) - len(failed), (failed, vague), set_aside, args.db)
     return 0
@@ -126,6 +125,14 @@ def cmd_train(args) -> int:
 
 class MissingParams(ConfigError):
     """Rows lack a parameter their type reads; the message says what to measure."""
+
+
+def _trained_line(op: str, dtype: str, rows: int, s: dict) -> str:
+    """One row of the training table: the validation error training minimised (the mean over
+    both directions) and the held-out forward median ``ops stats`` reads against the retest."""
+    median = s.get("held_out_fwd_median")
+    return (f"{op:<12} {dtype:<9} {rows:>5} {s['arch']:>7} {s['validation_error']:>9.2%} "
+            f"{'-' if median is None else f'{median:.2%}':>10} {s['train_s']:>5.0f}  {s['pc']}")
 
 
 def _check_params(op: str, rows, optype) -> None:
