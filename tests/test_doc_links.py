@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
 import pytest
 
@@ -26,7 +27,8 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def anchors(path: str) -> set[str]:
+@lru_cache(maxsize=None)  # a contents list links one file dozens of times
+def anchors(path: str) -> frozenset[str]:
     seen: dict[str, int] = {}
     out = set()
     for line in CODE.sub("", open(path, encoding="utf-8").read()).splitlines():
@@ -35,7 +37,7 @@ def anchors(path: str) -> set[str]:
             s = slug(m.group(1))
             out.add(s if s not in seen else f"{s}-{seen[s]}")
             seen[s] = seen.get(s, 0) + 1
-    return out
+    return frozenset(out)
 
 
 def links(path: str) -> list[str]:

@@ -107,3 +107,19 @@ def test_an_ensemble_states_its_members_mean():
     assert isinstance(ens, Ensemble) and len(set(each)) == 3
     assert ens.stats["held_out_fwd_median"] == pytest.approx(np.mean(each), rel=1e-12)
     assert Ensemble.from_json(ens.to_json()).stats["held_out_fwd_median"] == ens.stats["held_out_fwd_median"]
+
+
+def test_ops_stats_names_a_corrupt_estimator_in_one_line(tmp_path, capsys):
+    pytest.importorskip("sqlalchemy")
+    from sgdsim.cli import main
+    from sgdsim.ops.db import open_db
+
+    db = str(tmp_path / "ops.sqlite")
+    with open_db(db) as handle:
+        handle.upsert(_noisy("relu", 30, 7, lambda p: 2e-6 + p["numel"] * 1e-9))
+        handle.save_estimator(DEV.name, "relu", "float32", "{not json")
+    capsys.readouterr()
+    assert main(["ops", "stats", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a valid sgdsim operator estimator" in err
+

@@ -82,11 +82,12 @@ def cmd_list(args) -> int:
 
 def cmd_stats(args) -> int:
     from .db import open_db
+    from .estimate import load_estimators
 
     with open_db(args.db, create=False) as db:
         stats = db.stats()
-        held_out = {(d.name, op, dt): _held_out(text) for d in db.devices()
-                    for (op, dt), text in db.load_estimators(d.name).items()}
+        held_out = {(d.name, op, dt): _held_out(est) for d in db.devices()
+                    for (op, dt), est in load_estimators(db, d.name).items()}
         retests = db.load_retests()
         steps = db.load_steps()
     if not stats:
@@ -188,11 +189,9 @@ def cmd_import(args) -> int:
     return 0
 
 
-def _held_out(text: str) -> float | str:
-    """A stored estimator's held-out forward median, or "yes" when it predates that figure."""
-    import json
-
-    value = json.loads(text).get("stats", {}).get("held_out_fwd_median")
+def _held_out(est) -> float | str:
+    """A trained estimator's held-out forward median, or "yes" where it has none (older)."""
+    value = est.stats.get("held_out_fwd_median")
     return float(value) if isinstance(value, (int, float)) else "yes"
 
 

@@ -22,6 +22,7 @@ from ...errors import ConfigError
 from .features import (Layout, bounded_inputs, layout_of, log_inputs, n_pairwise, one_hot,
                        pairwise, pc_text)
 from ..records import learnable
+from .evaluation import evaluate
 from .prior import check_prior, fit_prior, held_out_times, prior_times
 from .terms import has_terms
 from .zero_backward import zero_bwd_modes
@@ -244,10 +245,8 @@ def train(records, shape_dims, rng: np.random.Generator, budget_s: float = 60.0,
             "budget_s": budget_s, "planned_s": round(fitter.planned, 3),
             "budget_hit": fitter.budget_hit, "rng_state": state,
             "train_s": time.perf_counter() - start})
-    val = order[:n_val]  # the rows no weight was fitted to; seconds (``times`` may be over a prior)
-    fwd, _ = est.predict([params[i] for i in val])
-    true = np.array([records[i].fwd_s for i in val])[:, None]
-    est.stats["held_out_fwd_median"] = forward_median(fwd[:, None], true, true > 0)
+    # scored in seconds on the rows no weight was fitted to (``times`` may be over a prior)
+    est.stats["held_out_fwd_median"] = evaluate(est, [records[i] for i in order[:n_val]])["fwd_median"]
     return est
 
 
