@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 from ..errors import ConfigError
 
@@ -82,12 +83,11 @@ def cmd_list(args) -> int:
 
 def cmd_stats(args) -> int:
     from .db import open_db
-    from .estimate import load_estimators
 
     with open_db(args.db, create=False) as db:
         stats = db.stats()
-        held_out = {(d.name, op, dt): _held_out(est) for d in db.devices()
-                    for (op, dt), est in load_estimators(db, d.name).items()}
+        held_out = {(d.name, op, dt): _held_out(text) for d in db.devices()
+                    for (op, dt), text in db.load_estimators(d.name).items()}
         retests = db.load_retests()
         steps = db.load_steps()
     if not stats:
@@ -189,9 +189,14 @@ def cmd_import(args) -> int:
     return 0
 
 
-def _held_out(est) -> float | str:
-    """A trained estimator's held-out forward median, or "yes" where it has none (older)."""
-    value = est.stats.get("held_out_fwd_median")
+def _held_out(payload: str) -> float | str:
+    """A stored estimator's held-out forward median; "yes" where it has none (trained before
+    the figure), "corrupt" where its payload is not JSON. A listing reports what is stored and
+    never stops on it: ``profile --estimate`` is what refuses an estimator it cannot read."""
+    try:
+        value = json.loads(payload).get("stats", {}).get("held_out_fwd_median")
+    except (ValueError, AttributeError):
+        return "corrupt"
     return float(value) if isinstance(value, (int, float)) else "yes"
 
 
