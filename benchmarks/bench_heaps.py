@@ -9,8 +9,9 @@ loses its time"): simulated ops per second of one async PS run at each W, and, w
 
 Instructions and cache misses per op come from running the same workload under valgrind's
 callgrind with ``--cache-sim=yes`` (``--workers 64 --steps 12`` against ``--workers 1
---steps 768``: the same 517 k ops) and dividing its totals for the ``_core`` functions by the
-ops printed here.
+--steps 768``: 467 k and 450 k ops, about the same work) and dividing its totals for the
+``_core`` functions by the ops printed here (the core's count: its plan's ops, chains folded
+into one, not the profile's).
 """
 from __future__ import annotations
 
