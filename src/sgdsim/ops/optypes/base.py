@@ -41,6 +41,13 @@ class OpType:
         missing = [(k, v) for k, v in self.added if k not in params]
         return {**params, **dict(missing)} if missing else params
 
+    def rates(self) -> int:
+        """How many rates its estimator fits from the grid's rows: one per term of its
+        physical prior, 0 for a type without terms (its network is searched instead)."""
+        if self.prior_terms is None:
+            return 0
+        return len(self.prior_terms(self.sample(np.random.default_rng(0)), "float32", 2.0 ** 20))
+
     def required(self) -> frozenset[str]:
         """The parameters every row of this type has: those of a grid point (a type with no
         grid, ``other``, requires none)."""
