@@ -13,6 +13,7 @@ import numpy as np
 
 from prior_cv import load_groups  # beside this script
 from run_main import run_main
+from sgdsim.errors import ConfigError
 from sgdsim.ops.estimator.prior import held_out_times
 
 DRAWS = 4
@@ -31,9 +32,23 @@ def curve(recs, n: int) -> list[float]:
     return meds
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 8:
+        raise ConfigError(f"SIZES: rows to subsample, each at least 8 (4 folds of 2), got {text!r}")
+    return sizes
+
+
 def main() -> None:
-    ops, sizes, dbs = sys.argv[1].split(","), [int(x) for x in sys.argv[2].split(",")], sys.argv[3:]
+    ops, sizes, dbs = sys.argv[1].split(","), _sizes(sys.argv[2]), sys.argv[3:]
     grids = [load_groups(d)[1] for d in dbs]
+    for op in ops:
+        for d, g in zip(dbs, grids):
+            if (op, "float32") not in g:
+                raise ConfigError(f"{d} has no float32 rows of {op!r}")
     print("| type | " + " | ".join(f"{n} rows" for n in sizes) + " |")
     print("|---|" + "---:|" * len(sizes))
     for op in ops:
