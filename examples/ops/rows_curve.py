@@ -14,6 +14,7 @@ import numpy as np
 from prior_cv import load_groups  # beside this script
 from run_main import run_main
 from sgdsim.errors import ConfigError
+from sgdsim.units import parse_number
 from sgdsim.ops.estimator.prior import held_out_times
 
 DRAWS = 4
@@ -33,13 +34,9 @@ def curve(recs, n: int) -> list[float]:
 
 
 def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(x) for x in text.split(",")]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 8:
-        raise ConfigError(f"SIZES: rows to subsample, each at least 8 (4 folds of 2), got {text!r}")
-    return sizes
+    """Rows to subsample, each at least 8 (4 folds of 2)."""
+    return [parse_number(x, "SIZES (rows to subsample)", lo=8, hi=10 ** 6, integer=True)
+            for x in text.split(",")]
 
 
 def main() -> None:
