@@ -83,6 +83,7 @@ def cmd_list(args) -> int:
 
 def cmd_stats(args) -> int:
     from .db import open_db
+    from .stats_hint import RATIO_BAR, next_steps
 
     with open_db(args.db, create=False) as db:
         stats = db.stats()
@@ -95,20 +96,24 @@ def cmd_stats(args) -> int:
         return 0
     print(f"{'device':<40} {'op':<12} {'dtype':<9} {'rows':>6} {'median fwd µs':>14} "
           f"{'estimator':>9} {'retest':>7} {'ratio':>6}  last measured")
-    ratios = 0
+    ratios, flagged = 0, []
     for s in stats:
         key = (s["device"], s["op"], s["dtype"])
         err, again = held_out.get(key, "-"), retests.get(key, {}).get("fwd_median")
         ratio = f"{err / again:.2f}x" if isinstance(err, float) and again else "-"
         ratios += ratio != "-"
+        if ratio != "-" and err / again > RATIO_BAR:
+            flagged.append({**s, "retest_rows": retests[key].get("rows")})
         est = f"{err:.1%}" if isinstance(err, float) else err
         print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "
               f"{s['median_fwd_s'] * 1e6:>14.1f} {est:>9} {_pct(again):>7} {ratio:>6}  "
               f"{_when(s['last_measured_at'])}")
     if ratios:
         print("estimator: its median forward error on rows it was not fitted to; ratio: that over "
-              "the retest: at most 1.5x, as good as this machine's repeatability lets one show "
+              f"the retest: at most {RATIO_BAR}x, as good as this machine's repeatability lets one show "
               "(docs/ops.md §5)")
+        for line in next_steps(flagged, args.db, len({s["device"] for s in stats}) > 1):
+            print(line)
     if steps:  # what a whole step costs beyond its calls (the step factor estimates are scaled by)
         print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'step ms':>9} {'calls ms':>9} "
               f"{'ratio':>6}  measured")

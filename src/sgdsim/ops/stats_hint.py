@@ -1,0 +1,56 @@
+"""What ``sgdsim ops stats`` says to run next for the types whose estimator is further from
+the data than this machine's repeatability: more shapes of them, and a retest of more rows.
+
+More rows settle a type's estimator: on three committed EPYC grids (runs 19, 35, 36), 30 rows
+against 60 of the same grid took max pooling's held-out median from 8.9 % to 6.0 % and its
+spread over grids from 2.9-13.6 % to 3.7-9.5 % (``examples/ops/rows_curve.py``); on run 38's grid, twice
+the shapes took seven such types 0.3-12 points lower (docs/ops.md §5). A retest of few rows is
+itself a noisy bar.
+"""
+from __future__ import annotations
+
+import shlex
+
+from .collect import grid_shapes
+
+RATIO_BAR = 1.5        # held-out median over the retest: as good as repeatability lets one show
+RETEST_ROWS = 30       # a retest of fewer rows a type is suggested again with this many
+MAX_SAMPLES = 1000     # the most a suggestion asks for (a type's space may be smaller)
+
+
+def samples_measured(op: str, rows: int) -> int:
+    """The ``--samples`` a grid of ``op`` with ``rows`` rows was most likely measured with."""
+    n = 1
+    while n < MAX_SAMPLES and grid_shapes(op, n) < rows:
+        n += 1
+    return n
+
+
+def next_steps(flagged: list[dict], db: str | None, several_devices: bool = False) -> list[str]:
+    """Lines for the types above ``RATIO_BAR``; ``flagged``: dicts with device, op, dtype,
+    rows (the grid's) and retest_rows. One block per (device, dtype); ``several_devices``:
+    the database holds more than one, so training names the device."""
+    where = f" --db {shlex.quote(db)}" if db else ""
+    lines: list[str] = []
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for f in flagged:
+        groups.setdefault((f["device"], f["dtype"]), []).append(f)
+    for (device, dtype), fs in groups.items():
+        ops = ",".join(f["op"] for f in fs)
+        dt = "" if dtype == "float32" else f" --dtype {dtype}"
+        dev = f" --device {shlex.quote(device)}" if several_devices else ""
+        lines.append(f"above {RATIO_BAR}x ({device}, {dtype}): {ops.replace(',', ', ')}. More "
+                     "shapes of a type settle its estimator (docs/ops.md §5); on that machine, "
+                     "to add twice its shapes (those stored are skipped) and train again:")
+        by_samples: dict[int, list[str]] = {}
+        for f in fs:
+            n = min(MAX_SAMPLES, 2 * samples_measured(f["op"], f["rows"]))
+            by_samples.setdefault(n, []).append(f["op"])
+        for n, names in sorted(by_samples.items()):
+            lines.append(f"  sgdsim ops measure --grid {','.join(names)} --samples {n}{dt}{where}")
+        lines.append(f"  sgdsim ops train{dev} --op {ops} --budget 10 --members 3{where}")
+        few = [f["op"] for f in fs if (f["retest_rows"] or 0) < RETEST_ROWS]
+        if few:
+            lines.append(f"  sgdsim ops retest --op {','.join(few)} --samples {RETEST_ROWS}{where}"
+                         "   # a retest of fewer rows is a noisy bar")
+    return lines

@@ -1,0 +1,78 @@
+"""``ops stats``' next steps for types above the bar: the samples a grid was measured with,
+inverted from its rows, and the commands it prints (only for types above the bar)."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sgdsim.ops.collect import grid_shapes
+from sgdsim.ops.optypes import REGISTRY
+from sgdsim.ops.stats_hint import RATIO_BAR, RETEST_ROWS, next_steps, samples_measured
+
+TYPES = sorted(name for name in REGISTRY if name != "other")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(TYPES), st.integers(1, 300))
+def test_samples_measured_inverts_grid_shapes(op, n):
+    assert samples_measured(op, grid_shapes(op, n)) == n
+
+
+def test_samples_measured_of_the_readme_grid():
+    # --samples 30: eltwise draws 112 shapes, conv2d 101, relu 30; a few rows short (a type's
+    # space smaller than asked) still reads as the samples that would have drawn at least them
+    assert [samples_measured(op, r) for op, r in (("eltwise", 112), ("conv2d", 101), ("relu", 30))] == [30, 30, 30]
+    assert samples_measured("relu", 29) == 29 and samples_measured("eltwise", 111) == 30
+
+
+def _flag(op, rows, retest_rows, device="cpu (1 threads, X)", dtype="float32"):
+    return {"device": device, "op": op, "dtype": dtype, "rows": rows, "retest_rows": retest_rows}
+
+
+def test_next_steps_doubles_each_types_samples_and_retests_the_few():
+    lines = next_steps([_flag("conv2d", 101, 10), _flag("relu", 30, 30), _flag("max_pool2d", 60, 10)],
+                       "my ops.sqlite")
+    assert lines[0].startswith(f"above {RATIO_BAR}x (cpu (1 threads, X), float32): conv2d, relu, max_pool2d.")
+    db = " --db 'my ops.sqlite'"  # quoted: the line runs as printed
+    assert lines[1:] == [
+        f"  sgdsim ops measure --grid conv2d,relu --samples 60{db}",
+        f"  sgdsim ops measure --grid max_pool2d --samples 120{db}",
+        f"  sgdsim ops train --op conv2d,relu,max_pool2d --budget 10 --members 3{db}",
+        f"  sgdsim ops retest --op conv2d,max_pool2d --samples {RETEST_ROWS}{db}"
+        "   # a retest of fewer rows is a noisy bar"]
+    assert shlex.split(lines[1].split("&&")[0])[-1] == "my ops.sqlite"
+
+
+def test_next_steps_per_device_and_dtype():
+    lines = next_steps([_flag("mm", 56, 30, dtype="bfloat16"), _flag("mm", 56, 30, device="gpu x")],
+                       None, several_devices=True)
+    blocks = [i for i, line in enumerate(lines) if line.startswith("above")]
+    assert len(blocks) == 2 and not any("--db" in line for line in lines)  # the default database
+    assert "  sgdsim ops measure --grid mm --samples 60 --dtype bfloat16" in lines
+    assert "  sgdsim ops train --device 'gpu x' --op mm --budget 10 --members 3" in lines
+    assert not any("retest" in line for line in lines)  # both retests have enough rows
+    assert next_steps([], "x.sqlite") == []
+
+
+@pytest.mark.parametrize("held_out, shown", [(0.05, True), (0.04, False)])
+def test_stats_prints_them_only_above_the_bar(tmp_path, capsys, held_out, shown):
+    pytest.importorskip("sqlalchemy")
+    from test_opsdb_cli import DEV, rec, run  # beside this file: the CLI's throwaway parser
+
+    from sgdsim.ops.db import open_db
+
+    path = str(tmp_path / "ops.sqlite")
+    with open_db(path) as db:
+        db.upsert([rec(n, n * 1e-6) for n in range(1, 31)])
+        db.save_estimator(DEV.name, "relu", "float32", json.dumps({"stats": {"held_out_fwd_median": held_out}}))
+        db.save_retest(DEV.name, "relu", "float32", {"rows": 10, "fwd_median": 0.03, "fwd_p90": 0.05,
+                                                      "bwd_median": 0.03, "bwd_p90": 0.05, "retested_at": 1.7e9})
+    assert run("stats", "--db", path) == 0
+    out = capsys.readouterr().out
+    assert f"{held_out / 0.03:.2f}x" in out
+    assert (f"sgdsim ops measure --grid relu --samples 60 --db {path}" in out) == shown
+    assert ("sgdsim ops retest --op relu --samples 30" in out) == shown
