@@ -3,9 +3,9 @@ the data than this machine's repeatability: more shapes of them, and a retest of
 
 More rows settle a type's estimator: on three committed EPYC grids (runs 19, 35, 36), 30 rows
 against 60 of the same grid took max pooling's held-out median from 8.9 % to 6.0 % and its
-spread over grids from 2.9-13.6 % to 3.7-9.5 % (``examples/ops/rows_curve.py``); on run 38's grid, twice
-the shapes took seven such types 0.3-12 points lower (docs/ops.md §5). A retest of few rows is
-itself a noisy bar.
+spread over grids from 2.9-13.6 % to 3.7-9.5 % (``examples/ops/rows_curve.py``); on run 38's
+grid, twice the shapes took seven such types 0.3-12 points lower (docs/ops.md §2). A retest of
+few rows is itself a noisy bar.
 """
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
         dt = "" if dtype == "float32" else f" --dtype {dtype}"
         dev = f" --device {shlex.quote(device)}" if several_devices else ""
         lines.append(f"above {RATIO_BAR}x ({device}, {dtype}): {ops.replace(',', ', ')}. More "
-                     "shapes of a type settle its estimator (docs/ops.md §5); on that machine, "
-                     "to add twice its shapes (those stored are skipped) and train again:")
+                     "shapes of a type settle its estimator (docs/ops.md §2); on that machine, "
+                     "to take each to twice its shapes (add the grid's --seed: the shapes "
+                     "stored are drawn again and skipped) and train them again:")
         by_samples: dict[int, list[str]] = {}
         for f in fs:
             n = min(MAX_SAMPLES, 2 * samples_measured(f["op"], f["rows"]))
