@@ -58,6 +58,13 @@ def test_next_steps_per_device_and_dtype():
     assert next_steps([], "x.sqlite") == []
 
 
+def test_a_type_retested_whole_is_not_asked_again():
+    # the README's small path: 10 rows a type, retested at most 10: no retest line loops
+    lines = next_steps([_flag("relu", 10, 10), _flag("gelu", 10, 6)], "x.sqlite")
+    assert lines[-1] == "  sgdsim ops retest --op gelu --samples 30 --db x.sqlite   # a retest of fewer rows is a noisy bar"
+    assert not any("retest" in line for line in next_steps([_flag("relu", 10, 10)], "x.sqlite"))
+
+
 @pytest.mark.parametrize("held_out, shown", [(0.05, True), (0.04, False)])
 def test_stats_prints_them_only_above_the_bar(tmp_path, capsys, held_out, shown):
     pytest.importorskip("sqlalchemy")

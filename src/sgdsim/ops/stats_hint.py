@@ -50,7 +50,8 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
         for n, names in sorted(by_samples.items()):
             lines.append(f"  sgdsim ops measure --grid {','.join(names)} --samples {n}{dt}{where}")
         lines.append(f"  sgdsim ops train{dev} --op {ops} --budget 10 --members 3{where}")
-        few = [f["op"] for f in fs if (f["retest_rows"] or 0) < RETEST_ROWS]
+        # (a type of fewer rows than that was retested whole: no more to ask for)
+        few = [f["op"] for f in fs if (f["retest_rows"] or 0) < min(RETEST_ROWS, f["rows"])]
         if few:
             lines.append(f"  sgdsim ops retest --op {','.join(few)} --samples {RETEST_ROWS}{where}"
                          "   # a retest of fewer rows is a noisy bar")
