@@ -36,21 +36,23 @@ def _flag(op, rows, retest_rows, device="cpu (1 threads, X)", dtype="float32"):
 def test_next_steps_doubles_each_types_samples_and_retests_the_few():
     lines = next_steps([_flag("conv2d", 101, 10), _flag("relu", 30, 30), _flag("max_pool2d", 60, 10)],
                        "my ops.sqlite")
-    assert lines[0].startswith(f"above {RATIO_BAR}x (cpu (1 threads, X), float32): conv2d, relu, max_pool2d.")
+    prose = [line for line in lines if not line.startswith("  ")]
+    assert " ".join(prose).startswith(f"above {RATIO_BAR}x (cpu (1 threads, X), float32): conv2d, relu, max_pool2d.")
+    assert all(len(line) <= 100 for line in prose) and lines[:len(prose)] == prose
     db = " --db 'my ops.sqlite'"  # quoted: the line runs as printed
-    assert lines[1:] == [
+    assert lines[len(prose):] == [
         f"  sgdsim ops measure --grid conv2d,relu --samples 60{db}",
         f"  sgdsim ops measure --grid max_pool2d --samples 120{db}",
         f"  sgdsim ops train --op conv2d,relu,max_pool2d --budget 10 --members 3{db}",
         f"  sgdsim ops retest --op conv2d,max_pool2d --samples {RETEST_ROWS}{db}"
         "   # a retest of fewer rows is a noisy bar"]
-    assert shlex.split(lines[1].split("&&")[0])[-1] == "my ops.sqlite"
+    assert shlex.split(lines[len(prose)])[-1] == "my ops.sqlite"
 
 
 def test_next_steps_per_device_and_dtype():
     lines = next_steps([_flag("mm", 56, 30, dtype="bfloat16"), _flag("mm", 56, 30, device="gpu x")],
                        None, several_devices=True)
-    blocks = [i for i, line in enumerate(lines) if line.startswith("above")]
+    blocks = [i for i, line in enumerate(lines) if line.startswith("above")]  # one per (device, dtype)
     assert len(blocks) == 2 and not any("--db" in line for line in lines)  # the default database
     assert "  sgdsim ops measure --grid mm --samples 60 --dtype bfloat16" in lines
     assert "  sgdsim ops train --device 'gpu x' --op mm --budget 10 --members 3" in lines

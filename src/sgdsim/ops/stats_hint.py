@@ -10,12 +10,14 @@ few rows is itself a noisy bar.
 from __future__ import annotations
 
 import shlex
+import textwrap
 
 from .collect import grid_shapes
 
 RATIO_BAR = 1.5        # held-out median over the retest: as good as repeatability lets one show
 RETEST_ROWS = 30       # a retest of fewer rows a type is suggested again with this many
 MAX_SAMPLES = 1000     # the most a suggestion asks for (a type's space may be smaller)
+WIDTH = 100            # the prose wrapped; the commands stay one line each, to copy
 
 
 def samples_measured(op: str, rows: int) -> int:
@@ -39,10 +41,11 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
         ops = ",".join(f["op"] for f in fs)
         dt = "" if dtype == "float32" else f" --dtype {dtype}"
         dev = f" --device {shlex.quote(device)}" if several_devices else ""
-        lines.append(f"above {RATIO_BAR}x ({device}, {dtype}): {ops.replace(',', ', ')}. More "
-                     "shapes of a type settle its estimator (docs/ops.md §2); on that machine, "
-                     "to take each to twice its shapes (add the grid's --seed: the shapes "
-                     "stored are drawn again and skipped) and train them again:")
+        lines += textwrap.wrap(
+            f"above {RATIO_BAR}x ({device}, {dtype}): {ops.replace(',', ', ')}. More shapes of a "
+            "type settle its estimator (docs/ops.md §2); on that machine, to take each to twice "
+            "its shapes (add the grid's --seed: the shapes stored are drawn again and skipped) "
+            "and train them again:", WIDTH, break_on_hyphens=False)
         by_samples: dict[int, list[str]] = {}
         for f in fs:
             n = min(MAX_SAMPLES, 2 * samples_measured(f["op"], f["rows"]))
