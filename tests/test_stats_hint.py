@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sgdsim.ops.collect import grid_shapes
 from sgdsim.ops.optypes import REGISTRY
-from sgdsim.ops.stats_hint import RATIO_BAR, RETEST_ROWS, next_steps, samples_measured
+from sgdsim.ops.stats_hint import RATIO_BAR, RETEST_ROWS, next_steps, samples_measured, timing_flags
 
 TYPES = sorted(name for name in REGISTRY if name != "other")
 
@@ -58,6 +58,17 @@ def test_next_steps_per_device_and_dtype():
     assert "  sgdsim ops train --device 'gpu x' --op mm --budget 10 --members 3" in lines
     assert not any("retest" in line for line in lines)  # both retests have enough rows
     assert next_steps([], "x.sqlite") == []
+
+
+def test_the_commands_time_on_the_device_the_rows_are_from():
+    assert timing_flags("cpu (1 threads, AMD EPYC)") == ""
+    assert timing_flags("cpu (4 threads, Intel(R) Xeon(R) Gold)") == " --threads 4"
+    assert timing_flags("cuda:1 (NVIDIA H100 80GB HBM3)") == " --device cuda:1"
+    assert timing_flags("cuda (NVIDIA A100)") == " --device cuda"
+    assert timing_flags("cpu (test)") == ""  # not a name `ops measure` writes: nothing guessed
+    lines = next_steps([_flag("mm", 56, 10, device="cpu (4 threads, X)")], None)
+    assert "  sgdsim ops measure --grid mm --samples 60 --threads 4" in lines
+    assert "  sgdsim ops retest --op mm --samples 30 --threads 4   # a retest of fewer rows is a noisy bar" in lines
 
 
 def test_a_type_retested_whole_is_not_asked_again():

@@ -9,6 +9,7 @@ few rows is itself a noisy bar.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import textwrap
 
@@ -28,6 +29,16 @@ def samples_measured(op: str, rows: int) -> int:
     return n
 
 
+def timing_flags(device: str) -> str:
+    """The ``ops measure`` options that time on ``device`` again (a name as ``this_device``
+    writes it): its threads on a CPU other than 1, its CUDA device."""
+    cpu = re.match(r"cpu \((\d+) threads, ", device)
+    if cpu:
+        return "" if cpu.group(1) == "1" else f" --threads {cpu.group(1)}"
+    cuda = re.match(r"(cuda(?::\d+)?) \(", device)
+    return f" --device {cuda.group(1)}" if cuda else ""
+
+
 def next_steps(flagged: list[dict], db: str | None, several_devices: bool = False) -> list[str]:
     """Lines for the types above ``RATIO_BAR``; ``flagged``: dicts with device, op, dtype,
     rows (the grid's) and retest_rows. One block per (device, dtype); ``several_devices``:
@@ -41,6 +52,7 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
         ops = ",".join(f["op"] for f in fs)
         dt = "" if dtype == "float32" else f" --dtype {dtype}"
         dev = f" --device {shlex.quote(device)}" if several_devices else ""
+        on = timing_flags(device)
         lines += textwrap.wrap(
             f"above {RATIO_BAR}x ({device}, {dtype}): {ops.replace(',', ', ')}. More shapes of a "
             "type settle its estimator (docs/ops.md §2); on that machine, to take each to twice "
@@ -51,11 +63,12 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
             n = min(MAX_SAMPLES, 2 * samples_measured(f["op"], f["rows"]))
             by_samples.setdefault(n, []).append(f["op"])
         for n, names in sorted(by_samples.items()):
-            lines.append(f"  sgdsim ops measure --grid {','.join(names)} --samples {n}{dt}{where}")
+            lines.append(f"  sgdsim ops measure --grid {','.join(names)} --samples {n}{on}{dt}{where}")
         lines.append(f"  sgdsim ops train{dev} --op {ops} --budget 10 --members 3{where}")
         # (a type of fewer rows than that was retested whole: no more to ask for)
         few = [f["op"] for f in fs if (f["retest_rows"] or 0) < min(RETEST_ROWS, f["rows"])]
         if few:
-            lines.append(f"  sgdsim ops retest --op {','.join(few)} --samples {RETEST_ROWS}{where}"
+            threads = on if on.startswith(" --threads") else ""
+            lines.append(f"  sgdsim ops retest --op {','.join(few)} --samples {RETEST_ROWS}{threads}{where}"
                          "   # a retest of fewer rows is a noisy bar")
     return lines
