@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgdsim.ops.collect import grid_shapes
+from sgdsim.ops.collect import grid_shapes, samples_measured
 from sgdsim.ops.optypes import REGISTRY
-from sgdsim.ops.stats_hint import RATIO_BAR, RETEST_ROWS, next_steps, samples_measured, timing_flags
+from sgdsim.ops.stats_hint import RATIO_BAR, RETEST_ROWS, next_steps, timing_flags
 
 TYPES = sorted(name for name in REGISTRY if name != "other")
 

@@ -45,10 +45,25 @@ SCALED_FROM = 20
 
 def grid_shapes(name: str, samples: int) -> int:
     """The shapes a grid of ``samples`` draws for type ``name``."""
-    if samples < SCALED_FROM:
-        return samples
-    factor = min(MAX_SHAPE_FACTOR, max(1.0, optype(name).rates() / RATES_PER_SAMPLE))
-    return int(round(samples * factor))
+    return _shapes(samples, _shape_factor(name))
+
+
+def samples_measured(name: str, rows: int, most: int = 1000) -> int:
+    """``grid_shapes`` inverted: the smallest ``--samples`` (at most ``most``) whose grid of
+    ``name`` draws at least ``rows`` shapes, the one a grid of that many rows was measured with."""
+    factor = _shape_factor(name)
+    n = 1
+    while n < most and _shapes(n, factor) < rows:
+        n += 1
+    return n
+
+
+def _shape_factor(name: str) -> float:
+    return min(MAX_SHAPE_FACTOR, max(1.0, optype(name).rates() / RATES_PER_SAMPLE))
+
+
+def _shapes(samples: int, factor: float) -> int:
+    return samples if samples < SCALED_FROM else int(round(samples * factor))
 
 
 def grid_calls(types: list[str], samples: int, seed: int,

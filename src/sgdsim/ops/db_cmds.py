@@ -100,9 +100,10 @@ def cmd_stats(args) -> int:
     for s in stats:
         key = (s["device"], s["op"], s["dtype"])
         err, again = held_out.get(key, "-"), retests.get(key, {}).get("fwd_median")
-        ratio = f"{err / again:.2f}x" if isinstance(err, float) and again else "-"
-        ratios += ratio != "-"
-        if ratio != "-" and err / again > RATIO_BAR:
+        over = err / again if isinstance(err, float) and again else None
+        ratio = "-" if over is None else f"{over:.2f}x"
+        ratios += over is not None
+        if over is not None and over > RATIO_BAR:
             flagged.append({**s, "retest_rows": retests[key].get("rows")})
         est = f"{err:.1%}" if isinstance(err, float) else err
         print(f"{_cut(s['device'], 40):<40} {s['op']:<12} {s['dtype']:<9} {s['rows']:>6} "

@@ -13,7 +13,7 @@ import re
 import shlex
 import textwrap
 
-from .collect import grid_shapes
+from .collect import samples_measured
 
 RATIO_BAR = 1.5        # held-out median over the retest: as good as repeatability lets one show
 RETEST_ROWS = 30       # a retest of fewer rows a type is suggested again with this many
@@ -21,22 +21,18 @@ MAX_SAMPLES = 1000     # the most a suggestion asks for (a type's space may be s
 WIDTH = 100            # the prose wrapped; the commands stay one line each, to copy
 
 
-def samples_measured(op: str, rows: int) -> int:
-    """The ``--samples`` a grid of ``op`` with ``rows`` rows was most likely measured with."""
-    n = 1
-    while n < MAX_SAMPLES and grid_shapes(op, n) < rows:
-        n += 1
-    return n
-
-
 def timing_flags(device: str) -> str:
-    """The ``ops measure`` options that time on ``device`` again (a name as ``this_device``
-    writes it): its threads on a CPU other than 1, its CUDA device."""
-    cpu = re.match(r"cpu \((\d+) threads, ", device)
-    if cpu:
-        return "" if cpu.group(1) == "1" else f" --threads {cpu.group(1)}"
+    """The ``ops measure`` options that time on ``device`` again (a name as
+    ``profiler.api._device_name`` writes it): its threads on a CPU other than 1, its CUDA
+    device."""
     cuda = re.match(r"(cuda(?::\d+)?) \(", device)
-    return f" --device {cuda.group(1)}" if cuda else ""
+    return f" --device {cuda.group(1)}" if cuda else _threads_flag(device)
+
+
+def _threads_flag(device: str) -> str:
+    """``--threads N`` for a CPU device of N > 1 threads (``ops retest`` times on CPUs only)."""
+    cpu = re.match(r"cpu \((\d+) threads, ", device)
+    return f" --threads {cpu.group(1)}" if cpu and cpu.group(1) != "1" else ""
 
 
 def next_steps(flagged: list[dict], db: str | None, several_devices: bool = False) -> list[str]:
@@ -49,26 +45,27 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
     for f in flagged:
         groups.setdefault((f["device"], f["dtype"]), []).append(f)
     for (device, dtype), fs in groups.items():
-        ops = ",".join(f["op"] for f in fs)
+        names = [f["op"] for f in fs]
+        ops = ",".join(names)
         dt = "" if dtype == "float32" else f" --dtype {dtype}"
         dev = f" --device {shlex.quote(device)}" if several_devices else ""
         on = timing_flags(device)
         lines += textwrap.wrap(
-            f"above {RATIO_BAR}x ({device}, {dtype}): {ops.replace(',', ', ')}. More shapes of a "
+            f"above {RATIO_BAR}x ({device}, {dtype}): {', '.join(names)}. More shapes of a "
             "type settle its estimator (docs/ops.md §2); on that machine, to take each to twice "
             "its shapes (add the grid's --seed: the shapes stored are drawn again and skipped) "
             "and train them again:", WIDTH, break_on_hyphens=False)
         by_samples: dict[int, list[str]] = {}
         for f in fs:
-            n = min(MAX_SAMPLES, 2 * samples_measured(f["op"], f["rows"]))
+            n = min(MAX_SAMPLES, 2 * samples_measured(f["op"], f["rows"], MAX_SAMPLES))
             by_samples.setdefault(n, []).append(f["op"])
-        for n, names in sorted(by_samples.items()):
-            lines.append(f"  sgdsim ops measure --grid {','.join(names)} --samples {n}{on}{dt}{where}")
+        for n, group in sorted(by_samples.items()):
+            lines.append(f"  sgdsim ops measure --grid {','.join(group)} --samples {n}{on}{dt}{where}")
         lines.append(f"  sgdsim ops train{dev} --op {ops} --budget 10 --members 3{where}")
         # (a type of fewer rows than that was retested whole: no more to ask for)
         few = [f["op"] for f in fs if (f["retest_rows"] or 0) < min(RETEST_ROWS, f["rows"])]
         if few:
-            threads = on if on.startswith(" --threads") else ""
-            lines.append(f"  sgdsim ops retest --op {','.join(few)} --samples {RETEST_ROWS}{threads}{where}"
+            lines.append(f"  sgdsim ops retest --op {','.join(few)} --samples {RETEST_ROWS}"
+                         f"{_threads_flag(device)}{where}"
                          "   # a retest of fewer rows is a noisy bar")
     return lines
