@@ -12,9 +12,11 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "ops"))
 
 from first_shapes import cut  # noqa: E402
 
+from sgdsim.ops.records import Device, OpRecord  # noqa: E402
+
 
 def _row(op, at, device="d", dtype="float32"):
-    return {"device_name": device, "op": op, "dtype": dtype, "measured_at": str(at)}
+    return OpRecord(Device(device, "cpu", "test", ""), op, {"numel": 1}, dtype, 1e-6, 2e-6, 3, 0.01, 0.0, at)
 
 
 def test_cut_keeps_each_named_types_earliest_rows():
@@ -23,8 +25,8 @@ def test_cut_keeps_each_named_types_earliest_rows():
     kept = cut(rows, {"mm"}, 2)
 
     def times(device, op, dtype="float32"):
-        return sorted(float(r["measured_at"]) for r in kept
-                      if (r["device_name"], r["op"], r["dtype"]) == (device, op, dtype))
+        return sorted(float(r.measured_at) for r in kept
+                      if (r.device.name, r.op, r.dtype) == (device, op, dtype))
 
     assert times("d", "mm") == [1.0, 2.0]              # the two earliest, not the first two listed
     assert times("d", "relu") == [7.0, 8.0, 9.0]       # not named: as it was

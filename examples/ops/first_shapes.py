@@ -13,26 +13,24 @@ rule's grid from the same session's rows, to compare the two on the same calls
 """
 from __future__ import annotations
 
-import csv
 import os
 import sys
 
 from run_main import run_main  # beside this script
 from sgdsim.errors import ConfigError
+from sgdsim.ops.exchange import export_records, import_records
 from sgdsim.units import parse_number
 
 
-def cut(rows: list[dict], types: set[str], n: int) -> list[dict]:
-    """``rows`` (an export's dicts) with each of ``types`` kept to its n earliest measured
-    (per dtype and device); other types as they are."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["device_name"], r["op"], r["dtype"]), []).append(r)
+def cut(records: list, types: set[str], n: int) -> list:
+    """``records`` with each of ``types`` kept to its n earliest measured (per device and
+    dtype); other types as they are."""
+    groups: dict[tuple[str, str, str], list] = {}
+    for r in records:
+        groups.setdefault((r.device.name, r.op, r.dtype), []).append(r)
     out = []
     for (_, op, _), rs in groups.items():
-        if op in types:
-            rs = sorted(rs, key=lambda r: float(r["measured_at"]))[:n]
-        out += rs
+        out += sorted(rs, key=lambda r: r.measured_at)[:n] if op in types else rs
     return out
 
 
@@ -42,24 +40,17 @@ def main() -> None:
     if os.path.exists(dst):
         raise ConfigError(f"{dst} exists; refusing to overwrite it")
     try:
-        with open(src, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            rows, fields = list(reader), reader.fieldnames or []
-    except OSError as exc:
-        raise ConfigError(f"cannot read {src}: {exc.strerror}") from None
-    missing = {"device_name", "op", "dtype", "measured_at"} - set(fields)
-    if missing:
-        raise ConfigError(f"{src} is not an operator export (sgdsim ops export): no {', '.join(sorted(missing))} column")
+        records = import_records(src)  # every row checked, as `sgdsim ops import` checks it
+    except ConfigError as exc:
+        if not os.path.isfile(src):
+            raise
+        raise ConfigError(f"not an operator export (sgdsim ops export): {exc}") from None
     types = set(names.split(","))
-    unknown = types - {r["op"] for r in rows}
+    unknown = types - {r.op for r in records}
     if unknown:
         raise ConfigError(f"{src} has no rows of {', '.join(sorted(unknown))}")
-    kept = cut(rows, types, n)
-    with open(dst, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(kept)
-    print(f"wrote {len(kept)} of {len(rows)} rows to {dst}")
+    kept = export_records(cut(records, types, n), dst)
+    print(f"wrote {kept} of {len(records)} rows to {dst}")
 
 
 if __name__ == "__main__":
