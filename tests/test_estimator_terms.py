@@ -194,13 +194,19 @@ def test_gemm_terms_by_hand():
     assert REGISTRY["bmm"].prior_terms(q, "float32", 32.0) == [1, 0, 48, 16, 12, 24, 0, 12, 0, 24, 0, 1, 4, 16, 8]
     # bfloat16 halves the bytes: 16 elements fit, so B (12) does too
     assert REGISTRY["mm"].prior_terms(p, "bfloat16", 32.0)[-3:] == [0, 0, 0]
-    # the backward: A needs no gradient, B's is A^T @ dC, 3 rows 2 deep 4 wide (thin, narrow;
-    # its output, 12 elements, is 4 beyond the cache)
-    assert REGISTRY["mm"].backward_terms(p, "float32", 32.0) == [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 0, 0, 4]
+    # the backward: A needs no gradient; B, a transposed view, gets its gradient in its own
+    # layout: dC^T @ A, 4 rows 2 deep 3 wide (a few rows, narrow; its output, 12 elements, is 4
+    # beyond the cache)
+    grad_b = [1, 1, 24, 12, 8, 6, 0, 8, 0, 0, 6, 0, 0, 0, 4]
+    assert REGISTRY["mm"].backward_terms(p, "float32", 32.0) == grad_b
     # both gradients: the two products' terms summed; dC @ B^T reads B^T in B's own order
     both = REGISTRY["mm"].backward_terms(dict(p, ga=1), "float32", 32.0)
     grad_a = REGISTRY["mm"].prior_terms({"m": 2, "k": 4, "n": 3, "tb": 0, "ga": 1}, "float32", 32.0)
-    assert both == [x + y for x, y in zip(grad_a, [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 0, 0, 4])]
+    assert both == [x + y for x, y in zip(grad_a, grad_b)]
+    # B not a view: its gradient is A^T @ dC, 3 rows 2 deep 4 wide (thin, narrow; its output,
+    # 12 elements, is 4 beyond the cache)
+    assert REGISTRY["mm"].backward_terms(dict(p, tb=0), "float32", 32.0) == \
+        [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 0, 0, 4]
     # nothing needs a gradient: no backward
     assert not any(REGISTRY["mm"].backward_terms(dict(p, gb=0), "float32", 32.0))
 

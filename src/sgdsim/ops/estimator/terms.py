@@ -146,6 +146,8 @@ def fit_terms_prior(records, has_bwd: bool) -> dict | None:
     X = matrices[cache]
     rates = fit_rates(X, fwd, support)
     prior = {"terms": op, "cache_bytes": cache, "floor_s": _floor(fwd, q), "fwd": rates, "bwd": rates}
+    if (revision := REGISTRY[op].terms_revision) != 1:  # absent: 1, as every prior before
+        prior["revision"] = revision
     if unfitted := [int(j) for j in np.flatnonzero(~_supported(X[fwd > 0], support))]:
         prior["unfitted"] = unfitted
     if has_bwd and (bwd > 0).sum() >= 2:
@@ -216,6 +218,10 @@ def _probe_terms_used(op: str, dtype: str) -> np.ndarray:
 def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
     """(n, 2) seconds: the terms at their rates, never below the type's floor."""
     merged = prior.get("merged", False)
+    if (revision := prior.get("revision", 1)) != REGISTRY[op].terms_revision:
+        raise ConfigError(f"the {op} estimator was fitted to revision {revision} of its terms, this "
+                          f"sgdsim computes revision {REGISTRY[op].terms_revision}: train it again "
+                          f"(sgdsim ops train)")
     X = term_matrix(op, dtype, params, prior["cache_bytes"], merged=merged)
     if X.shape[1] != len(prior["fwd"]):
         raise ConfigError(f"the {op} prior has {len(prior['fwd'])} terms, this sgdsim computes "
@@ -228,11 +234,15 @@ def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndar
 def check_terms_prior(value: dict, op: str | None) -> dict:
     """A stored terms prior, checked as it is read."""
     if not {"terms", "cache_bytes", "floor_s", "fwd", "bwd"} <= set(value) <= \
-            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged", "unfitted", "bwd_unfitted"}:
+            {"terms", "cache_bytes", "floor_s", "fwd", "bwd", "merged", "unfitted", "bwd_unfitted",
+             "revision"}:
         raise ValueError("a terms prior names terms, cache_bytes, floor_s, fwd and bwd "
-                         "(and merged, unfitted, bwd_unfitted)")
+                         "(and merged, unfitted, bwd_unfitted, revision)")
     if not isinstance(value.get("merged", False), bool):
         raise ValueError("a terms prior's merged is true or false")
+    revision = value.get("revision", 1)
+    if not (isinstance(revision, int) and not isinstance(revision, bool) and revision >= 1):
+        raise ValueError("a terms prior's revision is a whole number from 1")
     if op is not None and value["terms"] != op:
         raise ValueError(f"a terms prior of {value['terms']!r} in a {op} estimator")
     for name in ("cache_bytes", "floor_s"):
@@ -253,4 +263,6 @@ def check_terms_prior(value: dict, op: str | None) -> dict:
             raise ValueError(f"a terms prior's {key} lists term indices")
         if unfitted:
             checked[key] = [int(j) for j in unfitted]
+    if revision != 1:
+        checked["revision"] = revision
     return {**checked, "merged": True} if value.get("merged") else checked

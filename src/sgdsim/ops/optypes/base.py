@@ -35,6 +35,10 @@ class OpType:
     # parameters read since rows were first stored, each with the value every older row had
     # (``complete``): a database or a file from before still loads, trains and looks up
     added: tuple[tuple[str, int | float | str], ...] = ()
+    # the terms' definition, raised when it changes at the same count of terms: rates fitted to
+    # the old one would be applied to other quantities without a word (a trained estimator
+    # records it, ``estimator/terms.py``, and is refused until trained again)
+    terms_revision: int = 1
 
     def complete(self, params: Params) -> Params:
         """``params`` with the parameters it was stored without, at their older value."""

@@ -134,19 +134,26 @@ def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     rows, n deep, k columns; B^T a transposed view unless B was one), B's is A^T @ dC (k rows,
     m deep, n columns), each where its operand needs a gradient (a linear layer's weight
     always does). The forward's shape is the wrong one for them: a layer's weight gradient
-    has its rows and depth swapped, which decides the tiles and paths above."""
+    has its rows and depth swapped, which decides the tiles and paths above.
+
+    When B is a transposed view (a linear layer's weight), autograd keeps its gradient in
+    B's layout: it runs dC^T @ A (n rows, m deep, k columns) and returns its transpose, so
+    the output's columns, whose tiles the terms count, are k, not n (a layer whose inputs are
+    not a multiple of 16 wide pays the partial tile in its backward: docs/ops-runs.md)."""
     b, m, k, n, tb = p.get("b", 1), p["m"], p["k"], p["n"], int(p.get("tb", 0))
+    b_grad = {"b": b, "m": n, "k": m, "n": k} if tb else {"b": b, "m": k, "k": m, "n": n}
     products = ([{"b": b, "m": m, "k": n, "n": k, "tb": 1 - tb, "ga": 1}] if grad(p["ga"]) else []) + \
-        ([{"b": b, "m": k, "k": m, "n": n, "tb": 0, "ga": 1}] if grad(p.get("gb", 1)) else [])
+        ([{**b_grad, "tb": 0, "ga": 1}] if grad(p.get("gb", 1)) else [])
     if not products:  # nothing needs a gradient: no backward, every term 0
         return [0.0] * len(gemm_terms(p, dtype, cache_bytes))
     return [float(sum(col)) for col in zip(*(gemm_terms(q, dtype, cache_bytes) for q in products))]
 
 
 MNK = frozenset({"m", "k", "n"})
+# revision 2: a transposed B's gradient as dC^T @ A (2026-12-07, docs/ops-runs.md run 40)
 ADDMM = OpType("addmm", ("aten.addmm.default",), MNK, addmm_params, addmm_build, addmm_sample,
-               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms)
+               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms, terms_revision=2)
 MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B", gemm_terms,
-            gemm_backward_terms)
+            gemm_backward_terms, terms_revision=2)
 BMM = OpType("bmm", ("aten.bmm.default",), MNK | {"b"}, bmm_params, bmm_build, bmm_sample,
              "batched A @ B (attention scores)", gemm_terms, gemm_backward_terms)
