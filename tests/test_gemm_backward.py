@@ -14,7 +14,8 @@ PRODUCTS = ("aten.mm.default", "aten.bmm.default")
 
 
 def _product(a, b) -> dict:
-    """A captured call's parameters: C = A @ B, B's last two dimensions a transposed view or not."""
+    """A captured call's parameters: C = A @ B, B's last two dimensions a transposed view or not.
+    A's layout is not read: no term counts it (a weight gradient's dC^T is a transposed view)."""
     batch = {"b": a.shape[0]} if a.dim() == 3 else {}
     tb = int(b.stride(-1) != 1 and b.shape[-1] > 1)
     return {**batch, "m": a.shape[-2], "k": a.shape[-1], "n": b.shape[-1], "tb": tb, "ga": 1}
@@ -71,7 +72,7 @@ def test_a_linear_layers_weight_gradient_has_the_layers_inputs_as_its_columns():
 
 
 def _mm_rows(n: int, rng) -> list:
-    """Grid points of mm timed as their terms at fixed rates: what a fit recovers."""
+    """Grid points of mm with times a fit can follow: a fixed cost and one per multiply-add."""
     from sgdsim.ops.records import Device, OpRecord
 
     rows = []

@@ -131,8 +131,8 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
 
 def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     """The backward's terms: those of its own products, summed. A's gradient is dC @ B^T (m
-    rows, n deep, k columns; B^T a transposed view unless B was one), B's is A^T @ dC (k rows,
-    m deep, n columns), each where its operand needs a gradient (a linear layer's weight
+    rows, n deep, k columns; B^T a transposed view unless B was one), a plain B's is A^T @ dC
+    (k rows, m deep, n columns), each where its operand needs a gradient (a linear layer's weight
     always does). The forward's shape is the wrong one for them: a layer's weight gradient
     has its rows and depth swapped, which decides the tiles and paths above.
 
