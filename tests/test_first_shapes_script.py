@@ -62,6 +62,4 @@ def test_a_grids_earliest_rows_are_its_first_drawn_shapes():
         rows = list(csv.DictReader(f))
     for op, shapes in drawn.items():
         timed = sorted((r for r in rows if r["op"] == op), key=lambda r: float(r["measured_at"]))
-        # a type fitting more rates since draws more shapes after these: the same first ones
-        assert [json.dumps(json.loads(r["params"]), sort_keys=True) for r in timed] == shapes[:len(timed)]
-        assert len(timed) >= 30
+        assert [json.dumps(json.loads(r["params"]), sort_keys=True) for r in timed] == shapes

@@ -118,14 +118,7 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     product nor a tile. Two more the rows and the batch bring (docs/ops-runs.md, run 18): B's
     elements again for 4 to 15 rows (a panel packed for a few rows and used by only those:
     the 2-3 row term, one tile further), and a set-up per batch item after the first (each
-    is its own GEMM).
-
-    The last, only where A is a transposed view (``ta``: a backward's A^T @ dC or dC^T @ A,
-    never a grid point's forward): every multiply-add again when the output's columns end in
-    a partial tile. On a Zen 4 EPYC a linear layer's weight gradient ran 1.35-1.49x a
-    multiply-add off the multiples of 16, its forward 1.13x (docs/ops-runs.md, run 40); a
-    rate a multiply-add for every off-16 product, forward included, fitted the grid's small
-    products and put a layer's forward at 1.3x (tried, not kept)."""
+    is its own GEMM)."""
     b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
     g = grad(p["ga"]) or grad(p.get("gb", 0))
     narrow, partial = n < TILE_N, n > TILE_N and n % TILE_N != 0
@@ -133,8 +126,7 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
             b * k * n * int(p.get("tb", 0)),
             b * m * k * narrow, b * m * k * partial, b * k * n * (1 < m < 4),
             b * k * n * (4 <= m < TILE_N), b - 1.0,
-            *(beyond_cache(b * e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n)),
-            b * m * k * n * partial * int(p.get("ta", 0))]
+            *(beyond_cache(b * e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n))]
 
 
 def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
@@ -151,7 +143,7 @@ def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     b, m, k, n, tb = p.get("b", 1), p["m"], p["k"], p["n"], int(p.get("tb", 0))
     b_grad = {"b": b, "m": n, "k": m, "n": k} if tb else {"b": b, "m": k, "k": m, "n": n}
     products = ([{"b": b, "m": m, "k": n, "n": k, "tb": 1 - tb, "ga": 1}] if grad(p["ga"]) else []) + \
-        ([{**b_grad, "tb": 0, "ga": 1, "ta": 1}] if grad(p.get("gb", 1)) else [])
+        ([{**b_grad, "tb": 0, "ga": 1}] if grad(p.get("gb", 1)) else [])
     if not products:  # nothing needs a gradient: no backward, every term 0
         return [0.0] * len(gemm_terms(p, dtype, cache_bytes))
     return [float(sum(col)) for col in zip(*(gemm_terms(q, dtype, cache_bytes) for q in products))]
