@@ -96,3 +96,16 @@ def test_stats_prints_them_only_above_the_bar(tmp_path, capsys, held_out, shown)
     assert f"{held_out / 0.03:.2f}x" in out
     assert (f"sgdsim ops measure --grid relu --samples 60 --db {path}" in out) == shown
     assert ("sgdsim ops retest --op relu --samples 30" in out) == shown
+
+
+def test_a_device_name_reads_back_as_the_device_it_was_written_for():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from sgdsim.profiler.api import _device_name, device_of_name
+
+    gpu = SimpleNamespace(cuda=SimpleNamespace(get_device_name=lambda dev: "NVIDIA H100 80GB HBM3"))
+    for dev, threads, want in ((torch.device("cpu"), 4, ("cpu", 4)), (torch.device("cpu"), 1, ("cpu", 1)),
+                               (torch.device("cuda:1"), 1, ("cuda:1", 1)), (torch.device("cuda"), 1, ("cuda", 1))):
+        assert device_of_name(_device_name(gpu, dev, threads)) == want
+    assert device_of_name("cpu (test)") is None and device_of_name("gpu x") is None

@@ -9,10 +9,10 @@ few rows is itself a noisy bar.
 """
 from __future__ import annotations
 
-import re
 import shlex
 import textwrap
 
+from ..profiler.api import device_of_name
 from .collect import samples_measured
 
 RATIO_BAR = 1.5        # held-out median over the retest: as good as repeatability lets one show
@@ -22,17 +22,16 @@ WIDTH = 100            # the prose wrapped; the commands stay one line each, to 
 
 
 def timing_flags(device: str) -> str:
-    """The ``ops measure`` options that time on ``device`` again (a name as
-    ``profiler.api._device_name`` writes it): its threads on a CPU other than 1, its CUDA
-    device."""
-    cuda = re.match(r"(cuda(?::\d+)?) \(", device)
-    return f" --device {cuda.group(1)}" if cuda else _threads_flag(device)
+    """The ``ops measure`` options that time on ``device`` (a device name of the database)
+    again: its threads on a CPU other than 1, its CUDA device."""
+    timed = device_of_name(device)
+    return f" --device {timed[0]}" if timed and timed[0] != "cpu" else _threads_flag(device)
 
 
 def _threads_flag(device: str) -> str:
     """``--threads N`` for a CPU device of N > 1 threads (``ops retest`` times on CPUs only)."""
-    cpu = re.match(r"cpu \((\d+) threads, ", device)
-    return f" --threads {cpu.group(1)}" if cpu and cpu.group(1) != "1" else ""
+    timed = device_of_name(device)
+    return f" --threads {timed[1]}" if timed and timed[0] == "cpu" and timed[1] != 1 else ""
 
 
 def next_steps(flagged: list[dict], db: str | None, several_devices: bool = False) -> list[str]:

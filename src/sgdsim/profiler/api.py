@@ -5,6 +5,7 @@ CLI's parser) works without it.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from statistics import median
 from typing import TYPE_CHECKING
@@ -155,6 +156,16 @@ def _device_name(torch, dev, threads: int) -> str:
     if dev.type == "cuda":
         return f"{dev} ({torch.cuda.get_device_name(dev)})"
     return f"cpu ({threads} threads, {cpu_model()})"
+
+
+def device_of_name(name: str) -> tuple[str, int] | None:
+    """``_device_name`` read back: the device it timed on ("cpu", "cuda" or "cuda:K") and its
+    threads (1 on a GPU); None for a name it does not write."""
+    if cuda := re.match(r"(cuda(?::\d+)?) \(", name):
+        return cuda.group(1), 1
+    if cpu := re.match(r"cpu \((\d+) threads, ", name):
+        return "cpu", int(cpu.group(1))
+    return None
 
 
 def cpu_model() -> str:
