@@ -101,3 +101,26 @@ def test_an_estimator_fitted_to_older_terms_is_refused_with_what_to_run():
     for bad in (0, True, 2.0, "2"):  # a stored estimator is data from someone else
         with pytest.raises(ValueError, match="revision is a whole number"):
             check_prior(dict(prior, revision=bad), "mm")
+
+
+def test_a_stale_estimator_met_while_estimating_names_the_database_to_train():
+    import dataclasses
+
+    from sgdsim.errors import ConfigError
+    from sgdsim.ops.estimate import time_calls
+    from sgdsim.ops.estimator.model import terms_alone
+
+    rows = _mm_rows(40, np.random.default_rng(4))
+    est = terms_alone(rows, MM.shape_dims, np.random.default_rng(0))
+    stale = dataclasses.replace(est, prior={k: v for k, v in est.prior.items() if k != "revision"})
+
+    class Empty:  # a database holding none of the calls, as ``time_calls`` reads one
+        shown = "mine.sqlite"
+
+        def lookup(self, device, keys):
+            return {}
+
+    calls = [MM.build(r.params, "float32") for r in rows[:3]]
+    assert time_calls(calls, Empty(), "cpu (test)", {("mm", "float32"): est}).fwd.shape == (3,)
+    with pytest.raises(ConfigError, match=r"revision 1 of its terms.*: train it again: sgdsim ops train --db mine.sqlite$"):
+        time_calls(calls, Empty(), "cpu (test)", {("mm", "float32"): stale})

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ConfigError
 from .collect import call_dtype
 from .estimator.features import unseen_modes
-from .estimator.terms import unfitted_calls
+from .estimator.terms import StaleTerms, unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import Roofline, fit_roofline, work_of
@@ -73,7 +73,11 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
                     guesses.insert(0, f"{n} call(s) with a term too few grid rows had for a rate")
             if guesses:
                 unseen[op] = guesses
-            f, b = est.predict(params)
+            try:
+                f, b = est.predict(params)
+            except StaleTerms as exc:
+                raise ConfigError(f"{exc.what}: train it again: sgdsim ops train --db "
+                                  f"{getattr(db, 'shown', 'DB')}") from None
             fwd[idx], bwd[idx] = f, b
             for i in idx:
                 source[i] = "estimated"

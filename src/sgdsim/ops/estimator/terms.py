@@ -215,17 +215,25 @@ def _probe_terms_used(op: str, dtype: str) -> np.ndarray:
     return used
 
 
+class StaleTerms(ConfigError):
+    """An estimator fitted to other terms than this sgdsim computes. ``what`` says how; the
+    message adds what to run, which a caller that knows the database names in full."""
+
+    def __init__(self, what: str):
+        super().__init__(f"{what}: train it again (sgdsim ops train)")
+        self.what = what
+
+
 def terms_times(op: str, dtype: str, params: list[dict], prior: dict) -> np.ndarray:
     """(n, 2) seconds: the terms at their rates, never below the type's floor."""
     merged = prior.get("merged", False)
     if (revision := prior.get("revision", 1)) != REGISTRY[op].terms_revision:
-        raise ConfigError(f"the {op} estimator was fitted to revision {revision} of its terms, this "
-                          f"sgdsim computes revision {REGISTRY[op].terms_revision}: train it again "
-                          f"(sgdsim ops train)")
+        raise StaleTerms(f"the {op} estimator was fitted to revision {revision} of its terms, this "
+                         f"sgdsim computes revision {REGISTRY[op].terms_revision}")
     X = term_matrix(op, dtype, params, prior["cache_bytes"], merged=merged)
     if X.shape[1] != len(prior["fwd"]):
-        raise ConfigError(f"the {op} prior has {len(prior['fwd'])} terms, this sgdsim computes "
-                         f"{X.shape[1]}: train the estimator again (sgdsim ops train)")
+        raise StaleTerms(f"the {op} estimator has {len(prior['fwd'])} terms, this sgdsim computes "
+                         f"{X.shape[1]}")
     Xb = term_matrix(op, dtype, params, prior["cache_bytes"], backward=True, merged=merged)
     out = np.stack([X @ np.array(prior["fwd"]), Xb @ np.array(prior["bwd"])], axis=1)
     return np.maximum(out, prior["floor_s"])
