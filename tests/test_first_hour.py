@@ -97,6 +97,22 @@ def test_limits_are_refused_in_one_line(argv, message, capsys):
     assert rc == 2 and message in out.err and out.err.count("\n") == 1
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--bandwidth", "-1Gbps"], "'-1Gbps' reads as an option: write --bandwidth=-1Gbps"),
+    (["--bandwidth=-1Gbps"], "bandwidth must be positive and finite, got '-1Gbps'"),
+    (["--bucket-size=-25MB", "--arch", "allreduce", "--mode", "sync"], "size must be"),
+])
+def test_a_negative_value_is_named_for_what_it_is(argv, message, capsys):
+    """A value that starts with '-' is an option to argparse, which then says only that a value
+    is missing; given with '=', the sign is read and the number refused as negative."""
+    try:
+        rc = main(["predict", P, "--workers", "2", *argv])
+    except SystemExit as e:  # argparse's own errors leave through sys.exit
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1
+
+
 def test_a_run_that_cannot_fit_the_op_budget_is_refused_before_it_starts():
     prof = sgdsim.load_profile(P)
     cfg = simcfg(bandwidth_bps=1e9, warmup_steps=50, steps_per_worker=5, max_ops=2000)

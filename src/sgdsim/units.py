@@ -11,7 +11,8 @@ import re
 
 from .errors import ConfigError
 
-_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+# a sign is read, so that "-1Gbps" is refused as negative, not as unreadable
+_NUM = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _RE = re.compile(r"^\s*" + _NUM + r"\s*([A-Za-zµ/]*)\s*$")
 
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -94,7 +95,7 @@ def _split(text: str, what: str) -> tuple[float, str]:
         raise ConfigError(f"cannot parse {what} {_show(text)}")
     if len(m.group(1)) > MAX_NUMERAL:
         raise ConfigError(f"{what} {_show(text)} has too many digits")
-    value = float(m.group(1))
+    value = float(m.group(1)) + 0.0  # '-0s' is 0, not -0.0
     if not math.isfinite(value):
         raise ConfigError(f"{what} {text!r} is not finite")
     return value, m.group(2)

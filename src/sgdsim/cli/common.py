@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+import sys
 
 from ..errors import SgdsimError
 from ..spec import EXECUTORS
@@ -27,8 +29,23 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        self._typed = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message):  # one line, exit 2, like every other user error
-        self.exit(2, f"sgdsim: error: {one_line(message)} (see {self.prog} --help)\n")
+        self.exit(2, f"sgdsim: error: {one_line(message)}{self._dash_value(message)} "
+                     f"(see {self.prog} --help)\n")
+
+    def _dash_value(self, message: str) -> str:
+        """argparse reads a value that starts with '-' ('--bandwidth -1Gbps') as an option and
+        says only that the option's value is missing: say which word it took for one."""
+        m = re.match(r"argument (\S+?)(?:/\S+)?: expected one argument", str(message))
+        typed = getattr(self, "_typed", [])
+        for i, word in enumerate(typed[:-1]):
+            if m and word in m.group(1).split("/") and typed[i + 1].startswith("-"):
+                return f" ({typed[i + 1]!r} reads as an option: write {word}={typed[i + 1]})"
+        return ""
 
 
 def one_line(message) -> str:
