@@ -177,3 +177,11 @@ def test_eval_writes_its_markdown_refuses_an_existing_file_and_force_overwrites(
     md.write_text("mine\n")
     assert main(["ops", "eval", "--db", database, "--op", "relu", "--markdown", str(md), "--force"]) == 0
     assert "| relu |" in md.read_text()
+
+
+def test_the_plan_line_says_how_long_training_takes():
+    from sgdsim.ops.estimator_cmds import _plan_line
+
+    assert _plan_line(17, 0, "cpu", 10.0).endswith("each fitted from its physical terms, in under a second")
+    two = _plan_line(5, 2, "cpu", 10.0)
+    assert "3 fitted from their physical terms, 2 searched for 10 s each" in two and two.endswith("in all")

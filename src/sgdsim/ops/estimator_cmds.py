@@ -72,12 +72,25 @@ def _groups(db, args):
     return device, groups, REGISTRY, small
 
 
+def _plan_line(types: int, searched: int, device: str, budget_s: float) -> str:
+    """What training will take: a type with physical terms is fitted in under a second, a
+    searched one for its budget (the clock stops it at OVERRUN x budget)."""
+    from ..units import format_duration_s
+    from .estimator.search import OVERRUN
+
+    head = f"training {types} estimator(s) on {device}: "
+    if not searched:
+        return head + "each fitted from its physical terms, in under a second"
+    planned = searched * budget_s
+    return (head + f"{types - searched} fitted from their physical terms, {searched} searched for "
+            f"{budget_s:g} s each as planned (up to {OVERRUN * budget_s:g} s on a machine slower than "
+            f"the plan's): {format_duration_s(planned)} to {format_duration_s(OVERRUN * planned)} in all")
+
+
 def cmd_train(args) -> int:
     from ..progress import Progress, say
-    from ..units import format_duration_s
     from .db import open_db
     from .estimator.ensemble import train_members
-    from .estimator.search import OVERRUN
     from .estimator.model import fitted_alone
     from .optypes import type_rng
 
@@ -92,11 +105,7 @@ def cmd_train(args) -> int:
         # OVERRUN x budget (the plan is machine-independent, so a slower machine overruns it)
         # with --prior auto a type with physical terms is fitted, not searched: under a second
         searched = [op for op, _ in groups if not fitted_alone(op, args.prior)]
-        planned = len(searched) * args.budget
-        say(f"training {len(groups)} estimator(s) on {device}: {len(groups) - len(searched)} fitted "
-            f"from their physical terms, {len(searched)} searched for {args.budget:g} s each as planned "
-            f"(up to {OVERRUN * args.budget:g} s on a machine slower than the plan's): "
-            f"{format_duration_s(planned)} to {format_duration_s(OVERRUN * planned)} in all")
+        say(_plan_line(len(groups), len(searched), device, args.budget))
         print(f"{'op':<12} {'dtype':<9} {'rows':>5} {'model':>7} {'val error':>9} {'fwd median':>10} "
               f"{'s':>5}  principal component")
         with Progress(len(groups), f"training {len(groups)} estimator(s)") as bar:
