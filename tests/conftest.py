@@ -166,17 +166,3 @@ def cli_predictions(capsys, workers: int, *extras) -> list:
 def approx(x, rel: float = 1e-9):
     """Tight comparison for event times and rates computed by hand."""
     return pytest.approx(x, rel=rel, abs=1e-12)
-
-
-@pytest.fixture
-def termless_relu(monkeypatch):
-    """``relu`` as a type without physical terms: the roofline prior, and the race of a
-    network with and without it, are what a type gets that names no terms (every type with a
-    grid names them since run 43); relu stands for one here."""
-    import dataclasses
-
-    from sgdsim.ops.optypes import REGISTRY
-
-    monkeypatch.setitem(REGISTRY, "relu", dataclasses.replace(REGISTRY["relu"], prior_terms=None,
-                                                              backward_terms=None))
-

@@ -96,7 +96,7 @@ def test_a_backward_every_member_puts_at_zero_stays_zero(trio):
             m.zero_bwd = ()
 
 
-def test_ops_train_members_stores_an_ensemble_that_estimates_load(tmp_path, capsys, termless_relu):
+def test_ops_train_members_stores_an_ensemble_that_estimates_load(tmp_path, capsys):
     path = str(tmp_path / "ops.sqlite")
     with open_db(path) as db:
         db.upsert(relu_like(40, seed=1))

@@ -15,8 +15,6 @@ from sgdsim.ops.estimator.prior import prior_times
 from sgdsim.ops.optypes import REGISTRY
 from sgdsim.ops.records import Device, OpRecord
 
-# relu stands for a type without physical terms (conftest.py)
-pytestmark = pytest.mark.usefixtures("termless_relu")
 DEV = Device("cpu (test)", "cpu")
 FIXED_S, BYTES_PER_S = 3e-6, 4e9
 

@@ -88,7 +88,7 @@ def test_an_in_place_calls_own_costs_are_forward_only():
     assert [a for i, a in enumerate(fwd[:-5]) if i != own] == [b for i, b in enumerate(bwd[:-5]) if i != own]
 
 
-def test_auto_gives_a_type_with_terms_its_terms_alone(termless_relu):
+def test_auto_gives_a_type_with_terms_its_terms_alone():
     """``use_prior="auto"``: a type with physical terms gets them with no correction (its
     estimate is the terms prior's, through the JSON too, and one member however many are
     asked for), its validation error the terms' own held out; a roofline type still tries a

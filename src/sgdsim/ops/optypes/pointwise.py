@@ -164,44 +164,6 @@ def act_params(call: Call):
     return out
 
 
-def _act_terms(p, dtype: str, cache_bytes: float, tensors: int) -> list[float]:
-    n = float(p["numel"])
-    return [1.0, float(grad(p["gi"])), n, beyond_cache(n, tensors, dtype, cache_bytes)]
-
-
-def relu_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    """An activation's time, one term per rate: a fixed cost, autograd's bookkeeping when
-    its input needs a gradient, a pass over the elements, and the elements whose bytes (input
-    and a fresh output) do not fit in ``cache_bytes``. Without terms ReLU and GELU raced a
-    network against a roofline the network corrects, chosen on a fifth of 30 rows: on run
-    40's grid GELU's race picked the roofline in 2 of 4 folds, held out at 13.0 % where the
-    network alone was at 6.2 (docs/ops-runs.md, run 41)."""
-    return _act_terms(p, dtype, cache_bytes, 2)
-
-
-def relu_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    """The backward's: the same over three tensors (the incoming gradient, the saved input
-    or output, the gradient it writes)."""
-    return _act_terms(p, dtype, cache_bytes, 3)
-
-
-def _by_form(p, terms: list[float]) -> list[float]:
-    tanh = float(p.get("approx", "none") == "tanh")
-    return [1.0 - tanh, *terms[1:], tanh, float(p["numel"]) * tanh]
-
-
-def gelu_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    """ReLU's with a fixed cost per form, and the tanh form's own cost again an element: each
-    form is its own kernel (run 40's grid, forward: the tanh form's smallest calls 4 us
-    against the exact form's 9-12, its largest 1.7 ns an element against 0.6; one fixed cost
-    for both, rates being non-negative, priced the tanh form's small calls at 2x)."""
-    return _by_form(p, relu_terms(p, dtype, cache_bytes))
-
-
-def gelu_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
-    return _by_form(p, relu_backward_terms(p, dtype, cache_bytes))
-
-
 def relu_build(p, dtype) -> Call:
     return Call("aten.relu.default", (dense((p["numel"],), grad(p["gi"]), dtype),))
 
@@ -225,10 +187,9 @@ ARITH_FUNCS = tuple(f"aten.{n}.{o}" for n in ("add", "add_", "mul", "mul_", "sub
      "aten.bernoulli_.float", "aten.where.self", "aten.rsqrt.default", "aten.exp.default")
 
 RELU = OpType("relu", ("aten.relu.default", "aten.relu_.default"), frozenset({"numel"}),
-              act_params, relu_build, act_sample, "ReLU", relu_terms, relu_backward_terms)
+              act_params, relu_build, act_sample, "ReLU")
 GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, gelu_build,
-              gelu_sample, "GELU (exact or tanh)", gelu_terms, gelu_backward_terms,
-              added=(("approx", "none"),))
+              gelu_sample, "GELU (exact or tanh)", added=(("approx", "none"),))
 # three rows a rate, not five: its terms are per function and per kind of call (in place,
 # saved targets, masks), each a pass over the elements on top of one shared pass, and five
 # left several unfitted in every 100-row grid (docs/ops-runs.md, run 24)
