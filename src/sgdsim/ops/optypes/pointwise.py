@@ -164,6 +164,33 @@ def act_params(call: Call):
     return out
 
 
+def _act_terms(p, dtype: str, cache_bytes: float, tensors: int) -> list[float]:
+    n = float(p["numel"])
+    tanh = float(p.get("approx", "none") == "tanh")
+    return [1.0 - tanh, float(grad(p["gi"])), n, beyond_cache(n, tensors, dtype, cache_bytes),
+            tanh, n * tanh]
+
+
+def gelu_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """GELU's time, one term per rate: the exact form's fixed cost, autograd's bookkeeping
+    when its input needs a gradient, a pass over the elements, the elements whose bytes (input
+    and a fresh output) do not fit in ``cache_bytes``, then the tanh form's own fixed cost and
+    its own cost again an element: each form is its own kernel (run 40's grid, forward: the
+    tanh form's smallest calls 4 us against the exact form's 9-12, its largest 1.7 ns an
+    element against 0.6; one shared fixed cost, rates being non-negative, priced the tanh
+    form's small calls at 2x). Until run 44 GELU raced a network with and without a roofline,
+    chosen on a fifth of 30 rows (run 40's grid: the roofline in 2 of 4 folds, 13.0 % held out
+    where the network alone was at 6.2, docs/ops-runs.md, run 41). ReLU keeps that race: its
+    terms were held out worse (run 43)."""
+    return _act_terms(p, dtype, cache_bytes, 2)
+
+
+def gelu_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
+    """The same over three tensors (the incoming gradient, the saved input, the gradient it
+    writes)."""
+    return _act_terms(p, dtype, cache_bytes, 3)
+
+
 def relu_build(p, dtype) -> Call:
     return Call("aten.relu.default", (dense((p["numel"],), grad(p["gi"]), dtype),))
 
@@ -189,7 +216,8 @@ ARITH_FUNCS = tuple(f"aten.{n}.{o}" for n in ("add", "add_", "mul", "mul_", "sub
 RELU = OpType("relu", ("aten.relu.default", "aten.relu_.default"), frozenset({"numel"}),
               act_params, relu_build, act_sample, "ReLU")
 GELU = OpType("gelu", ("aten.gelu.default",), frozenset({"numel"}), act_params, gelu_build,
-              gelu_sample, "GELU (exact or tanh)", added=(("approx", "none"),))
+              gelu_sample, "GELU (exact or tanh)", gelu_terms, gelu_backward_terms,
+              added=(("approx", "none"),))
 # three rows a rate, not five: its terms are per function and per kind of call (in place,
 # saved targets, masks), each a pass over the elements on top of one shared pass, and five
 # left several unfitted in every 100-row grid (docs/ops-runs.md, run 24)
