@@ -25,15 +25,15 @@ def rec(numel, fwd, fwd_ref=0.0, bwd_ref=0.0, op="relu"):
                     1.0, fwd_ref_s=fwd_ref, bwd_ref_s=bwd_ref)
 
 
-def test_each_row_is_rescaled_to_its_types_reference_level():
+def test_each_row_is_rescaled_to_its_types_mean_reference():
     rows = [rec(1, 1e-6, 1e-4, 2e-4), rec(2, 3e-6, 3e-4, 2e-4), rec(3, 5e-6)]  # the last: no reference
-    out = reference.steady(rows, reference.levels(rows))
-    # forward level 2e-4 (the median of two): the first row ran at half the mean time, the second at 1.5x
+    out = reference.steady(rows, reference.means(rows))
+    # mean forward reference 2e-4: the first row ran at half the mean time, the second at 1.5x
     assert out[0].fwd_s == pytest.approx(2e-6) and out[1].fwd_s == pytest.approx(2e-6)
     assert out[0].bwd_s == pytest.approx(2e-6) and out[1].bwd_s == pytest.approx(6e-6)  # refs equal
     assert out[2] == rows[2]  # read as stored
-    other = [replace(r, op="gelu") for r in rows[:1]]  # a type's level is its own
-    assert reference.steady(other, reference.levels(rows + other))[0].fwd_s == pytest.approx(1e-6)
+    other = [replace(r, op="gelu") for r in rows[:1]]  # a type's mean is its own
+    assert reference.steady(other, reference.means(rows + other))[0].fwd_s == pytest.approx(1e-6)
 
 
 class Machine:
@@ -65,9 +65,9 @@ def test_a_drifting_machine_reads_the_same_time_back_from_two_measurements():
     assert t2 / t1 == pytest.approx(1.8)
     rows = [replace(rec(1, t1, r1), device=replace(DEV, name="a")),
             replace(rec(1, t2, r2), device=replace(DEV, name="a"), params={"numel": 2, "gi": 1})]
-    steady = reference.steady(rows, reference.levels(rows))
+    steady = reference.steady(rows, reference.means(rows))
     assert steady[0].fwd_s == pytest.approx(steady[1].fwd_s)
-    assert steady[0].fwd_s == pytest.approx(1e-5 * (1.0 + 1.8) / 2)  # two phases: their median is their mean
+    assert steady[0].fwd_s == pytest.approx(1e-5 * (1.0 + 1.8) / 2)  # the mean of the two phases
 
 
 def test_the_retest_compares_rows_over_their_references():
@@ -97,29 +97,14 @@ def test_the_database_keeps_what_was_timed_and_reads_back_steady_times(tmp_path)
         keys = [r.key[1:] for r in rows]
         looked = db.lookup(DEV.name, keys)
     assert [r.fwd_s for r in loaded] == pytest.approx([2e-6, 4e-6 * 2 / 3, 5e-6])
-    # a lookup of one row still scales it by its whole type's level
+    # a lookup of one row still scales it by its whole type's mean (SQL's, the same value)
     with open_db(path) as db:
         one = db.lookup(DEV.name, keys[1:2])
     assert one[keys[1]].fwd_s == pytest.approx(loaded[1].fwd_s)
     assert [looked[k].fwd_s for k in keys] == pytest.approx([r.fwd_s for r in loaded])
 
 
-def test_a_slow_reference_moves_its_own_row_not_the_others(tmp_path):
-    # run 43's relu: for a few rows the memory-bound reference ran 3x slow while the rows
-    # did not; the level is the other rows' reference, so they read back as timed, and the
-    # row measured in the slow seconds is read at a third of its time
-    rows = [rec(n, 1e-6 * n, ref, 2e-4) for n, ref in ((1, 1e-4), (2, 1e-4), (3, 1e-4), (4, 1e-4), (5, 3e-4))]
-    with open_db(str(tmp_path / "ops.sqlite")) as db:
-        db.upsert(rows)
-        loaded = sorted(db.load(), key=lambda r: r.params["numel"])
-        looked = db.lookup(DEV.name, [r.key[1:] for r in rows])
-    want = [1e-6, 2e-6, 3e-6, 4e-6, 5e-6 / 3]
-    assert [r.fwd_s for r in loaded] == pytest.approx(want)
-    assert [looked[r.key[1:]].fwd_s for r in rows] == pytest.approx(want)
-    assert reference.levels(rows)[(DEV.name, "relu", "float32")] == (1e-4, 2e-4)
-
-
-def test_a_step_is_read_at_the_databases_typical_speed_type_by_type():
+def test_a_step_is_read_at_the_databases_mean_speed_type_by_type():
     # 60 % conv2d whose reference runs 2x slower now than its rows' mean, 30 % relu at its
     # mean, 10 % untyped: 0.6 * 0.5 + 0.3 * 1 + 0.1 * 1
     f = reference.speed_factor({"conv2d": 0.6, "relu": 0.3}, {"conv2d": 1e-3, "relu": 2e-4},

@@ -14,9 +14,9 @@ For every (model, batch):
   not among (``sgdsim.ops.step_factor``);
 * "over the reference" (unless ``--no-reference``): each type's reference call (``ops
   measure``'s, ``sgdsim.ops.reference``) is timed before and after every measured step, and
-  the step is read at each database's typical speed, type by type, weighted by the type's share
+  the step is read at each database's mean speed, type by type, weighted by the type's share
   of the step (``reference.speed_factor``): the exact sum against the step read at the model
-  database's typical speed, the estimator against it read at the grid's. The database's rows
+  database's mean speed, the estimator against it read at the grid's. The database's rows
   are read at that speed too, so this compares like with like when the machine's phase
   during the steps differs from the phases its rows were timed in.
 
@@ -113,21 +113,20 @@ def measure_steps(steps: int, runs: int, cases, refs: dict, keep_memory: bool = 
     return out
 
 
-def ref_levels(db, device: str) -> dict[str, float]:
-    """{op: the forward reference's level over the type's float32 rows} of ``db`` on
-    ``device`` (``reference.levels``)."""
+def mean_refs(db, device: str) -> dict[str, float]:
+    """{op: the mean forward reference over the type's float32 rows} of ``db`` on ``device``."""
     return {op: f for (_, op, dt), (f, _) in
-            reference.levels(db.load(device=device, raw=True)).items() if dt == "float32"}
+            reference.means(db.load(device=device, raw=True)).items() if dt == "float32"}
 
 
-def steady_ms(measured: list, shares: dict, levels: dict[str, float]) -> float:
-    """The median measured step read at the reference levels ``levels`` (as timed if no refs)."""
-    return float(np.median([t * reference.speed_factor(shares, levels, now)
+def steady_ms(measured: list, shares: dict, means: dict[str, float]) -> float:
+    """The median measured step read at the mean reference speed ``means`` (as timed if no refs)."""
+    return float(np.median([t * reference.speed_factor(shares, means, now)
                             for t, now, _ in measured])) * 1e3
 
 
 def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: dict,
-             levels: tuple[dict, dict]) -> dict:
+             means: tuple[dict, dict]) -> dict:
     steps = [m[0] for m in measured]
     real = float(np.median(steps))
     faulted = float(np.median([m[2][0] for m in measured]))
@@ -142,8 +141,8 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
             "factor": factor.factor if factor else float("nan"),
             "scaled_ms": step_of(est) * 1e3 * (factor.factor if factor else float("nan")),
             "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"],
-            "steady_models_ms": steady_ms(measured, shares, levels[0]),
-            "steady_grid_ms": steady_ms(measured, shares, levels[1]),
+            "steady_models_ms": steady_ms(measured, shares, means[0]),
+            "steady_grid_ms": steady_ms(measured, shares, means[1]),
             "faulted_MB": faulted / 1e6, "kernel_share": kernel}
 
 
@@ -226,11 +225,11 @@ def main() -> None:
         refs = {} if args.no_reference else {
             op: reference.Reference(op, "float32") for op in sorted(set().union(*shares.values()))}
         measured = measure_steps(args.steps, args.runs, cases, refs, args.keep_memory)
-        levels = ref_levels(mdb, device), ref_levels(gdb, device)
+        means = mean_refs(mdb, device), mean_refs(gdb, device)
         for spec, batches in cases:
             for b in batches:
                 rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)],
-                                     shares[(spec, b)], levels))
+                                     shares[(spec, b)], means))
                 print(rows[-1], flush=True)
     with open(os.path.join(args.out, "models.csv"), "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -245,16 +245,16 @@ class OpDB(KeyedTables):
 
     def load(self, device: str | None = None, op: str | None = None,
              dtype: str | None = None, raw: bool = False) -> list[OpRecord]:
-        """Every record matching the filters, in one query; times at the machine's typical
-        speed over each type's rows (``reference.steady``), or as stored with ``raw``."""
+        """Every record matching the filters, in one query; times at the machine's mean speed
+        over each type's rows (``reference.steady``), or as stored with ``raw``."""
         o, d = self.ops_t, self.devices_t
         q = self._select()
         for col, value in ((d.c.name, device), (o.c.op, op), (o.c.dtype, dtype)):
             if value is not None:
                 q = q.where(col == value)
         rows = self._guard(lambda: self._records(q.order_by(d.c.name, o.c.op, o.c.dtype, o.c.params)))
-        # the filters select whole (device, op, dtype) groups: their levels are the rows' own
-        return rows if raw else reference.steady(rows, reference.levels(rows))
+        # the filters select whole (device, op, dtype) groups: their means are the rows' own
+        return rows if raw else reference.steady(rows, reference.means(rows))
 
     def lookup(self, device: str, keys: Iterable[tuple[str, str, str]]) -> dict:
         """{(op, params_key, dtype): OpRecord} for those of ``keys`` measured on ``device``,
@@ -273,19 +273,19 @@ class OpDB(KeyedTables):
             for (op, dt), pks in sorted(by_type.items()):
                 pks = sorted(pks)
                 group = o.c.device_id == dev_id, o.c.op == op, o.c.dtype == dt
-                typical = {(device, op, dt): self._reference_levels(c, group)}
+                mean = {(device, op, dt): self._reference_means(c, group)}
                 for i in range(0, len(pks), CHUNK):
                     q = self._select().where(*group, o.c.params.in_(pks[i:i + CHUNK]))
-                    for r in reference.steady(self._records(q, c), typical):
+                    for r in reference.steady(self._records(q, c), mean):
                         out[r.key[1:]] = r
         return out
 
-    def _reference_levels(self, c, group) -> tuple[float, float]:
-        """A type's reference levels over all its rows (``reference.levels``): its references
-        are read, not its times, since SQLite has no median."""
-        o = self.ops_t
-        refs = c.execute(self.sa.select(o.c.fwd_ref_s, o.c.bwd_ref_s).where(*group)).all()
-        return reference.level(f for f, _ in refs), reference.level(b for _, b in refs)
+    def _reference_means(self, c, group) -> tuple[float, float]:
+        """A type's mean reference times over all its rows (``reference.means`` in SQL)."""
+        sa, o = self.sa, self.ops_t
+        q = sa.select(*(sa.func.avg(sa.case((col > 0, col))) for col in (o.c.fwd_ref_s, o.c.bwd_ref_s)))
+        f, b = c.execute(q.where(*group)).one()
+        return float(f or 0.0), float(b or 0.0)
 
     def devices(self) -> list[Device]:
         t = self.devices_t

@@ -8,16 +8,13 @@ on them learns the phases as if they were the shapes'. Calls of one type slow do
 by about as much, so ``ops measure`` times one fixed call of the row's type (its reference)
 after each of the row's differential pairs and stores the reference's median with the row.
 
-Read back, a row's time is rescaled to the machine's typical speed over the rows of its type:
+Read back, a row's time is rescaled to the machine's mean speed over the rows of its type:
 
-    steady = measured × median(reference over the type's rows) / reference during this row
+    steady = measured × mean(reference over the type's rows) / reference during this row
 
-The median, not the mean (until run 45, docs/ops-runs.md): for seconds at a time the
-reference, a memory-bound call of about 1 MiB, can run 2-3x slow while small calls beside it
-do not; the mean took those seconds into every other row of the type (run 43's relu rows
-1.24x slow, its models' calls estimated 1.44x their sum), the median leaves them to the rows
-measured in them. Rows without a reference (older databases, untyped calls,
-``--no-reference``) are read as stored.
+The mean, not the median: a training step that runs for minutes averages the phases, slow
+ones included. Rows without a reference (older databases, untyped calls, ``--no-reference``)
+are read as stored.
 """
 from __future__ import annotations
 
@@ -85,15 +82,9 @@ def reference_params(op: str, dtype: str) -> dict:
     return best
 
 
-def level(refs) -> float:
-    """A type's typical reference time: the median of those > 0 (0.0 if none is)."""
-    timed = [r for r in refs if r and r > 0]
-    return float(np.median(timed)) if timed else 0.0
-
-
-def levels(records) -> dict[tuple[str, str, str], tuple[float, float]]:
-    """{(device, op, dtype): (forward level, backward level)}: ``level`` of each direction's
-    references over the rows."""
+def means(records) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """{(device, op, dtype): (mean forward reference, mean backward reference)} over the rows
+    that have one (0.0 where none has)."""
     acc: dict[tuple, list[list[float]]] = {}
     for r in records:
         f, b = acc.setdefault((r.device.name, r.op, r.dtype), [[], []])
@@ -101,12 +92,12 @@ def levels(records) -> dict[tuple[str, str, str], tuple[float, float]]:
             f.append(r.fwd_ref_s)
         if r.bwd_ref_s > 0:
             b.append(r.bwd_ref_s)
-    return {k: (level(f), level(b)) for k, (f, b) in acc.items()}
+    return {k: (float(np.mean(f)) if f else 0.0, float(np.mean(b)) if b else 0.0)
+            for k, (f, b) in acc.items()}
 
 
 def steady(records, by_type: dict[tuple[str, str, str], tuple[float, float]]) -> list[OpRecord]:
-    """``records`` at the machine's typical speed (``by_type``: ``levels`` of their whole
-    types)."""
+    """``records`` at the machine's mean speed (``by_type``: ``means`` of their whole types)."""
     out = []
     for r in records:
         mf, mb = by_type.get((r.device.name, r.op, r.dtype), (0.0, 0.0))
@@ -117,16 +108,16 @@ def steady(records, by_type: dict[tuple[str, str, str], tuple[float, float]]) ->
     return out
 
 
-def speed_factor(shares: dict[str, float], level_s: dict[str, float],
+def speed_factor(shares: dict[str, float], mean_s: dict[str, float],
                  now_s: dict[str, float]) -> float:
-    """What a time measured now is multiplied by to read it at a database's typical speed,
-    for work that spends ``shares`` of its time in each operator type: the share-weighted
-    level / reference now. The share left over (untyped calls) and types without both
-    references count at 1, as their rows are read as stored."""
+    """What a time measured now is multiplied by to read it at a database's mean speed, for
+    work that spends ``shares`` of its time in each operator type: the share-weighted
+    mean(reference) / reference now. The share left over (untyped calls) and types without
+    both references count at 1, as their rows are read as stored."""
     factor = 1.0 - sum(shares.values())
     for op, share in shares.items():
-        typical, now = level_s.get(op, 0.0), now_s.get(op, 0.0)
-        factor += share * (typical / now if typical > 0 and now > 0 else 1.0)
+        mean, now = mean_s.get(op, 0.0), now_s.get(op, 0.0)
+        factor += share * (mean / now if mean > 0 and now > 0 else 1.0)
     return factor
 
 

@@ -138,7 +138,7 @@ def _values(stored: list, again: dict, relative: bool = True) -> dict:
 
 def _pair(stored, again, direction: str, relative: bool) -> tuple[float, float]:
     """A direction's two times, each over its reference where both have one (and
-    ``relative``): compared as the database reads them (times the type's reference level,
+    ``relative``): compared as the database reads them (times the type's mean reference,
     which cancels)."""
     t = [getattr(x, f"{direction}_s") for x in (stored, again)]
     ref = [getattr(x, f"{direction}_ref_s") for x in (stored, again)]
