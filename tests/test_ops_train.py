@@ -116,6 +116,10 @@ def test_retest_times_rows_again_and_stats_and_eval_show_it(tmp_path, capsys):
     pairs.write_text("mine\n")
     assert main(["ops", "retest", "--samples", "2", "--db", db, "--quiet", "--rows", str(pairs), "--force"]) == 0
     assert pairs.read_text().startswith("op,dtype,params") and len(pairs.read_text().splitlines()) == 3
+    capsys.readouterr()
+    rc = main(["ops", "retest", "--db", db, "--op", "gelu"])  # a type with no rows: said, not 0 types stored
+    err = capsys.readouterr().err
+    assert rc == 2 and "--op gelu: no rows of it" in err and "holds relu" in err and err.count("\n") == 1
 
 
 def test_retest_needs_rows_measured_on_this_machine(tmp_path, capsys):

@@ -74,6 +74,11 @@ def cmd_retest(args) -> int:
         for r in rows:
             if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
                 groups.setdefault((r.op, r.dtype), []).append(r)
+        if not groups:
+            measured = sorted({r.op for r in rows})
+            raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device.name}) in the "
+                              f"database, which holds {', '.join(measured)}: measure them first "
+                              f"(sgdsim ops measure --grid {args.op} --db {args.db})")
         picked = {k: [v[i] for i in sorted(rng.choice(len(v), min(args.samples, len(v)), replace=False))]
                   for k, v in sorted(groups.items())}
         todo = [(r.op, r.params, REGISTRY[r.op].build(r.params, r.dtype)) for rs in picked.values() for r in rs]
