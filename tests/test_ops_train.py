@@ -61,6 +61,13 @@ def test_only_gelu_fails_in_one_line_with_exit_2(database, capsys):
     assert rc == 2 and "no estimator trained" in err.strip().splitlines()[-1]
 
 
+def test_a_type_with_no_rows_is_named_with_what_to_measure(database, capsys):
+    rc = main(["ops", "train", "--db", database, "--budget", "1", "--op", "softmax"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "rows a type softmax (0);" in err and f"sgdsim ops measure --grid softmax --samples 30 --db {database}" in err
+
+
 def test_bounds_are_not_scored_as_measurements():
     rows = [relu(64), relu(128, fwd_bound=True), relu(256, bwd_bound=True)]
     kept, aside = learnable(rows)

@@ -65,10 +65,14 @@ def _groups(db, args):
         if wanted is None or r.op in wanted:
             groups[(r.op, r.dtype)].append(r)
     small = sorted(f"{op} ({len(rs)})" for (op, _), rs in groups.items() if len(rs) < MIN_ROWS)
+    small += sorted(f"{op} (0)" for op in (wanted or set()) - {op for op, _ in groups})
     groups = {k: v for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
     if not groups:
-        raise ConfigError(f"nothing to train on {device!r}: every operator type needs "
-                          f">= {MIN_ROWS} measurements (sgdsim ops measure --grid ...)")
+        few = f": rows a type {', '.join(small)}" if small else ""
+        db_arg = f" --db {args.db}" if args.db else ""
+        raise ConfigError(f"nothing to train on {device!r}{few}; every operator type needs "
+                          f">= {MIN_ROWS} measurements (sgdsim ops measure --grid {args.op} "
+                          f"--samples 30{db_arg})")
     return device, groups, REGISTRY, small
 
 

@@ -75,10 +75,10 @@ def cmd_retest(args) -> int:
             if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
                 groups.setdefault((r.op, r.dtype), []).append(r)
         if not groups:
-            measured = sorted({r.op for r in rows})
+            held, db_arg = ", ".join(sorted({r.op for r in rows})), f" --db {args.db}" if args.db else ""
             raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device.name}) in the "
-                              f"database, which holds {', '.join(measured)}: measure them first "
-                              f"(sgdsim ops measure --grid {args.op} --db {args.db})")
+                              f"database, which holds {held}: measure them first (sgdsim ops measure "
+                              f"--grid {'all' if wanted is None else args.op}{db_arg})")
         picked = {k: [v[i] for i in sorted(rng.choice(len(v), min(args.samples, len(v)), replace=False))]
                   for k, v in sorted(groups.items())}
         todo = [(r.op, r.params, REGISTRY[r.op].build(r.params, r.dtype)) for rs in picked.values() for r in rs]
