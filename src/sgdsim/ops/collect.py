@@ -36,9 +36,12 @@ def call_dtype(call: Call) -> str:
 # A type whose estimator fits more rates than RATES_PER_SAMPLE draws proportionally more
 # shapes, up to MAX_SHAPE_FACTOR times ``samples``: held out on five EPYC grids, 30 rows
 # against 90 of the same grid took the types with 15-30 rates from 11-25 % to 7-11 %, those
-# with 4-8 rates by 0.4-2.4 points (docs/ops-runs.md, run 36). A grid below SCALED_FROM
-# shapes a type (the README's small path) is a quick try, drawn as asked.
-RATES_PER_SAMPLE = 8
+# with 4-8 rates by 0.4-2.4 points (docs/ops-runs.md, run 36). 5, not 8, since run 47: the
+# matrix products and attention at 56-64 rows were the types furthest above their retest,
+# pooled (mm, bmm 1.49-1.56x), and subsampled to 56 against 100 rows their held-out medians
+# were 1.2-2 points higher. A grid below SCALED_FROM shapes a type (the README's small path)
+# is a quick try, drawn as asked.
+RATES_PER_SAMPLE = 5
 MAX_SHAPE_FACTOR = 4
 SCALED_FROM = 20
 
