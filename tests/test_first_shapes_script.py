@@ -49,17 +49,26 @@ def test_run_38s_export_cut_to_the_old_rule(tmp_path):
     assert got.stdout.strip() == f"wrote 510 of 775 rows to {out}"
 
 
-def test_a_grids_earliest_rows_are_its_first_drawn_shapes():
-    """What the cut rests on: run 38's rows, by time, are its grid's draws in order (seed 47)."""
+def _timed_and_drawn(path, seed):
     import json
 
     from sgdsim.ops.collect import grid_calls
 
     drawn: dict[str, list[str]] = {}
-    for op, params, _ in grid_calls(["conv2d", "eltwise", "mm"], 30, 47):
+    for op, params, _ in grid_calls(["conv2d", "eltwise", "mm"], 30, seed):
         drawn.setdefault(op, []).append(json.dumps(params, sort_keys=True))
-    with open(os.path.join(ROOT, "docs/validation/ops/db-grid-epyc-2026-12-07-run38.csv"), newline="") as f:
+    with open(os.path.join(ROOT, path), newline="") as f:
         rows = list(csv.DictReader(f))
     for op, shapes in drawn.items():
         timed = sorted((r for r in rows if r["op"] == op), key=lambda r: float(r["measured_at"]))
-        assert [json.dumps(json.loads(r["params"]), sort_keys=True) for r in timed] == shapes
+        yield [json.dumps(json.loads(r["params"]), sort_keys=True) for r in timed], shapes
+
+
+def test_a_grids_earliest_rows_are_its_first_drawn_shapes():
+    """What the cut rests on: run 38's rows, by time, are its grid's draws in order (seed 47),
+    the first of today's rule's larger grid; run 47's, measured with today's rule (seed 56),
+    are all of them."""
+    for timed, shapes in _timed_and_drawn("docs/validation/ops/db-grid-epyc-2026-12-07-run38.csv", 47):
+        assert len(timed) < len(shapes) and timed == shapes[:len(timed)]
+    for timed, shapes in _timed_and_drawn("docs/validation/ops/run47/db-grid-epyc-2026-12-07-run47.csv", 56):
+        assert timed == shapes

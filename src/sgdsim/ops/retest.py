@@ -54,7 +54,7 @@ def cmd_retest(args) -> int:
     from .db import open_db
     from .records import learnable
     from .measure import DEFAULT_PRECISION, DEFAULT_REPEATS
-    from .optypes import OTHER_NAME, REGISTRY, wanted_types
+    from .optypes import REGISTRY, wanted_types
 
     if not 2 <= args.samples <= 10000:
         raise ConfigError(f"--samples must be in 2..10000, got {args.samples}")
@@ -66,19 +66,7 @@ def cmd_retest(args) -> int:
     device = this_device(args.threads)
     rng = np.random.default_rng(args.seed)
     with open_db(args.db, create=False) as db, timing_settings(torch, args.threads):
-        rows, _ = learnable(db.load(device=device.name, raw=True))
-        if not rows:
-            raise ConfigError(f"nothing measured on this machine ({device.name}) in the database: a retest "
-                              "runs where the rows were measured (sgdsim ops measure first)")
-        groups: dict[tuple[str, str], list] = {}
-        for r in rows:
-            if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
-                groups.setdefault((r.op, r.dtype), []).append(r)
-        if not groups:
-            held, db_arg = ", ".join(sorted({r.op for r in rows})), f" --db {args.db}" if args.db else ""
-            raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device.name}) in the "
-                              f"database, which holds {held}: measure them first (sgdsim ops measure "
-                              f"--grid {'all' if wanted is None else args.op}{db_arg})")
+        groups = _groups(learnable(db.load(device=device.name, raw=True))[0], wanted, device.name, args)
         picked = {k: [v[i] for i in sorted(rng.choice(len(v), min(args.samples, len(v)), replace=False))]
                   for k, v in sorted(groups.items())}
         todo = [(r.op, r.params, REGISTRY[r.op].build(r.params, r.dtype)) for rs in picked.values() for r in rs]
@@ -99,6 +87,26 @@ def cmd_retest(args) -> int:
             write_pairs(args.rows, [r for rs in picked.values() for r in rs], again)
     say(f"stored the test-retest of {len(picked)} operator type(s) for {device.name} (sgdsim ops stats shows it)")
     return 0
+
+
+def _groups(rows: list, wanted, device: str, args) -> dict[tuple[str, str], list]:
+    """The rows to sample from, per (type, dtype): those of ``wanted`` (None: every sampled
+    type); none is refused with what to measure."""
+    from .optypes import OTHER_NAME, REGISTRY
+
+    if not rows:
+        raise ConfigError(f"nothing measured on this machine ({device}) in the database: a retest "
+                          "runs where the rows were measured (sgdsim ops measure first)")
+    groups: dict[tuple[str, str], list] = {}
+    for r in rows:
+        if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
+            groups.setdefault((r.op, r.dtype), []).append(r)
+    if not groups:
+        held, db_arg = ", ".join(sorted({r.op for r in rows})), f" --db {args.db}" if args.db else ""
+        raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device}) in the "
+                          f"database, which holds {held}: measure them first (sgdsim ops measure "
+                          f"--grid {'all' if wanted is None else args.op}{db_arg})")
+    return groups
 
 
 PAIR_COLUMNS = ("op", "dtype", "params", "fwd_s", "fwd_again_s", "bwd_s", "bwd_again_s",
