@@ -68,11 +68,12 @@ def _groups(db, args):
     small += sorted(f"{op} (0)" for op in (wanted or set()) - {op for op, _ in groups})
     groups = {k: v for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
     if not groups:
+        from .db_cmds import db_flag
+
         few = f": rows a type {', '.join(small)}" if small else ""
-        db_arg = f" --db {args.db}" if args.db else ""
         raise ConfigError(f"nothing to train on {device!r}{few}; every operator type needs "
                           f">= {MIN_ROWS} measurements (sgdsim ops measure --grid {args.op} "
-                          f"--samples 30{db_arg})")
+                          f"--samples 30{db_flag(args.db)})")
     return device, groups, REGISTRY, small
 
 

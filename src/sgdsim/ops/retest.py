@@ -102,10 +102,12 @@ def _groups(rows: list, wanted, device: str, args) -> dict[tuple[str, str], list
         if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
             groups.setdefault((r.op, r.dtype), []).append(r)
     if not groups:
-        held, db_arg = ", ".join(sorted({r.op for r in rows})), f" --db {args.db}" if args.db else ""
+        from .db_cmds import db_flag
+
+        held = ", ".join(sorted({r.op for r in rows}))
         raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device}) in the "
                           f"database, which holds {held}: measure them first (sgdsim ops measure "
-                          f"--grid {'all' if wanted is None else args.op}{db_arg})")
+                          f"--grid {'all' if wanted is None else args.op}{db_flag(args.db)})")
     return groups
 
 

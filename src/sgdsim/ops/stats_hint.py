@@ -14,6 +14,7 @@ import textwrap
 
 from ..profiler.api import device_of_name
 from .collect import samples_measured
+from .db_cmds import db_flag
 
 RATIO_BAR = 1.5        # held-out median over the retest: as good as repeatability lets one show
 RETEST_ROWS = 30       # a retest of fewer rows a type is suggested again with this many
@@ -38,7 +39,7 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
     """Lines for the types above ``RATIO_BAR``; ``flagged``: dicts with device, op, dtype,
     rows (the grid's) and retest_rows. One block per (device, dtype); ``several_devices``:
     the database holds more than one, so training names the device."""
-    where = f" --db {shlex.quote(db)}" if db else ""
+    where = db_flag(db)
     lines: list[str] = []
     groups: dict[tuple[str, str], list[dict]] = {}
     for f in flagged:

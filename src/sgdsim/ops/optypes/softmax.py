@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..template import Call
-from .base import OpType, beyond_cache, capped, dense, grad, item_bytes, log_int, rows_cols, rowwise_terms
+from .base import OpType, beyond_cache, capped, dense, grad, log_int, rows_cols, rowwise_terms
 
 SOFTMAX_FUNCS = ("aten._softmax.default", "aten._safe_softmax.default")
 
@@ -47,7 +47,7 @@ def nll_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     not in cache (the share of the input's bytes beyond ``cache_bytes``: a gather, one line a
     row). The last two terms are the backward's (0 here): see ``nll_backward_terms``."""
     rows, n = float(p["rows"]), float(p["rows"]) * float(p["cols"])
-    missed = rows * max(0.0, 1.0 - cache_bytes / (n * item_bytes(dtype)))
+    missed = rows * beyond_cache(n, 1, dtype, cache_bytes) / n
     return [1.0, float(grad(p["gi"])), rows, missed, 0.0, 0.0]
 
 
