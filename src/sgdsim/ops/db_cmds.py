@@ -16,14 +16,6 @@ def add_db_argument(parser) -> None:
                              f"(default: $SGDSIM_OPS_DB or {shown})")
 
 
-def db_flag(db: str | None) -> str:
-    """`` --db DB`` for a command printed as a next step (quoted: it runs as printed), or
-    nothing for the default database."""
-    import shlex
-
-    return f" --db {shlex.quote(db)}" if db else ""
-
-
 def _filters(q, what: str) -> None:
     q.add_argument("--device", default=None, help=f"{what} this device name only (default: every device)")
     q.add_argument("--op", default=None, help=f"{what} this operator type only, e.g. conv2d or mm (default: every type)")

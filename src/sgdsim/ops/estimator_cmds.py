@@ -68,7 +68,7 @@ def _groups(db, args):
     small += sorted(f"{op} (0)" for op in (wanted or set()) - {op for op, _ in groups})
     groups = {k: v for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
     if not groups:
-        from .db_cmds import db_flag
+        from .stats_hint import db_flag
 
         few = f": rows a type {', '.join(small)}" if small else ""
         raise ConfigError(f"nothing to train on {device!r}{few}; every operator type needs "

@@ -102,7 +102,7 @@ def _groups(rows: list, wanted, device: str, args) -> dict[tuple[str, str], list
         if r.op in REGISTRY and (wanted is None or r.op in wanted) and r.op != OTHER_NAME:
             groups.setdefault((r.op, r.dtype), []).append(r)
     if not groups:
-        from .db_cmds import db_flag
+        from .stats_hint import db_flag
 
         held = ", ".join(sorted({r.op for r in rows}))
         raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device}) in the "

@@ -14,7 +14,6 @@ import textwrap
 
 from ..profiler.api import device_of_name
 from .collect import samples_measured
-from .db_cmds import db_flag
 
 RATIO_BAR = 1.5        # held-out median over the retest: as good as repeatability lets one show
 RETEST_ROWS = 30       # a retest of fewer rows a type is suggested again with this many
@@ -33,6 +32,12 @@ def _threads_flag(device: str) -> str:
     """``--threads N`` for a CPU device of N > 1 threads (``ops retest`` times on CPUs only)."""
     timed = device_of_name(device)
     return f" --threads {timed[1]}" if timed and timed[0] == "cpu" and timed[1] != 1 else ""
+
+
+def db_flag(db: str | None) -> str:
+    """`` --db DB`` for a command printed as a next step (quoted: it runs as printed), or
+    nothing for the default database."""
+    return f" --db {shlex.quote(db)}" if db else ""
 
 
 def next_steps(flagged: list[dict], db: str | None, several_devices: bool = False) -> list[str]:
