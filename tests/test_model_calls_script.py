@@ -48,3 +48,12 @@ def test_each_call_against_its_estimate_largest_backward_last():
 def test_a_type_without_an_estimator_says_so():
     assert call_rows(_Models([_row("mm", 3, 1.0, 1.0)]), {}, "mm") == \
         ["(no float32 mm calls with a trained estimator)"]
+
+
+def test_calls_of_another_precision_against_that_precisions_estimator():
+    models = _Models([_row("addmm", 4, 4.0, 6.0), _row("addmm", 9, 1.0, 1.0, "bfloat16")])
+    lines = call_rows(models, {("addmm", "float32"): _Twice(), ("addmm", "bfloat16"): _Twice()},
+                      "addmm", "bfloat16")
+    assert lines[2:] == ["| k=9, m=1 | 1000.000 | 18.00 | 1000.000 | 27.00 |"]
+    assert call_rows(models, {("addmm", "float32"): _Twice()}, "addmm", "bfloat16") == \
+        ["(no bfloat16 addmm calls with a trained estimator)"]

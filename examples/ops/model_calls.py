@@ -11,7 +11,7 @@ estimator is judged without timing a step again.
     sgdsim ops import docs/validation/ops/db-grid-epyc-ref.csv --db grid.sqlite
     sgdsim ops import docs/validation/ops/db-models-epyc-ref.csv --db models.sqlite
     sgdsim ops train --db grid.sqlite --budget 5
-    python examples/ops/model_calls.py models.sqlite grid.sqlite [--steps] [--calls addmm]
+    python examples/ops/model_calls.py models.sqlite grid.sqlite [--steps] [--calls addmm] [--dtype bfloat16]
 """
 from __future__ import annotations
 
@@ -55,14 +55,14 @@ def type_rows(models, estimators) -> list[str]:
     return out
 
 
-def call_rows(models, estimators, op: str) -> list[str]:
-    """Each of the models' calls of ``op`` (float32), largest backward last: its parameters,
+def call_rows(models, estimators, op: str, dtype: str = "float32") -> list[str]:
+    """Each of the models' calls of ``op`` in ``dtype``, largest backward last: its parameters,
     its measured times and the estimate over each."""
-    est = estimators.get((op, "float32"))
-    rows = sorted((r for r in models.load(op=op) if r.dtype == "float32" and r.fwd_s > 0),
+    est = estimators.get((op, dtype))
+    rows = sorted((r for r in models.load(op=op) if r.dtype == dtype and r.fwd_s > 0),
                   key=lambda r: r.bwd_s)
     if est is None or not rows:
-        return [f"(no float32 {op} calls with a trained estimator)"]
+        return [f"(no {dtype} {op} calls with a trained estimator)"]
     fwd, bwd = est.predict([r.params for r in rows])
     out = [f"| {op} call | fwd ms | estimated / measured | bwd ms | estimated / measured |",
            "|---|---:|---:|---:|---:|"]
@@ -73,21 +73,23 @@ def call_rows(models, estimators, op: str) -> list[str]:
     return out
 
 
-def steps(models, grid, device: str, cases=STEP_CASES) -> list[tuple[str, int, float, float]]:
-    """(model, batch, the step of its own calls, the step from the grid's estimators), seconds."""
+def steps(models, grid, device: str, cases=STEP_CASES,
+          dtype: str = "float32") -> list[tuple[str, int, float, float]]:
+    """(model, batch, the step of its own calls, the step from the grid's estimators), seconds;
+    the calls in ``dtype`` (``sgdsim ops measure --model M --dtype D`` rows)."""
     from estimate_models import GridOnly, step_of  # beside this script; imports torch: only here
     from sgdsim.ops.estimate import estimate_profile
 
     def step(spec, b, db):
-        return step_of(estimate_profile(spec, b, db, device, step_factor=False))
+        return step_of(estimate_profile(spec, b, db, device, dtype=dtype, step_factor=False))
     return [(spec, b, step(spec, b, models), step(spec, b, GridOnly(models, grid)))
             for spec, batches in cases for b in batches]
 
 
-def step_rows(models, grid, device: str) -> list[str]:
+def step_rows(models, grid, device: str, dtype: str = "float32") -> list[str]:
     """(model, batch): the step from the grid's estimators against the step of its own calls."""
     return [f"| {spec} | {b} | {exact * 1e3:.2f} | {est * 1e3:.2f} | {est / exact - 1:+.1%} |"
-            for spec, b, exact, est in steps(models, grid, device)]
+            for spec, b, exact, est in steps(models, grid, device, dtype=dtype)]
 
 
 def main() -> None:
@@ -96,6 +98,7 @@ def main() -> None:
     ap.add_argument("grid_db", help="a grid with trained estimators (sgdsim ops train), same device")
     ap.add_argument("--steps", action="store_true", help="also the steps of four zoo models (needs torch)")
     ap.add_argument("--calls", metavar="OP", help="also each of the models' calls of this type")
+    ap.add_argument("--dtype", default="float32", help="the calls' precision for --steps and --calls")
     args = ap.parse_args()
     with open_db(args.models_db, create=False) as models, open_db(args.grid_db, create=False) as grid:
         device = _device(models, args.models_db)
@@ -108,10 +111,10 @@ def main() -> None:
               "| mean | sum estimated / measured |\n|---|---:|---:|---:|---:|---:|---:|")
         print("\n".join(type_rows(models, estimators)))
         if args.calls:
-            print("\n" + "\n".join(call_rows(models, estimators, args.calls)))
+            print("\n" + "\n".join(call_rows(models, estimators, args.calls, args.dtype)))
         if args.steps:
             print("\n| model | batch | its calls' step ms | estimated ms | error |\n|---|---:|---:|---:|---:|")
-            print("\n".join(step_rows(models, grid, device)), flush=True)
+            print("\n".join(step_rows(models, grid, device, args.dtype)), flush=True)
 
 
 if __name__ == "__main__":
