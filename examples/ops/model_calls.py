@@ -93,12 +93,13 @@ def step_rows(models, grid, device: str, dtype: str = "float32") -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],  # one usage line, unwrapped
+                                 usage="%(prog)s [-h] [--steps] [--calls OP] [--dtype D] models_db grid_db")
     ap.add_argument("models_db", help="sgdsim ops measure --model rows (one device)")
     ap.add_argument("grid_db", help="a grid with trained estimators (sgdsim ops train), same device")
     ap.add_argument("--steps", action="store_true", help="also the steps of four zoo models (needs torch)")
     ap.add_argument("--calls", metavar="OP", help="also each of the models' calls of this type")
-    ap.add_argument("--dtype", default="float32", help="the calls' precision for --steps and --calls")
+    ap.add_argument("--dtype", default="float32", metavar="D", help="the calls' precision for --steps and --calls")
     args = ap.parse_args()
     with open_db(args.models_db, create=False) as models, open_db(args.grid_db, create=False) as grid:
         device = _device(models, args.models_db)
