@@ -35,6 +35,7 @@ CASES = [
     ("examples/ops/terms_cv.py", ["README.md", "--seeds", "0"], "--seeds"),
     ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),
     ("examples/ops/model_calls.py", [], "required"),
+    ("examples/ops/model_calls.py", [MISSING, MISSING, "--dtype", "bf16"], "bf16"),
     ("examples/ops/replay_steps.py", [MISSING, MISSING, MISSING], MISSING),
     ("examples/ops/pooled_bar.py", [MISSING, MISSING], MISSING),
     ("examples/ops/pooled_bar.py", [MISSING, MISSING, MISSING], "pairs"),

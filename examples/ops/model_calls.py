@@ -99,7 +99,8 @@ def main() -> None:
     ap.add_argument("grid_db", help="a grid with trained estimators (sgdsim ops train), same device")
     ap.add_argument("--steps", action="store_true", help="also the steps of four zoo models (needs torch)")
     ap.add_argument("--calls", metavar="OP", help="also each of the models' calls of this type")
-    ap.add_argument("--dtype", default="float32", metavar="D", help="the calls' precision for --steps and --calls")
+    ap.add_argument("--dtype", default="float32", metavar="D", choices=("float32", "float16", "bfloat16"),
+                    help="the calls' precision for --steps and --calls")
     args = ap.parse_args()
     with open_db(args.models_db, create=False) as models, open_db(args.grid_db, create=False) as grid:
         device = _device(models, args.models_db)
