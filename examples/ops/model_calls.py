@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from run_main import run_main  # beside this script
+from sgdsim.ops.cli import DTYPES
 from sgdsim.ops.db import open_db
 from sgdsim.ops.estimate import load_estimators
 
@@ -99,7 +100,7 @@ def main() -> None:
     ap.add_argument("grid_db", help="a grid with trained estimators (sgdsim ops train), same device")
     ap.add_argument("--steps", action="store_true", help="also the steps of four zoo models (needs torch)")
     ap.add_argument("--calls", metavar="OP", help="also each of the models' calls of this type")
-    ap.add_argument("--dtype", default="float32", metavar="D", choices=("float32", "float16", "bfloat16"),
+    ap.add_argument("--dtype", default="float32", metavar="D", choices=DTYPES,
                     help="the calls' precision for --steps and --calls")
     args = ap.parse_args()
     with open_db(args.models_db, create=False) as models, open_db(args.grid_db, create=False) as grid:

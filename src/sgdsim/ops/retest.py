@@ -107,7 +107,7 @@ def _groups(rows: list, wanted, device: str, args) -> dict[tuple[str, str], list
         held = ", ".join(sorted({r.op for r in rows}))
         raise ConfigError(f"--op {args.op}: no rows of it on this machine ({device}) in the "
                           f"database, which holds {held}: measure them first (sgdsim ops measure "
-                          f"--grid {'all' if wanted is None else args.op}{db_flag(args.db)})")
+                          f"--grid {args.op}{db_flag(args.db)})")
     return groups
 
 
