@@ -36,6 +36,8 @@ CASES = [
     ("examples/ops/model_calls.py", [MISSING, MISSING], MISSING),
     ("examples/ops/model_calls.py", [], "required"),
     ("examples/ops/model_calls.py", [MISSING, MISSING, "--dtype", "bf16"], "bf16"),
+    ("examples/ops/kept_outputs.py", [], "required"),
+    ("examples/ops/kept_outputs.py", [MISSING, "--cases", "zoo:mlp:7"], "zoo:mlp:7"),
     ("examples/ops/replay_steps.py", [MISSING, MISSING, MISSING], MISSING),
     ("examples/ops/pooled_bar.py", [MISSING, MISSING], MISSING),
     ("examples/ops/pooled_bar.py", [MISSING, MISSING, MISSING], "pairs"),

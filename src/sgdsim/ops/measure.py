@@ -124,8 +124,9 @@ class Runner:
     clone of its target, as autograd requires (made here, untimed).
     """
 
-    def __init__(self, call: Call, rng, device):
+    def __init__(self, call: Call, rng, device, keep_outputs: bool = False):
         self.fn = resolve(call.func)
+        self.keep_outputs = keep_outputs
         self.inplace = call.inplace
         self.args = materialize(call.args, rng, device)
         self.kwargs = {k: materialize(v, rng, device) for k, v in call.kwargs}
@@ -143,10 +144,17 @@ class Runner:
             sets.append((args, kwargs, leaves))
         return sets
 
-    def forward(self, sets: list) -> None:
+    def forward(self, sets: list) -> list:
+        """Runs every copy. By default each output is dropped at once, so the allocator hands
+        the next copy the block just written, warm in the caches. With ``keep_outputs`` they
+        are returned alive, each written to memory of its own, as a step's autograd keeps
+        activations for the backward (the caller frees them once the clock has stopped)."""
         fn = self.fn
+        if self.keep_outputs:
+            return [fn(*args, **kwargs) for args, kwargs, _ in sets]
         for args, kwargs, _ in sets:
-            fn(*args, **kwargs)  # dropped at once: the allocator reuses the block, as in a model
+            fn(*args, **kwargs)
+        return []
 
     def outputs(self, sets: list) -> list:
         outs = []
@@ -168,20 +176,22 @@ def _leaf(obj, leaves: list):
 
 def time_call(call: Call, rng: np.random.Generator, device: str = "cpu", repeats: int = 5,
               sync=None, naive_above_s: float = float("inf"), precision: Precision = Precision(),
-              reference=None) -> Timing:
+              reference=None, keep_outputs: bool = False, backward: bool = True) -> Timing:
     """Median forward and backward seconds of one copy of ``call``: differential (``repeats``
     pairs of N and M = N/2 copies, more until ``precision``), or, for a direction whose single
     call lasts ``naive_above_s``, one call at a time (the hybrid; off by default). ``copies``
     is the forward's N (1: timed alone). A median the timer cannot tell from 0 is replaced by
     an upper bound and flagged: nothing <= 0 is ever returned for a direction that ran.
     ``reference`` (``reference.Reference``): timed once after each differential pair, its
-    median kept per direction: how fast the machine ran meanwhile."""
+    median kept per direction: how fast the machine ran meanwhile. ``keep_outputs``: each forward
+    copy's output kept alive until the run ends (``Runner.forward``); not the default, compared
+    in docs/ops-runs.md (run 52). ``backward=False`` times the forward only."""
     sync = sync or (lambda: None)
-    runner = Runner(call, rng, device)
+    runner = Runner(call, rng, device, keep_outputs)
     timed_fwd = lambda k: _timed(runner, k, sync)  # noqa: E731
     fwd, n_fwd = _direction(timed_fwd, runner, repeats, naive_above_s, precision, reference)
     bwd = Samples([0.0], [0.0])
-    if getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
+    if backward and getattr(runner.outputs(runner.fresh(1))[0], "requires_grad", False):
         timed_bwd = lambda k: _timed_backward(runner, k, sync)  # noqa: E731
         bwd, _ = _direction(timed_bwd, runner, repeats, naive_above_s, precision, reference)
     (f, f_bound), (b, b_bound) = fwd.value(), bwd.value()
@@ -241,9 +251,11 @@ def _timed(runner: Runner, k: int, sync) -> float:
     sets = runner.fresh(k)
     sync()
     t0 = time.perf_counter()
-    runner.forward(sets)
+    kept = runner.forward(sets)
     sync()
-    return time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
+    del kept  # freed after the clock: a step frees its activations after its backward
+    return elapsed
 
 
 def _timed_backward(runner: Runner, k: int, sync) -> float:
