@@ -12,36 +12,42 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "ops"))
 from prior_cv import load_groups  # noqa: E402
+from run_main import run_main  # noqa: E402
 from sgdsim.ops.estimator.prior import held_out_times  # noqa: E402
 
 if len(sys.argv) < 3:
     print("usage: python product_residuals.py OP GRID.sqlite [GRID.sqlite ...]", file=sys.stderr)
     raise SystemExit(2)
-op, paths = sys.argv[1], sys.argv[2:]
-params, errors = [], []
-for path in paths:
-    _, groups, _ = load_groups(path)
-    recs = groups.get((op, "float32"), [])
-    if not recs:
-        continue
-    fold = np.random.default_rng(0).permutation(len(recs)) % 4
-    got = held_out_times(recs, True, fold)
-    params += [r.params for r in recs]
-    errors += list(got[:, 0] / np.array([r.fwd_s for r in recs]) - 1)
-e = np.array(errors)
-b = np.array([p.get("b", 1) for p in params], float)
-m, k, n = (np.array([p[x] for p in params], float) for x in "mkn")
-off = n % 16 != 0
-print(f"{op}: {len(e)} rows from {len(paths)} grids; held-out forward median |error| {np.median(np.abs(e)):.1%}\n")
-print("| rows | off 16 | count | signed median | median abs |\n|---|---|---:|---:|---:|")
-for lo, hi in [(17, 1024), (1024, 8192), (8192, 1e9)]:
-    for flag in (False, True):
-        s = (n >= lo) & (n < hi) & (off == flag)
-        if s.sum() >= 3:
-            print(f"| n {lo:g}-{hi:g} | {'yes' if flag else 'no'} | {s.sum()} | {np.median(e[s]):+.1%} | {np.median(np.abs(e[s])):.1%} |")
-print("\n| bytes of A, B and C | count | signed median | median abs |\n|---|---:|---:|---:|")
-total = 4 * b * (m * k + k * n + m * n)
-for lo, hi in [(0, 1e6), (1e6, 4e6), (4e6, 32e6), (32e6, 1e12)]:
-    s = (total >= lo) & (total < hi)
-    if s.sum():
-        print(f"| {lo / 1e6:g}-{hi / 1e6:g} MB | {s.sum()} | {np.median(e[s]):+.1%} | {np.median(np.abs(e[s])):.1%} |")
+
+def main() -> None:
+    op, paths = sys.argv[1], sys.argv[2:]
+    params, errors = [], []
+    for path in paths:
+        _, groups, _ = load_groups(path)
+        recs = groups.get((op, "float32"), [])
+        if not recs:
+            continue
+        fold = np.random.default_rng(0).permutation(len(recs)) % 4
+        got = held_out_times(recs, True, fold)
+        params += [r.params for r in recs]
+        errors += list(got[:, 0] / np.array([r.fwd_s for r in recs]) - 1)
+    e = np.array(errors)
+    b = np.array([p.get("b", 1) for p in params], float)
+    m, k, n = (np.array([p[x] for p in params], float) for x in "mkn")
+    off = n % 16 != 0
+    print(f"{op}: {len(e)} rows from {len(paths)} grids; held-out forward median |error| {np.median(np.abs(e)):.1%}\n")
+    print("| rows | off 16 | count | signed median | median abs |\n|---|---|---:|---:|---:|")
+    for lo, hi in [(17, 1024), (1024, 8192), (8192, 1e9)]:
+        for flag in (False, True):
+            s = (n >= lo) & (n < hi) & (off == flag)
+            if s.sum() >= 3:
+                print(f"| n {lo:g}-{hi:g} | {'yes' if flag else 'no'} | {s.sum()} | {np.median(e[s]):+.1%} | {np.median(np.abs(e[s])):.1%} |")
+    print("\n| bytes of A, B and C | count | signed median | median abs |\n|---|---:|---:|---:|")
+    total = 4 * b * (m * k + k * n + m * n)
+    for lo, hi in [(0, 1e6), (1e6, 4e6), (4e6, 32e6), (32e6, 1e12)]:
+        s = (total >= lo) & (total < hi)
+        if s.sum():
+            print(f"| {lo / 1e6:g}-{hi / 1e6:g} MB | {s.sum()} | {np.median(e[s]):+.1%} | {np.median(np.abs(e[s])):.1%} |")
+
+
+run_main(main)
