@@ -19,6 +19,7 @@ if len(sys.argv) < 3:
     print("usage: python product_residuals.py OP GRID.sqlite [GRID.sqlite ...]", file=sys.stderr)
     raise SystemExit(2)
 
+
 def main() -> None:
     op, paths = sys.argv[1], sys.argv[2:]
     params, errors = [], []
