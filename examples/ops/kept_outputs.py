@@ -58,7 +58,8 @@ def _records(device, name, params, dtype, f, k):
     rec = OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=f.fwd_s, bwd_s=f.bwd_s,
                    samples=f.samples, fwd_spread=f.fwd_spread, bwd_spread=f.bwd_spread,
                    measured_at=time.time(), fwd_bound=f.fwd_bound, bwd_bound=f.bwd_bound)
-    return rec, dataclasses.replace(rec, fwd_s=k.fwd_s, fwd_spread=k.fwd_spread, fwd_bound=k.fwd_bound)
+    return rec, dataclasses.replace(rec, fwd_s=k.fwd_s, samples=k.samples, fwd_spread=k.fwd_spread,
+                                    fwd_bound=k.fwd_bound)
 
 
 def measure_case(spec, batch, dbs, device, rng, by_type) -> None:
