@@ -186,18 +186,18 @@ def test_gemm_terms_by_hand():
     # m=2, k=3, n=4 with a 32-byte cache (8 float32 elements): A 6 fits, B 12 is 4 beyond, C 8
     # fits; 4 columns are narrower than a tile (A's 6 elements again), 2 rows are thin (B's 12)
     p = {"m": 2, "k": 3, "n": 4, "tb": 1, "ga": 0, "gb": 1}
-    assert REGISTRY["mm"].prior_terms(p, "float32", 32.0) == [1, 1, 24, 8, 6, 12, 12, 6, 0, 12, 0, 0, 0, 4, 0, 0]
+    assert REGISTRY["mm"].prior_terms(p, "float32", 32.0) == [1, 1, 24, 8, 6, 12, 12, 6, 0, 12, 0, 0, 0, 4, 0, 0, 0]
     # a batch of two, no transposed view, no gradient: every per-element term doubles, and the
     # batch's operands together exceed the cache (A 12 - 8, B 24 - 8, C 16 - 8); one set-up
     # for the second item
     q = {"b": 2, "m": 2, "k": 3, "n": 4, "ga": 0, "gb": 0}
-    assert REGISTRY["bmm"].prior_terms(q, "float32", 32.0) == [1, 0, 48, 16, 12, 24, 0, 12, 0, 24, 0, 1, 4, 16, 8, 0]
+    assert REGISTRY["bmm"].prior_terms(q, "float32", 32.0) == [1, 0, 48, 16, 12, 24, 0, 12, 0, 24, 0, 1, 4, 16, 8, 0, 0]
     # bfloat16 halves the bytes: 16 elements fit, so B (12) does too
-    assert REGISTRY["mm"].prior_terms(p, "bfloat16", 32.0)[-4:-1] == [0, 0, 0]
+    assert REGISTRY["mm"].prior_terms(p, "bfloat16", 32.0)[-5:-2] == [0, 0, 0]
     # the backward: A needs no gradient; B, a transposed view, gets its gradient in its own
     # layout: dC^T @ A, 4 rows 2 deep 3 wide (a few rows, narrow; its output, 12 elements, is 4
     # beyond the cache)
-    grad_b = [1, 1, 24, 12, 8, 6, 0, 8, 0, 0, 6, 0, 0, 0, 4, 0]
+    grad_b = [1, 1, 24, 12, 8, 6, 0, 8, 0, 0, 6, 0, 0, 0, 4, 0, 0]
     assert REGISTRY["mm"].backward_terms(p, "float32", 32.0) == grad_b
     # both gradients: the two products' terms summed; dC @ B^T reads B^T in B's own order
     both = REGISTRY["mm"].backward_terms(dict(p, ga=1), "float32", 32.0)
@@ -206,7 +206,7 @@ def test_gemm_terms_by_hand():
     # B not a view: its gradient is A^T @ dC, 3 rows 2 deep 4 wide (thin, narrow; its output,
     # 12 elements, is 4 beyond the cache)
     assert REGISTRY["mm"].backward_terms(dict(p, tb=0), "float32", 32.0) == \
-        [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 0, 0, 4, 0]
+        [1, 1, 24, 12, 6, 8, 0, 6, 0, 8, 0, 0, 0, 0, 4, 0, 0]
     # nothing needs a gradient: no backward
     assert not any(REGISTRY["mm"].backward_terms(dict(p, gb=0), "float32", 32.0))
 
@@ -218,11 +218,22 @@ def test_a_second_level_counts_the_operands_together_past_memory_bytes():
 
     def beyond(b, side, cache):
         return REGISTRY["bmm"].prior_terms({"b": b, "m": side, "k": side, "n": side, "ga": 1, "gb": 1},
-                                           "float32", cache)[-1]
+                                           "float32", cache)[-2]
     assert MEMORY_BYTES == 8 * 2 ** 20
     assert beyond(1, 1024, 32.0) == beyond(1, 1024, 1e12) == 2 ** 20  # 4 MiB of 4-byte elements
     assert beyond(2, 1024, 32.0) == 3 * 2 ** 20 * 2 - 2 * 2 ** 20
     assert beyond(1, 512, 32.0) == 0.0
+
+
+def test_outputs_wider_than_wide_n_count_their_multiply_adds_again():
+    from sgdsim.ops.optypes.matmul import WIDE_N
+
+    def wide(n):
+        return REGISTRY["mm"].prior_terms({"m": 8, "k": 32, "n": n, "tb": 1, "ga": 1, "gb": 1}, "float32", 1e12)[-1]
+    assert wide(WIDE_N) == 0.0 and wide(WIDE_N + 1) == 8 * 32 * (WIDE_N + 1)
+    # the backward's products: A's gradient is m x k out (narrow), the weight's n x k (dC^T @ A)
+    assert REGISTRY["mm"].backward_terms({"m": 8, "k": 32, "n": 50257, "tb": 1, "ga": 1, "gb": 1},
+                                         "float32", 1e12)[-1] == 0.0
 
 
 def test_gemm_tile_terms_switch_at_the_tile_width():
@@ -271,7 +282,7 @@ def test_exact_gemm_terms_are_recovered_with_their_cache_size():
     backward's times, made of its own products' terms, too."""
     rng = np.random.default_rng(1)
     rates = np.array([4e-6, 1e-6, 8e-12, 5e-11, 2e-10, 1e-10, 5e-11, 6e-10, 3e-10, 4e-10,
-                      2.5e-10, 1e-6, 3e-10, 7e-10, 2e-10, 1.5e-10])
+                      2.5e-10, 1e-6, 3e-10, 7e-10, 2e-10, 1.5e-10, 4e-12])
     rows = []
     for _ in range(120):
         p = {k: int(np.exp(rng.uniform(0, np.log(4096)))) for k in "mkn"}

@@ -67,11 +67,11 @@ def _timed_and_drawn(path, seed):
 def test_a_grids_earliest_rows_are_its_first_drawn_shapes():
     """What the cut rests on: run 38's rows, by time, are its grid's draws in order (seed 47),
     the first of today's rule's larger grid; run 47's, measured with today's rule (seed 56),
-    are all of them but mm's last 6 (a product draws 96 since run 54's sixteenth rate, 90 then)."""
+    are all of them but mm's last 12 (a product draws 102 since runs 54 and 55 added two rates, 90 then)."""
     for timed, shapes in _timed_and_drawn("docs/validation/ops/db-grid-epyc-2026-12-07-run38.csv", 47):
         assert len(timed) < len(shapes) and timed == shapes[:len(timed)]
     counts = []
     for timed, shapes in _timed_and_drawn("docs/validation/ops/run47/db-grid-epyc-2026-12-07-run47.csv", 56):
         assert timed == shapes[:len(timed)]
         counts.append((len(timed), len(shapes)))
-    assert counts == [(120, 120), (120, 120), (90, 96)]  # conv2d, eltwise, mm
+    assert counts == [(120, 120), (120, 120), (90, 102)]  # conv2d, eltwise, mm

@@ -23,9 +23,9 @@ def test_samples_measured_inverts_grid_shapes(op, n):
 
 
 def test_samples_measured_of_the_readme_grid():
-    # --samples 30: eltwise draws 120 shapes, conv2d 120, mm 96, relu 30; a few rows short (a
+    # --samples 30: eltwise draws 120 shapes, conv2d 120, mm 102, relu 30; a few rows short (a
     # type's space smaller than asked) still reads as the samples that would have drawn at least them
-    assert [samples_measured(op, r) for op, r in (("eltwise", 120), ("conv2d", 120), ("mm", 96), ("relu", 30))] == \
+    assert [samples_measured(op, r) for op, r in (("eltwise", 120), ("conv2d", 120), ("mm", 102), ("relu", 30))] == \
         [30, 30, 30, 30]
     assert samples_measured("relu", 29) == 29 and samples_measured("eltwise", 119) == 30
 
@@ -51,7 +51,7 @@ def test_next_steps_doubles_each_types_samples_and_retests_the_few():
 
 
 def test_next_steps_per_device_and_dtype():
-    lines = next_steps([_flag("mm", 96, 30, dtype="bfloat16"), _flag("mm", 96, 30, device="gpu x")],
+    lines = next_steps([_flag("mm", 102, 30, dtype="bfloat16"), _flag("mm", 102, 30, device="gpu x")],
                        None, several_devices=True)
     blocks = [i for i, line in enumerate(lines) if line.startswith("above")]  # one per (device, dtype)
     assert len(blocks) == 2 and not any("--db" in line for line in lines)  # the default database
@@ -67,7 +67,7 @@ def test_the_commands_time_on_the_device_the_rows_are_from():
     assert timing_flags("cuda:1 (NVIDIA H100 80GB HBM3)") == " --device cuda:1"
     assert timing_flags("cuda (NVIDIA A100)") == " --device cuda"
     assert timing_flags("cpu (test)") == ""  # not a name `ops measure` writes: nothing guessed
-    lines = next_steps([_flag("mm", 96, 10, device="cpu (4 threads, X)")], None)
+    lines = next_steps([_flag("mm", 102, 10, device="cpu (4 threads, X)")], None)
     assert "  sgdsim ops measure --grid mm --samples 60 --threads 4" in lines
     assert "  sgdsim ops retest --op mm --samples 30 --threads 4   # a retest of fewer rows is a noisy bar" in lines
 

@@ -104,6 +104,11 @@ TILE_N = 16  # output columns one vector register holds: float32 lanes of AVX-51
 # the products whose A, B and C pass 32 MB were 14-31 % slower than those terms said, and
 # 8 MiB (of 4, 6, 8, 16 and 32 tried) fitted them best (docs/ops-runs.md, after run 53; run 54)
 MEMORY_BYTES = 8 * 2 ** 20
+# Outputs wider than this pay a rate a multiply-add of their own: over the same grids the
+# vocabulary-sized products (8,192 columns and more) ran 13-16 % above the terms with the
+# second level, those of 1,024-4,096 within 1 %; the grids draw no width in between, so the
+# switch lies somewhere there (docs/ops-runs.md, run 55)
+WIDE_N = 4096
 
 
 def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
@@ -123,7 +128,8 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     elements again for 4 to 15 rows (a panel packed for a few rows and used by only those:
     the 2-3 row term, one tile further), and a set-up per batch item after the first (each
     is its own GEMM). Last, the elements of A, B and C together beyond ``MEMORY_BYTES``, a
-    second level of memory that one chosen cache size cannot also be."""
+    second level of memory that one chosen cache size cannot also be, and the multiply-adds
+    of outputs wider than ``WIDE_N`` columns (a vocabulary's head) again."""
     b, m, k, n = (float(p.get("b", 1)), float(p["m"]), float(p["k"]), float(p["n"]))
     g = grad(p["ga"]) or grad(p.get("gb", 0))
     narrow, partial = n < TILE_N, n > TILE_N and n % TILE_N != 0
@@ -132,7 +138,7 @@ def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
             b * m * k * narrow, b * m * k * partial, b * k * n * (1 < m < 4),
             b * k * n * (4 <= m < TILE_N), b - 1.0,
             *(beyond_cache(b * e, 1, dtype, cache_bytes) for e in (m * k, k * n, m * n)),
-            beyond_cache(b * (m * k + k * n + m * n), 1, dtype, MEMORY_BYTES)]
+            beyond_cache(b * (m * k + k * n + m * n), 1, dtype, MEMORY_BYTES), b * m * k * n * (n > WIDE_N)]
 
 
 def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
@@ -157,10 +163,10 @@ def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
 
 MNK = frozenset({"m", "k", "n"})
 # revision 2: a transposed B's gradient as dC^T @ A (2026-12-07, docs/ops-runs.md run 40);
-# 3 (bmm 2): the elements beyond MEMORY_BYTES (run 54)
+# 3 (bmm 2): the elements beyond MEMORY_BYTES (run 54); 4 (bmm 3): wide outputs (run 55)
 ADDMM = OpType("addmm", ("aten.addmm.default",), MNK, addmm_params, addmm_build, addmm_sample,
-               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms, terms_revision=3)
+               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms, terms_revision=4)
 MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B", gemm_terms,
-            gemm_backward_terms, terms_revision=3)
+            gemm_backward_terms, terms_revision=4)
 BMM = OpType("bmm", ("aten.bmm.default",), MNK | {"b"}, bmm_params, bmm_build, bmm_sample,
-             "batched A @ B (attention scores)", gemm_terms, gemm_backward_terms, terms_revision=2)
+             "batched A @ B (attention scores)", gemm_terms, gemm_backward_terms, terms_revision=3)
