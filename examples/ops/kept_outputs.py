@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -53,28 +52,26 @@ def _both(call, rng, flip: bool):
 
 
 def _records(device, name, params, dtype, f, k):
-    from sgdsim.ops.records import OpRecord
+    from sgdsim.ops.collect import timed_record
 
-    rec = OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=f.fwd_s, bwd_s=f.bwd_s,
-                   samples=f.samples, fwd_spread=f.fwd_spread, bwd_spread=f.bwd_spread,
-                   measured_at=time.time(), fwd_bound=f.fwd_bound, bwd_bound=f.bwd_bound)
+    rec = timed_record(device, name, params, dtype, f)
     return rec, dataclasses.replace(rec, fwd_s=k.fwd_s, samples=k.samples, fwd_spread=k.fwd_spread,
                                     fwd_bound=k.fwd_bound)
 
 
-def measure_case(spec, batch, dbs, device, rng, by_type) -> None:
-    from sgdsim.ops.collect import call_dtype, model_calls
-    from sgdsim.ops.records import params_key
+def measure_case(spec, batch, dbs, device, rng, by_type, known: set) -> None:
+    """Times the case's calls not in ``known`` (the keys measured for earlier cases), adding them."""
+    from sgdsim.ops.collect import call_dtype, call_key, model_calls
     from sgdsim.progress import Progress
 
-    known = {(r.op, params_key(r.params), r.dtype) for r in dbs[0].load()}
-    todo = [c for c in model_calls(spec, batch) if (c[0], params_key(c[1]), call_dtype(c[2])) not in known]
+    todo = [c for c in model_calls(spec, batch) if call_key(c) not in known]
     with Progress(len(todo), f"{spec} batch {batch}: calls freed and kept") as bar:
         for i, (name, params, call) in enumerate(todo):
             f, k = _both(call, rng, flip=i % 2 == 1)
             freed, kept = _records(device, name, params, call_dtype(call), f, k)
             dbs[0].upsert([freed])
             dbs[1].upsert([kept])
+            known.add(call_key((name, params, call)))
             if not (f.fwd_bound or k.fwd_bound):
                 by_type[name][0] += f.fwd_s
                 by_type[name][1] += k.fwd_s
@@ -118,11 +115,11 @@ def _run(cases, paths, rng) -> None:
     torch = torch_module()
     keep_memory()
     by_type: dict = defaultdict(lambda: [0.0, 0.0])
-    rows = []
+    rows, known = [], set()
     with open_db(paths[0]) as freed, open_db(paths[1]) as kept, timing_settings(torch, 1):
         device = this_device(1)
         for spec, batch in cases:
-            measure_case(spec, batch, (freed, kept), device, rng, by_type)
+            measure_case(spec, batch, (freed, kept), device, rng, by_type, known)
             step, f, k = time_case(spec, batch, (freed, kept), device)
             rows.append(f"| {spec} | {batch} | {step * 1e3:.1f} | {f * 1e3:.1f} | {step / f:.3f} | "
                         f"{k * 1e3:.1f} | {step / k:.3f} | {k / f:.3f} |")

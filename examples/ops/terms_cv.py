@@ -23,14 +23,20 @@ from sgdsim.ops.estimator.terms import has_terms
 FOLDS = 4
 
 
-def row_errors(recs, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """|predicted / measured - 1| of each row's forward and of each timed backward, every row
-    held out once."""
+def signed_errors(recs, seed: int) -> np.ndarray:
+    """(n, 2): predicted / measured - 1 of each row's forward and backward, every row held out
+    once; NaN where the direction was not timed (0, or a backward stored as a bound)."""
     fold = np.random.default_rng(seed).permutation(len(recs)) % FOLDS
     got = held_out_times(recs, True, fold)
-    fwd = np.array([r.fwd_s for r in recs])
-    bwd = np.array([0.0 if r.bwd_bound else r.bwd_s for r in recs])
-    return tuple(np.abs(got[want > 0, j] / want[want > 0] - 1) for j, want in enumerate((fwd, bwd)))
+    want = np.array([[r.fwd_s, 0.0 if r.bwd_bound else r.bwd_s] for r in recs]).reshape(-1, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(want > 0, got / want - 1, np.nan)
+
+
+def row_errors(recs, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """|predicted / measured - 1| of each row's forward and of each timed backward."""
+    err = signed_errors(recs, seed)
+    return tuple(np.abs(err[~np.isnan(err[:, j]), j]) for j in range(2))
 
 
 def held_out_errors(recs, seed: int, seeds: int = 1) -> tuple[float, float]:

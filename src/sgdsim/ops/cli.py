@@ -85,6 +85,7 @@ def _measure_parser(sub) -> None:
 def cmd_measure(args) -> int:
     from ..cpu_load import CpuWatch, busy_line
     from ..progress import Progress, say, status
+    from .collect import call_key
     from .db import open_db
     from .measure import Precision
 
@@ -95,7 +96,7 @@ def cmd_measure(args) -> int:
     with open_db(args.db) as db, timing_settings(torch, args.threads):
         device, todo = _plan(args, status)
         skip = set() if args.remeasure else _known(db, device.name)
-        todo = [t for t in todo if _key(t) not in skip]
+        todo = [t for t in todo if call_key(t) not in skip]
         say(f"measuring {len(todo)} call(s) on {device.name}"
             f"{f' ({len(skip)} already in the database)' if skip else ''}")
         failures: list[str] = []
@@ -168,14 +169,6 @@ def _run(db, todo, how, bar) -> int:
         say(f"{bounds} call(s) ran faster than this machine's timer resolves: stored as upper "
             "bounds (flagged; training sets them aside)")
     return written
-
-
-def _key(item) -> tuple:
-    from .collect import call_dtype
-    from .records import params_key
-
-    name, params, call = item
-    return (name, params_key(params), call_dtype(call))
 
 
 def _known(db, device: str) -> set:

@@ -28,6 +28,13 @@ def this_device(threads: int, device: str = "cpu") -> Device:
                   driver=f"cuda {driver}" if driver else "")
 
 
+def call_key(item: tuple[str, dict, Call]) -> tuple[str, str, str]:
+    """(type, parameters' key, dtype) of a (type, parameters, call) to time: a row's key less
+    its device (``OpRecord.key[1:]``)."""
+    name, params, call = item
+    return name, params_key(params), call_dtype(call)
+
+
 def call_dtype(call: Call) -> str:
     floats = [t.dtype for t in call.tensors() if t.dtype.startswith(("float", "bfloat"))]
     return floats[0] if floats else DEFAULT_DTYPE
@@ -125,7 +132,7 @@ def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int =
     refs: dict[tuple[str, str], object] = {}
     for name, params, call in todo:
         dtype = call_dtype(call)
-        if skip and (name, params_key(params), dtype) in skip:
+        if skip and call_key((name, params, call)) in skip:
             continue
         try:
             ref = _reference(refs, name, dtype, device) if reference else None
@@ -136,10 +143,15 @@ def measure_calls(todo, device: Device, rng: np.random.Generator, repeats: int =
                 raise
             failures.append(f"{call.func}: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
             continue
-        yield OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=t.fwd_s,
-                       bwd_s=t.bwd_s, samples=t.samples, fwd_spread=t.fwd_spread,
-                       bwd_spread=t.bwd_spread, measured_at=time.time(), fwd_bound=t.fwd_bound,
-                       bwd_bound=t.bwd_bound, fwd_ref_s=t.fwd_ref_s, bwd_ref_s=t.bwd_ref_s)
+        yield timed_record(device, name, params, dtype, t)
+
+
+def timed_record(device: Device, name: str, params: dict, dtype: str, t) -> OpRecord:
+    """The row of one call timed now (``t``: ``measure.Timing``)."""
+    return OpRecord(device=device, op=name, params=params, dtype=dtype, fwd_s=t.fwd_s,
+                    bwd_s=t.bwd_s, samples=t.samples, fwd_spread=t.fwd_spread,
+                    bwd_spread=t.bwd_spread, measured_at=time.time(), fwd_bound=t.fwd_bound,
+                    bwd_bound=t.bwd_bound, fwd_ref_s=t.fwd_ref_s, bwd_ref_s=t.bwd_ref_s)
 
 
 def _reference(refs: dict, op: str, dtype: str, device: Device):

@@ -13,7 +13,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "ops"))
 from prior_cv import load_groups  # noqa: E402
 from run_main import run_main  # noqa: E402
-from sgdsim.ops.estimator.prior import held_out_times  # noqa: E402
+from terms_cv import signed_errors  # noqa: E402
 
 if len(sys.argv) < 3:
     print("usage: python product_residuals.py OP GRID.sqlite [GRID.sqlite ...]", file=sys.stderr)
@@ -28,10 +28,8 @@ def main() -> None:
         recs = groups.get((op, "float32"), [])
         if not recs:
             continue
-        fold = np.random.default_rng(0).permutation(len(recs)) % 4
-        got = held_out_times(recs, True, fold)
         params += [r.params for r in recs]
-        errors += list(got[:, 0] / np.array([r.fwd_s for r in recs]) - 1)
+        errors += list(signed_errors(recs, 0)[:, 0])
     e = np.array(errors)
     b = np.array([p.get("b", 1) for p in params], float)
     m, k, n = (np.array([p[x] for p in params], float) for x in "mkn")
