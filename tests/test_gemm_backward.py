@@ -92,15 +92,15 @@ def test_an_estimator_fitted_to_older_terms_is_refused_with_what_to_run():
 
     rows = _mm_rows(60, np.random.default_rng(3))
     prior = fit_terms_prior(rows, True)
-    assert prior["revision"] == MM.terms_revision == 4  # run 40's transposed B gradient, runs 54 and 55's terms
+    assert prior["revision"] == MM.terms_revision == 5  # run 40's transposed B gradient, runs 54-56's terms
     params = [r.params for r in rows[:4]]
     assert prior_times("mm", "float32", params, check_prior(json.loads(json.dumps(prior)), "mm")).shape == (4, 2)
     older = check_prior({k: v for k, v in prior.items() if k != "revision"}, "mm")  # as trained before
-    with pytest.raises(ConfigError, match=r"revision 1 of its terms.*revision 4: train it again \(sgdsim ops train\)"):
+    with pytest.raises(ConfigError, match=r"revision 1 of its terms.*revision 5: train it again \(sgdsim ops train\)"):
         prior_times("mm", "float32", params, older)
-    before_run_55 = check_prior(dict(prior, revision=3), "mm")
-    with pytest.raises(ConfigError, match=r"revision 3 of its terms.*revision 4: train it again"):
-        prior_times("mm", "float32", params, before_run_55)
+    for before in (3, 4):  # before run 55's wide outputs, before run 56 moved where they start
+        with pytest.raises(ConfigError, match=rf"revision {before} of its terms.*revision 5: train it again"):
+            prior_times("mm", "float32", params, check_prior(dict(prior, revision=before), "mm"))
     for bad in (0, True, 2.0, "2"):  # a stored estimator is data from someone else
         with pytest.raises(ValueError, match="revision is a whole number"):
             check_prior(dict(prior, revision=bad), "mm")

@@ -5,7 +5,11 @@ predicts every row of the gap database, once with the wide-output rate switched 
 alike (they draw no width in between) and differ only on the gap's rows. Signed error is
 estimated / measured - 1, by the output's width.
 
-    python docs/validation/ops/run56/gap_errors.py GAP.sqlite GRID.sqlite [GRID.sqlite ...]
+    python docs/validation/ops/run56/gap_errors.py GAP.sqlite GRID.sqlite [GRID.sqlite ...] [--scan]
+
+``--scan`` also prints, per type, the gap rows' forward median |error| (and signed median)
+with the rate starting at each of several widths inside the gap: chosen on these rows, so
+in sample, a candidate for a later held-out run and nothing more.
 """
 import os
 import sys
@@ -21,6 +25,7 @@ from sgdsim.ops.optypes import matmul  # noqa: E402
 
 TYPES = ("addmm", "mm")
 THRESHOLDS = (4096, 8191)  # the rate from 4,097 columns (as committed) or from 8,192
+SCAN = (4096, 5120, 5632, 6144, 7168, 8191)
 BANDS = ((2048, 4096), (4097, 5120), (5121, 6144), (6145, 7168), (7169, 8191), (8192, 16384))
 
 def errors(train, test, wide_n: int) -> np.ndarray:
@@ -56,17 +61,35 @@ def table(op: str, train, test) -> None:
             print(f"| {label} | {s.sum()} | " + " | ".join(cells) + " |")
 
 
+def scan(op: str, train, test) -> None:
+    n = np.array([r.params["n"] for r in test])
+    inside = (n > 4096) & (n < 8192)
+    cells = []
+    for w in SCAN:
+        e = errors(train, test, w)[inside, 0]
+        cells.append(f"{np.median(np.abs(e)):.1%} ({np.median(e):+.1%})")
+    print(f"| {op} | {inside.sum()} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
-    if len(sys.argv) < 3:
-        raise ConfigError("usage: python docs/validation/ops/run56/gap_errors.py GAP.sqlite GRID.sqlite [GRID.sqlite ...]")
-    _, gap, _ = load_groups(sys.argv[1])
-    grids = [load_groups(p)[1] for p in sys.argv[2:]]
-    print(f"gap rows: {sys.argv[1]}; grids: {', '.join(os.path.basename(p) for p in sys.argv[2:])}")
-    for op in TYPES:
-        train = [r for g in grids for r in g.get((op, "float32"), [])]
-        test = gap.get((op, "float32"), [])
-        if train and test:
-            table(op, train, test)
+    args = [a for a in sys.argv[1:] if a != "--scan"]
+    if len(args) < 2:
+        raise ConfigError("usage: python docs/validation/ops/run56/gap_errors.py GAP.sqlite GRID.sqlite [GRID.sqlite ...] [--scan]")
+    _, gap, _ = load_groups(args[0])
+    grids = [load_groups(p)[1] for p in args[1:]]
+    print(f"gap rows: {args[0]}; grids: {', '.join(os.path.basename(p) for p in args[1:])}")
+    pairs = [(op, [r for g in grids for r in g.get((op, "float32"), [])], gap.get((op, "float32"), []))
+             for op in TYPES]
+    pairs = [(op, train, test) for op, train, test in pairs if train and test]
+    for op, train, test in pairs:
+        table(op, train, test)
+    if "--scan" in sys.argv[1:]:
+        print("\nthe gap rows' forward, median |error| (signed median), by the width the rate starts after"
+              " (in sample)\n")
+        print("| type | rows | " + " | ".join(f"{w:,}" for w in SCAN) + " |")
+        print("|---|---:|" + "---:|" * len(SCAN))
+        for op, train, test in pairs:
+            scan(op, train, test)
 
 
 if __name__ == "__main__":

@@ -106,9 +106,11 @@ TILE_N = 16  # output columns one vector register holds: float32 lanes of AVX-51
 MEMORY_BYTES = 8 * 2 ** 20
 # Outputs wider than this pay a rate a multiply-add of their own: over the same grids the
 # vocabulary-sized products (8,192 columns and more) ran 13-16 % above the terms with the
-# second level, those of 1,024-4,096 within 1 %; the grids draw no width in between, so the
-# switch lies somewhere there (docs/ops-runs.md, run 55)
-WIDE_N = 4096
+# second level, those of 1,024-4,096 within 1 % (run 55). The grids draw no width in between;
+# on products of those widths (run 56) the rate from 8,192 on missed them by less than the
+# rate from 4,097 (forward median 14 / 19 % against 23 / 29 % for addmm / mm), so it starts
+# at 8,192 until a held-out run says otherwise (docs/ops-runs.md, runs 55 and 56)
+WIDE_N = 8191
 
 
 def gemm_terms(p, dtype: str, cache_bytes: float) -> list[float]:
@@ -163,10 +165,11 @@ def gemm_backward_terms(p, dtype: str, cache_bytes: float) -> list[float]:
 
 MNK = frozenset({"m", "k", "n"})
 # revision 2: a transposed B's gradient as dC^T @ A (2026-12-07, docs/ops-runs.md run 40);
-# 3 (bmm 2): the elements beyond MEMORY_BYTES (run 54); 4 (bmm 3): wide outputs (run 55)
+# 3 (bmm 2): the elements beyond MEMORY_BYTES (run 54); 4 (bmm 3): wide outputs (run 55);
+# 5 (bmm 4): wide from 8,192 columns, not 4,097 (run 56: a model's rows may have widths between)
 ADDMM = OpType("addmm", ("aten.addmm.default",), MNK, addmm_params, addmm_build, addmm_sample,
-               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms, terms_revision=4)
+               "bias + A @ B (a linear layer)", gemm_terms, gemm_backward_terms, terms_revision=5)
 MM = OpType("mm", ("aten.mm.default",), MNK, mm_params, mm_build, mm_sample, "A @ B", gemm_terms,
-            gemm_backward_terms, terms_revision=4)
+            gemm_backward_terms, terms_revision=5)
 BMM = OpType("bmm", ("aten.bmm.default",), MNK | {"b"}, bmm_params, bmm_build, bmm_sample,
-             "batched A @ B (attention scores)", gemm_terms, gemm_backward_terms, terms_revision=3)
+             "batched A @ B (attention scores)", gemm_terms, gemm_backward_terms, terms_revision=4)
