@@ -107,9 +107,9 @@ MEMORY_BYTES = 8 * 2 ** 20
 # Outputs wider than this pay a rate a multiply-add of their own: over the same grids the
 # vocabulary-sized products (8,192 columns and more) ran 13-16 % above the terms with the
 # second level, those of 1,024-4,096 within 1 % (run 55). The grids draw no width in between;
-# on products of those widths (run 56) the rate from 8,192 on missed them by less than the
-# rate from 4,097 (forward median 14 / 19 % against 23 / 29 % for addmm / mm), so it starts
-# at 8,192 until a held-out run says otherwise (docs/ops-runs.md, runs 55 and 56)
+# on products of those widths the rate from 8,192 on missed them by less than the rate from
+# 4,097 (run 56, forward median 14 / 19 % against 23 / 29 % for addmm / mm; held out on run
+# 57, 8.8 / 7.5 % against 14.0 / 25.4, and 11.7 / 16.6 from 6,144: docs/ops-runs.md)
 WIDE_N = 8191
 
 
