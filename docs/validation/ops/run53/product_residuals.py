@@ -36,7 +36,7 @@ def main() -> None:
     off = n % 16 != 0
     print(f"{op}: {len(e)} rows from {len(paths)} grids; held-out forward median |error| {np.median(np.abs(e)):.1%}\n")
     print("| rows | off 16 | count | signed median | median abs |\n|---|---|---:|---:|---:|")
-    for lo, hi in [(17, 1024), (1024, 8192), (8192, 1e9)]:
+    for lo, hi in [(1, 16), (16, 17), (17, 1024), (1024, 8192), (8192, 1e9)]:  # narrower than a tile, one tile, ...
         for flag in (False, True):
             s = (n >= lo) & (n < hi) & (off == flag)
             if s.sum() >= 3:
