@@ -44,6 +44,8 @@ CASES = [
     ("examples/ops/gap_widths.py", [MISSING, "--shapes", "0"], "--shapes"),
     ("docs/validation/ops/run56/gap_errors.py", [], "usage"),
     ("docs/validation/ops/run56/gap_errors.py", [MISSING, MISSING], MISSING),
+    ("docs/validation/ops/run58/bf16_over_f32.py", [], "usage"),
+    ("docs/validation/ops/run58/bf16_over_f32.py", [MISSING, MISSING], MISSING),
     ("examples/ops/pooled_bar.py", [MISSING, MISSING], MISSING),
     ("examples/ops/pooled_bar.py", [MISSING, MISSING, MISSING], "pairs"),
     ("examples/ops/pooled_bar.py", [], "usage"),
