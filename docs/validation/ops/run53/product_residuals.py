@@ -3,7 +3,7 @@ the grids given held out 4-fold as terms_cv.py holds it out (seed 0), its signed
 (estimated / measured - 1) grouped by the output's width against the 16-column tile and by the
 product's bytes.
 
-    python docs/validation/ops/run53/product_residuals.py mm run15.sqlite run17.sqlite ...
+    python docs/validation/ops/run53/product_residuals.py mm run15.sqlite run17.sqlite ... [--dtype bfloat16]
 """
 import os
 import sys
@@ -15,17 +15,23 @@ from prior_cv import load_groups  # noqa: E402
 from run_main import run_main  # noqa: E402
 from terms_cv import signed_errors  # noqa: E402
 
-if len(sys.argv) < 3:
-    print("usage: python product_residuals.py OP GRID.sqlite [GRID.sqlite ...]", file=sys.stderr)
+ARGS = sys.argv[1:]
+DTYPE = "float32"
+if "--dtype" in ARGS:  # the rows of another precision (run 58's bfloat16)
+    i = ARGS.index("--dtype")
+    DTYPE = ARGS[i + 1] if i + 1 < len(ARGS) else ""
+    del ARGS[i:i + 2]
+if len(ARGS) < 2 or not DTYPE:
+    print("usage: python product_residuals.py OP GRID.sqlite [GRID.sqlite ...] [--dtype DTYPE]", file=sys.stderr)
     raise SystemExit(2)
 
 
 def main() -> None:
-    op, paths = sys.argv[1], sys.argv[2:]
+    op, paths = ARGS[0], ARGS[1:]
     params, errors = [], []
     for path in paths:
         _, groups, _ = load_groups(path)
-        recs = groups.get((op, "float32"), [])
+        recs = groups.get((op, DTYPE), [])
         if not recs:
             continue
         params += [r.params for r in recs]
