@@ -60,3 +60,21 @@ def test_a_larger_grid_begins_with_the_smaller(name, small, more, seed):
     assert len(a) == grid_shapes(name, small) and len(b) == grid_shapes(name, small + more)
     assert b[:len(a)] == a
     assert len(set(b)) == len(b)
+
+
+def test_the_samples_help_states_the_rule_grid_shapes_follows():
+    """`ops measure --help` said rates/8 for a release after the rule became rates/5: the
+    numbers a user reads are now the ones the grid is drawn by."""
+    import re
+    import subprocess
+    import sys
+
+    text = " ".join(subprocess.run([sys.executable, "-m", "sgdsim.cli", "ops", "measure", "--help"],
+                                   capture_output=True, text=True, check=True).stdout.split())
+    found = re.search(r"from (\d+) on, a type whose estimator fits more than (\d+) rates gets "
+                      r"rates/(\d+) times as many, up to (\d+)x", text)
+    assert found, text
+    start, more, per, most = (int(v) for v in found.groups())
+    rates = REGISTRY["mm"].rates()
+    assert rates > more and grid_shapes("mm", 30) == round(30 * min(most, rates / per))
+    assert grid_shapes("mm", start - 1) == start - 1  # below it, drawn as asked

@@ -40,6 +40,7 @@ DTYPES = FLOATING[:3]  # float32, float16, bfloat16
 
 def _measure_parser(sub) -> None:
     from .db_cmds import add_db_argument
+    from .collect import MAX_SHAPE_FACTOR, RATES_PER_SAMPLE, SCALED_FROM
     from .optypes import SAMPLED
 
     q = sub.add_parser("measure", help="time operators on this machine into the database",
@@ -53,8 +54,9 @@ def _measure_parser(sub) -> None:
                       help="zoo:NAME[?k=v], FILE.py:FN or MODULE:FN: its step's calls")
     q.add_argument("--batch-size", type=int, default=None, help="batch size of the traced step; required with --model (default: none)")
     q.add_argument("--samples", type=int, default=100,
-                   help="grid points per operator type; from 20 on, a type whose estimator fits "
-                        "more than 8 rates gets rates/8 times as many, up to 4x (default 100)")
+                   help=f"grid points per operator type; from {SCALED_FROM} on, a type whose "
+                        f"estimator fits more than {RATES_PER_SAMPLE} rates gets rates/{RATES_PER_SAMPLE} "
+                        f"times as many, up to {MAX_SHAPE_FACTOR}x (default 100)")
     q.add_argument("--seed", type=int, default=0, help="seed of the grid and the input data")
     q.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
                    help="differential measurements per call, at least (median and spread)")
