@@ -42,9 +42,15 @@ def test_a_profile_estimated_in_bfloat16_uses_bfloat16_rows_and_says_so(tmp_path
     half, single = tmp_path / "half.json", tmp_path / "single.json"
     assert main(["profile", model, "--batch-size", "4", "--estimate", "--db", db, "--dtype", "bfloat16",
                  "-o", str(half)]) == 0
-    info = load_profile(str(half)).extra["estimated"]
+    prof = load_profile(str(half))
+    info = prof.extra["estimated"]
     assert info["dtype"] == "bfloat16" and info["time_fraction_measured"] == 1.0
-    assert "in bfloat16" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "in bfloat16" in err
+    # what the network carries is said, not left to be guessed: float32 parameters (depth 1 is
+    # one Linear(8, 2): 8x2 + 2 = 18 of them, 72 bytes), as mixed precision keeps them
+    assert prof.model_bytes() == 4 * (8 * 2 + 2)
+    assert "parameters and gradients as float32 (0.00 MB of gradients a step)" in " ".join(err.split())
     # the same model in float32: none of these rows apply; the roofline, and what to measure
     assert main(["profile", model, "--batch-size", "4", "--estimate", "--db", db, "-o", str(single)]) == 0
     info = load_profile(str(single)).extra["estimated"]

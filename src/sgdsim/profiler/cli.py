@@ -194,6 +194,14 @@ def _roofline_line(info: dict, db: str | None, target: str) -> str:
             f"--device {shlex.quote(target)}")
 
 
+def _precision_line(prof, dtype: str) -> str:
+    """What an estimate in another precision rests on: its calls are priced in ``dtype``
+    throughout, while the bytes the network carries are the model's float32 parameters."""
+    return (f"its calls are priced all in {dtype} (no casts), while the network carries its "
+            f"parameters and gradients as float32 ({prof.model_bytes() / 1e6:.2f} MB of gradients "
+            f"a step), as mixed precision keeps them; sent as {dtype} they would be half")
+
+
 def _dtype_flag(info: dict) -> str:
     return f" --dtype {info['dtype']}" if info["dtype"] != "float32" else ""
 
@@ -230,6 +238,8 @@ def _cmd_estimate(args) -> int:
         f"{info['time_fraction_fallback']:.0%} from the untyped-call fallback; the step as an "
         f"allocator that keeps freed memory runs it ('sgdsim profile --keep-memory' measures "
         f"it so on a CPU)")
+    if info["dtype"] != "float32":
+        say(_precision_line(prof, info["dtype"]))
     if factor:
         say(_step_factor_line(factor, args.step_factor))
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
