@@ -27,7 +27,12 @@ def signed_errors(recs, seed: int) -> np.ndarray:
     """(n, 2): predicted / measured - 1 of each row's forward and backward, every row held out
     once; NaN where the direction was not timed (0, or a backward stored as a bound)."""
     fold = np.random.default_rng(seed).permutation(len(recs)) % FOLDS
-    got = held_out_times(recs, True, fold)
+    return errors_against(recs, held_out_times(recs, True, fold))
+
+
+def errors_against(recs, got: np.ndarray) -> np.ndarray:
+    """(n, 2): ``got`` (each row's forward and backward seconds) / measured - 1; NaN where the
+    direction was not timed."""
     want = np.array([[r.fwd_s, 0.0 if r.bwd_bound else r.bwd_s] for r in recs]).reshape(-1, 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(want > 0, got / want - 1, np.nan)

@@ -5,6 +5,7 @@ product's bytes.
 
     python docs/validation/ops/run53/product_residuals.py mm run15.sqlite run17.sqlite ... [--dtype bfloat16]
 """
+import argparse
 import os
 import sys
 
@@ -15,23 +16,17 @@ from prior_cv import load_groups  # noqa: E402
 from run_main import run_main  # noqa: E402
 from terms_cv import signed_errors  # noqa: E402
 
-ARGS = sys.argv[1:]
-DTYPE = "float32"
-if "--dtype" in ARGS:  # the rows of another precision (run 58's bfloat16)
-    i = ARGS.index("--dtype")
-    DTYPE = ARGS[i + 1] if i + 1 < len(ARGS) else ""
-    del ARGS[i:i + 2]
-if len(ARGS) < 2 or not DTYPE:
-    print("usage: python product_residuals.py OP GRID.sqlite [GRID.sqlite ...] [--dtype DTYPE]", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def main() -> None:
-    op, paths = ARGS[0], ARGS[1:]
+    ap = argparse.ArgumentParser(description="where the matrix products' held-out errors sit")
+    ap.add_argument("op")
+    ap.add_argument("grids", nargs="+", metavar="GRID.sqlite")
+    ap.add_argument("--dtype", default="float32", help="the rows of another precision (run 58's bfloat16)")
+    args = ap.parse_args()
+    op, paths = args.op, args.grids
     params, errors = [], []
     for path in paths:
         _, groups, _ = load_groups(path)
-        recs = groups.get((op, DTYPE), [])
+        recs = groups.get((op, args.dtype), [])
         if not recs:
             continue
         params += [r.params for r in recs]

@@ -22,6 +22,7 @@ from run_main import run_main  # noqa: E402
 from sgdsim.errors import ConfigError  # noqa: E402
 from sgdsim.ops.estimator.prior import held_out_times  # noqa: E402
 from sgdsim.ops.optypes import matmul  # noqa: E402
+from terms_cv import errors_against  # noqa: E402
 
 TYPES = ("addmm", "mm")
 THRESHOLDS = (4096, 8191)  # the rate from 4,097 columns (as committed) or from 8,192
@@ -37,9 +38,7 @@ def errors(train, test, wide_n: int) -> np.ndarray:
         got = held_out_times(recs, True, fold)[len(train):]
     finally:
         matmul.WIDE_N = before
-    want = np.array([[r.fwd_s, 0.0 if r.bwd_bound else r.bwd_s] for r in test]).reshape(-1, 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(want > 0, got / want - 1, np.nan)
+    return errors_against(test, got)
 
 
 def _cell(e: np.ndarray) -> str:
