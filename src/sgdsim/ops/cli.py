@@ -72,6 +72,9 @@ def _measure_parser(sub) -> None:
     q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     q.add_argument("--dtype", default="float32", choices=DTYPES,
                    help="floating-point type of the timed tensors (default float32)")
+    q.add_argument("--autocast", default=None, choices=("bfloat16", "float16"),
+                   help="with --model: its calls as the step runs them under torch.autocast in "
+                        "this type (mixed precision), its casts included (default: none)")
     q.add_argument("--remeasure", action="store_true",
                    help="time calls the database already has again (default: skip them)")
     q.add_argument("--no-reference", dest="reference", action="store_false",
@@ -125,8 +128,10 @@ def _time_step(args, db, device: str) -> None:
     from .step_factor import device_factor
     from .step_timing import STEPS, WARMUP, time_step
 
-    if args.dtype != "float32":
-        say(f"its step is not timed: the profiler runs float32, not {args.dtype} (no step factor)")
+    if args.dtype != "float32" or args.autocast:
+        what = f"autocast {args.autocast}" if args.autocast else args.dtype
+        say(f"its step is not timed: step factors are float32's, not {what} "
+            f"('sgdsim profile {args.model} --autocast ...' times such a step)")
         return
     with Progress(WARMUP - 1 + STEPS, f"timing {args.model}'s step (pairs of steps)") as bar:
         step_s, calls_s = time_step(args.model, args.batch_size, db, device, args.threads,
@@ -144,8 +149,8 @@ def _plan(args, status):
 
     device = this_device(args.threads, args.device)
     if args.model:
-        with status(f"tracing {args.model} on the meta device"):
-            return device, model_calls(args.model, args.batch_size, args.dtype)
+        with status(f"tracing {args.model} on {'fake tensors' if args.autocast else 'the meta device'}"):
+            return device, model_calls(args.model, args.batch_size, args.dtype, args.autocast)
     types = list(SAMPLED) if args.grid == "all" else [t.strip() for t in args.grid.split(",")]
     return device, grid_calls(types, args.samples, args.seed, args.dtype)
 
@@ -190,6 +195,11 @@ def _check_measure(args) -> None:
         raise ConfigError("--model needs --batch-size")
     if args.grid and args.batch_size is not None:
         raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
+    if args.autocast and not args.model:
+        raise ConfigError("--autocast applies to --model (a grid's calls are timed in --dtype)")
+    if args.autocast and args.dtype != "float32":
+        raise ConfigError(f"--autocast {args.autocast} and --dtype {args.dtype}: autocast is mixed "
+                          f"precision, --dtype the whole step in one type; give one of them")
     if args.grid and not args.step:
         raise ConfigError("--no-step applies to --model: a grid has no step to time")
     try:

@@ -100,12 +100,13 @@ def grid_calls(types: list[str], samples: int, seed: int,
     return out
 
 
-def model_calls(spec: str, batch_size: int, dtype: str = DEFAULT_DTYPE) -> list[tuple[str, dict, Call]]:
+def model_calls(spec: str, batch_size: int, dtype: str = DEFAULT_DTYPE,
+                autocast: str | None = None) -> list[tuple[str, dict, Call]]:
     """One call per distinct (type, parameters) of the model's step, optimizer included, its
-    floating-point tensors in ``dtype``."""
+    floating-point tensors in ``dtype``, or each in the precision ``autocast`` gives it."""
     from .graph import trace_model
 
-    step = trace_model(spec, batch_size)
+    step = trace_model(spec, batch_size, autocast)
     calls = list(step.calls) + [c for cs in step.update_calls().values() for c in cs]
     if dtype != DEFAULT_DTYPE:
         calls = [c.in_dtype(dtype) for c in calls]

@@ -18,7 +18,7 @@ from .estimator.features import unseen_modes
 from .estimator.terms import StaleTerms, unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
-from .roofline import Roofline, fit_roofline, work_of
+from .roofline import CAST, Roofline, cast_work, fit_roofline, work_of
 from .step_factor import StepFactor, device_factor
 
 
@@ -28,8 +28,9 @@ class Timed:
 
     fwd: np.ndarray
     bwd: np.ndarray
-    # "measured" (exact hit), "estimated", "roofline" (a type with neither), "fallback" (an
-    # untyped call: its function's median) or "unknown" (0 s)
+    # "measured" (exact hit), "estimated", "roofline" (a type with neither), "cast" (autocast's
+    # casts, by the roofline's memory rate), "fallback" (an untyped call: its function's
+    # median) or "unknown" (0 s)
     source: list[str]
     roofline_types: dict[str, int] = field(default_factory=dict)  # type -> calls, if any
     roofline: Roofline | None = None  # the fit those calls were timed by
@@ -37,6 +38,7 @@ class Timed:
     # "groups=32", or a size above the largest): those estimates are guesses; the user is told
     unseen: dict[str, list[str]] = field(default_factory=dict)
     ops: list[str] = field(default_factory=list)  # each call's operator type
+    casts_by_roofline: int = 0  # casts priced by the roofline (no ReLU estimator in a type)
 
     def fraction(self, source: str) -> float:
         total = float((self.fwd + self.bwd).sum())
@@ -62,6 +64,7 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
         else:
             misses[(op, dt)].append(i)
     neither: list[int] = []
+    casts: list[int] = []
     unseen: dict[str, list[str]] = {}
     for (op, dt), idx in misses.items():
         est = estimators.get((op, dt))
@@ -81,14 +84,49 @@ def time_calls(calls, db, device: str, estimators: dict, fit: Roofline | None = 
             fwd[idx], bwd[idx] = f, b
             for i in idx:
                 source[i] = "estimated"
-        elif op == OTHER_NAME:
-            _fallback(idx, keyed, db, device, (fwd, bwd, source))
+        elif op == OTHER_NAME:  # a cast's cost is its bytes, not a view's median
+            casts += [i for i in idx if calls[i].func == CAST]
+            _fallback([i for i in idx if calls[i].func != CAST], keyed, db, device, (fwd, bwd, source))
         else:
             neither += idx
     timed = Timed(fwd, bwd, source, unseen=unseen, ops=[op for op, _, _ in keyed])
     if neither:
         _roofline(calls, keyed, sorted(neither), db, device, fit, timed)
+    if casts:
+        timed.roofline = timed.roofline or fit
+        _casts(calls, sorted(casts), estimators, db, device, timed)
     return timed
+
+
+# a ReLU's backward reads two tensors (its input, the gradient) and writes one; a cast's
+# backward, a cast back, reads one and writes one
+CAST_BACKWARD_SHARE = 2.0 / 3.0
+
+
+def _casts(calls, idx, estimators, db, device, timed: Timed) -> None:
+    """Casts not measured as such (autocast's: each weight every step, gradients back), as
+    the mean of a ReLU over the same elements in each of the cast's two types: a ReLU reads
+    and writes its elements, so the mean of the two moves what the cast moves, and is timed
+    as a memory-bound call on this device is. Backward, ``CAST_BACKWARD_SHARE`` of theirs.
+    Against the ten casts of the MLP's autocast step measured exactly (docs/ops.md) the
+    forward is within 1-25 %, the larger errors on casts of a few thousand elements; the
+    backward 0.9-1.3x. Without ReLU estimators in both types: the roofline of its bytes."""
+    for i in idx:
+        c = calls[i]
+        src = c.tensors()[0].dtype if c.tensors() else "float32"
+        dst = dict(c.kwargs).get("dtype")
+        dst = dst.text.removeprefix("torch.") if dst is not None else src
+        pair = [estimators.get(("relu", d)) for d in (src, dst)]
+        if None in pair:
+            timed.roofline = timed.roofline or fit_roofline(db, device, getattr(db, "shown", "DB"))
+            timed.fwd[i], timed.bwd[i] = timed.roofline.times_s(cast_work(c))
+            timed.casts_by_roofline += 1
+        else:
+            p = [{"numel": sum(t.numel for t in c.tensors()), "gi": int(c.needs_grad)}]
+            f, b = zip(*(e.predict(p) for e in pair))
+            timed.fwd[i] = (f[0][0] + f[1][0]) / 2
+            timed.bwd[i] = (b[0][0] + b[1][0]) / 2 * CAST_BACKWARD_SHARE if c.needs_grad else 0.0
+        timed.source[i] = "cast"
 
 
 def _roofline(calls, keyed, idx, db, device, fit, timed: Timed) -> None:
@@ -137,9 +175,11 @@ def load_estimators(db, device: str) -> dict:
 
 
 def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True,
-                     dtype: str = "float32", step_factor: bool | StepFactor | None = False):
+                     dtype: str = "float32", step_factor: bool | StepFactor | None = False,
+                     autocast: str | None = None):
     """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there;
-    its floating-point calls in ``dtype`` (traced in float32, then converted). Every time is
+    its floating-point calls in ``dtype`` (traced in float32, then converted), or, with
+    ``autocast``, each in the precision torch.autocast gives it (traced so). Every time is
     scaled by ``step_factor``: True, the device's from its timed steps (``step_factor.py``;
     none timed: 1); False or None, not scaled (the default: run 30, docs/ops-runs.md); or a
     given factor."""
@@ -148,7 +188,10 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     from ..profiler.runner import _summarise
     from .graph import layer_times, trace_model
 
-    step = trace_model(spec, batch_size)
+    if autocast and dtype != "float32":
+        raise ConfigError(f"autocast {autocast} leaves each call in the precision autocast gives "
+                          f"it: it takes float32 as the step's type, not {dtype}")
+    step = trace_model(spec, batch_size, autocast, _kind(db, device) if autocast else "cpu")
     estimators = load_estimators(db, device)
     if step_factor is True:
         step_factor = device_factor(db, device, dtype)
@@ -175,10 +218,16 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
                           [total], [total])
     job = Job(model=step.work.name, batch_size=batch_size, framework="estimated", device=device,
               overlap=overlap, source=f"sgdsim profile {spec} --estimate"
-              + (f" --dtype {dtype}" if dtype != "float32" else ""))
+              + (f" --dtype {dtype}" if dtype != "float32" else "")
+              + (f" --autocast {autocast}" if autocast else ""))
     info = _provenance(spec, device, step, timed, estimators)
-    extra = {"estimated": info | {"dtype": dtype, **_scaled(info, step_factor)}}
+    extra = {"estimated": info | {"dtype": dtype, "autocast": autocast, **_scaled(info, step_factor)}}
     return build_profile(measured, job, overlap, extra)
+
+
+def _kind(db, device: str) -> str:
+    """The device type a traced step's tensors live on (autocast's rules are per type)."""
+    return next((d.kind for d in db.devices() if d.name == device), "cpu")
 
 
 def _scaled(info: dict, factor: StepFactor | None) -> dict:
@@ -202,6 +251,8 @@ def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
             "time_fraction_estimated": timed.fraction("estimated"),
             "time_fraction_fallback": timed.fraction("fallback"),
             "time_fraction_roofline": timed.fraction("roofline"),
+            "time_fraction_cast": timed.fraction("cast"),
+            "casts_by_roofline": timed.casts_by_roofline,
             # types with neither a measurement nor an estimator (calls, optimizer's included),
             # and the roofline that timed them, with its error on this device's measured rows
             "roofline_types": dict(sorted(timed.roofline_types.items())),
@@ -222,7 +273,8 @@ def step_error_rel(timed: Timed, estimators: dict) -> float:
     average (errors of one type are alike, not independent, so they are not let cancel)."""
     by_type = {op: est.stats.get("validation_error", 0.0) for (op, _), est in estimators.items()}
     roof = timed.roofline.error["fwd"]["median"] if timed.roofline and timed.roofline.error else None
-    per_source = {"roofline": 1.0 if roof is None else roof, "fallback": FALLBACK_ERROR_REL}
+    per_source = {"roofline": 1.0 if roof is None else roof, "cast": 1.0 if roof is None else roof,
+                  "fallback": FALLBACK_ERROR_REL}
 
     def error(source: str, op: str) -> float:  # measured and unknown (0 s) calls: 0
         return by_type.get(op, 0.0) if source == "estimated" else per_source.get(source, 0.0)

@@ -24,6 +24,7 @@ class TracedStep:
     tracer: Tracer
     discovered: tuple  # (owner, unused, ready) as profiler.runner._discover returns
     calls: list[Call]  # forward calls of one step, in order
+    where: object = None  # the fake tensors' mode, to enter again for a replay (None: meta)
 
     def keyed(self) -> list[tuple[str, dict]]:
         return [classify(c) for c in self.calls]
@@ -39,16 +40,23 @@ def _update_call(param) -> Call:
     return Call(UPDATE_FUNC, (spec, spec), (("alpha", -1e-3),))
 
 
-def trace_model(spec: str, batch_size: int) -> TracedStep:
+def trace_model(spec: str, batch_size: int, autocast: str | None = None,
+                device_type: str = "cpu") -> TracedStep:
+    """``autocast``: "bfloat16" or "float16", the forward and loss under torch.autocast for
+    ``device_type`` (mixed precision): each call in the precision autocast gives it, its casts
+    traced as calls. Autocast acts on a device type and the meta device is none it casts for,
+    so such a step is traced on fake tensors of that type instead (no data either)."""
     import torch
 
     from ..profiler.recorder import Recorder, find_layers
     from ..profiler.runner import _discover
     from ..profiler.spec import load_workload
 
-    with torch.device("meta"), torch.random.fork_rng(devices=[]):
+    where = _fake_mode(device_type) if autocast else None
+    with _entered(where), torch.device(device_type if where else "meta"), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         work = load_workload(spec, batch_size)
+    work.autocast = autocast
     model = work.model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
@@ -57,14 +65,32 @@ def trace_model(spec: str, batch_size: int) -> TracedStep:
     tracer = Tracer(rec)
     rec.clock = tracer.clock
     try:
-        with tracer.active():
+        with _entered(where), tracer.active():
             discovered = _discover(work, rec, params, tracer.clock)
     except ConfigError:
         raise
     except Exception as exc:  # an operator without a meta kernel, data-dependent shapes...
-        raise ConfigError(f"model {work.name} cannot be traced on the meta device: "
+        on = f"fake {device_type} tensors" if where else "the meta device"
+        raise ConfigError(f"model {work.name} cannot be traced on {on}: "
                           f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from None
-    return TracedStep(work, rec, tracer, discovered, list(tracer.calls))
+    return TracedStep(work, rec, tracer, discovered, list(tracer.calls), where)
+
+
+def _fake_mode(device_type: str):
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if device_type == "cuda" and not torch.backends.cuda.is_built():
+        raise ConfigError(f"autocast on a CUDA device follows CUDA's autocast rules, which this "
+                          f"PyTorch build ({torch.__version__}, CPU only) cannot trace: estimate "
+                          f"it where PyTorch is built with CUDA (no GPU needed)")
+    return FakeTensorMode()
+
+
+def _entered(where):
+    from contextlib import nullcontext
+
+    return where if where is not None else nullcontext()
 
 
 def layer_times(step: TracedStep, durations: list[float]) -> list[float]:
@@ -72,6 +98,6 @@ def layer_times(step: TracedStep, durations: list[float]) -> list[float]:
     from ..profiler.runner import _profiled_step
 
     step.tracer.replay(durations)
-    with step.tracer.active():
+    with _entered(step.where), step.tracer.active():
         _, fwd, _, _ = _profiled_step(step.work, step.rec, None, step.tracer.clock)
     return list(fwd)

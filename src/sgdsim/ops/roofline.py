@@ -70,6 +70,20 @@ def work_of(call: Call, op: str, params: dict) -> Work:
     return Work(flops, moved, back * flops, back * moved)
 
 
+CAST = "aten._to_copy.default"  # autocast's casts (and .to(dtype)): a read and a write
+
+
+def cast_work(call: Call) -> Work:
+    """A cast reads its input and writes it in the other type; its backward casts the
+    gradient back (as much again) when the input needs one."""
+    n = sum(t.numel for t in call.tensors())
+    src = item_bytes(call.tensors()[0].dtype) if call.tensors() else 4
+    dst = dict(call.kwargs).get("dtype")
+    out = item_bytes(dst.text.removeprefix("torch.")) if dst is not None else src
+    moved = float(n * (src + out))
+    return Work(0.0, moved, 0.0, moved if call.needs_grad else 0.0)
+
+
 def _item_bytes(call: Call) -> int:
     tensors = call.tensors()
     return item_bytes(tensors[0].dtype) if tensors else 4

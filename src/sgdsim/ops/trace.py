@@ -18,7 +18,8 @@ from contextlib import contextmanager
 
 from .template import Call, TSpec, as_template
 
-SKIP = frozenset({"aten.detach.default", "aten._local_scalar_dense.default"})
+# not work: autograd's own detach, a scalar read (answered below), a tensor's device asked
+SKIP = frozenset({"aten.detach.default", "aten._local_scalar_dense.default", "prim.device.default"})
 FUSED = ("scaled_dot_product_attention",)  # read whole, before they decompose on meta
 
 

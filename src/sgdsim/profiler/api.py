@@ -44,7 +44,7 @@ class ProfileRun:
 def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
                   device: str = "cpu", threads: int | None = None,
                   overlap: bool = True, retries: int = 1, on_note=None,
-                  tick=None, keep_memory: bool = False) -> ProfileRun:
+                  tick=None, keep_memory: bool = False, autocast: str | None = None) -> ProfileRun:
     """Run ``warmup`` + ``steps`` training steps of MODEL ``spec`` with and without hooks.
 
     ``spec``: ``zoo:NAME[?key=value&...]``, ``path/to/file.py:fn`` or ``package.module:fn``
@@ -54,8 +54,11 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     the quietest kept; ``on_note(line)`` hears why; ``tick()`` follows each pair of steps.
     ``keep_memory``: glibc keeps freed memory from here on, for the rest of the process
     (``memory.keep_freed_memory``), so the steps do not fault freed memory in again.
+    ``autocast``: "bfloat16" or "float16", the forward and loss under torch.autocast (mixed
+    precision: parameters, gradients and the update stay float32).
     """
     _check_numbers(batch_size, steps, warmup, threads)
+    check_autocast(autocast)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
     torch = _import_torch()
@@ -73,24 +76,24 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
         with torch.random.fork_rng(devices=[]):  # seed our random data, not the caller's RNG
             torch.manual_seed(0)
             measured, (kept, dropped), quality, work = _measure_quietest(
-                torch, spec, batch_size, dev, (steps, warmup, retries), (on_note, tick))
+                torch, (spec, autocast), batch_size, dev, (steps, warmup, retries), (on_note, tick))
         used_threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(old_threads)
     job = Job(model=work.name, batch_size=batch_size, framework=f"pytorch {torch.__version__}",
               device=_device_name(torch, dev, used_threads), overlap=overlap,
-              source=f"sgdsim profile {spec}")
+              source=f"sgdsim profile {spec}" + (f" --autocast {autocast}" if autocast else ""))
     # Medians: on a shared machine a few steps stall for a scheduler time slice, and the
     # overhead figure should measure the hooks, not those stalls.
     profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
     extra = {"profiler": {**_notes(measured, spec, (steps, warmup, used_threads), profiled, plain),
-                          **_os_notes(measured, keep_memory),
+                          **_os_notes(measured, keep_memory), "autocast": autocast,
                           "quality": {**quality.to_json(), "dropped_steps": dropped}}}
     return ProfileRun(profile=build_profile(kept, job, overlap, extra),
                       profiled_step_s=profiled, plain_step_s=plain, quality=quality)
 
 
-def _measure_quietest(torch, spec, batch_size, dev, counts, hooks):
+def _measure_quietest(torch, model, batch_size, dev, counts, hooks):
     """Measure; while the machine looks busy and retries are left, measure again. Returns the
     attempt with the fewest reasons to doubt it (then the least spread): its measurement, that
     without its stalled steps and their indices (``drop_stalled``), its quality; and the
@@ -100,9 +103,10 @@ def _measure_quietest(torch, spec, batch_size, dev, counts, hooks):
     from .runner import measure
     from .spec import load_workload
 
-    (steps, warmup, retries), (on_note, tick) = counts, hooks
+    (spec, autocast), (steps, warmup, retries), (on_note, tick) = model, counts, hooks
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None
     work = load_workload(spec, batch_size).to(dev)
+    work.autocast = autocast
     attempts = []
     for attempt in range(retries + 1):
         watch = CpuWatch().start()
@@ -126,6 +130,14 @@ def _check_numbers(batch_size, steps, warmup, threads) -> None:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):
         raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+
+
+AUTOCAST = ("bfloat16", "float16")
+
+
+def check_autocast(autocast) -> None:
+    if autocast is not None and autocast not in AUTOCAST:
+        raise ConfigError(f"autocast runs the forward in {' or '.join(AUTOCAST)}, got {autocast!r}")
 
 
 def _import_torch():

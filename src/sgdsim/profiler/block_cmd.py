@@ -16,7 +16,8 @@ def cmd_block(args) -> int:
                                       ("--db", args.db), ("--target", args.target),
                                       ("--no-overlap", not args.overlap),
                                       ("--retries", args.retries is not None),
-                                      ("--keep-memory", args.keep_memory)) if value]
+                                      ("--keep-memory", args.keep_memory),
+                                      ("--autocast", args.autocast)) if value]
     if given:
         raise ConfigError(f"{given[0]} does not apply to a large model's block (use --layout tp=..,mb=..)")
     model = load_transformer(args.model, args.seq)

@@ -36,6 +36,11 @@ def register(subparsers):
                    help="glibc's malloc keeps freed memory, as a caching allocator (PyTorch's on "
                         "a GPU, jemalloc, tcmalloc) does: the steps do not pay the kernel to "
                         "fault in again what they freed (docs/profiler.md)")
+    p.add_argument("--autocast", default=None, choices=("bfloat16", "float16"),
+                   help="mixed precision: the forward and the loss under torch.autocast in this "
+                        "type, parameters, gradients and the update float32 (as torch.amp "
+                        "trains); with --estimate, each call in the precision autocast gives it "
+                        "(default: none, the step in float32)")
     p.add_argument("--retries", type=int, default=None,
                    help="measure again up to this many times when the machine looks busy, "
                         "keeping the quietest measurement (default 1)")
@@ -98,7 +103,8 @@ def cmd_profile(args) -> int:
     layers = len({op.layer for op in prof.ops})
     say(f"wrote {args.output}: {prof.job.model}, {layers} layers, {prof.n_ops} ops, "
           f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
-          f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms")
+          f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms"
+          + (f", forward under autocast {args.autocast}" if args.autocast else ""))
     say(run.overhead_line())
     from .memory import kernel_note
 
@@ -145,7 +151,7 @@ def _measure(args):
         return profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
                              device=args.device, threads=args.threads, overlap=args.overlap,
                              retries=retries, on_note=note, tick=tick,
-                             keep_memory=args.keep_memory)
+                             keep_memory=args.keep_memory, autocast=args.autocast)
 
 
 def _step_factor(args, db, target: str):
@@ -203,7 +209,22 @@ def _precision_line(prof, dtype: str) -> str:
 
 
 def _dtype_flag(info: dict) -> str:
+    if info.get("autocast"):
+        return f" --autocast {info['autocast']}"
     return f" --dtype {info['dtype']}" if info["dtype"] != "float32" else ""
+
+
+def _autocast_line(prof, info: dict) -> str:
+    """What a mixed-precision estimate rests on, and how much of it its casts are."""
+    casts, roof = info["calls_by_source"].get("cast", 0), info.get("casts_by_roofline", 0)
+    how = "priced as a ReLU over their elements in their two types"
+    if roof:
+        how += f" ({roof} by the device's roofline of their bytes: no ReLU estimator in a type)"
+    priced = (f"; {casts} cast(s) not measured as such ({info['time_fraction_cast']:.0%} of the "
+              f"step) {how}" if casts else "")
+    return (f"mixed precision: each call in the precision autocast ({info['autocast']}) gives it, "
+            f"its casts included{priced}; parameters, gradients and the update float32, the "
+            f"network carrying {prof.model_bytes() / 1e6:.2f} MB of gradients a step")
 
 
 def _check_output(path: str, force: bool) -> None:
@@ -218,6 +239,12 @@ def _cmd_estimate(args) -> int:
 
     if not args.estimate:
         raise ConfigError("--db, --target, --dtype and --step-factor apply to --estimate; without it the model runs here")
+    if args.autocast and args.dtype not in (None, "float32"):
+        raise ConfigError(f"--autocast {args.autocast} and --dtype {args.dtype}: autocast is mixed "
+                          f"precision, --dtype the whole step in one type; give one of them")
+    if args.step_factor and args.autocast:
+        raise ConfigError("--step-factor: steps are timed in float32 only (the profiler's type), "
+                          "not under autocast: leave out --step-factor or --autocast")
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
                         ("--device", args.device), ("--retries", args.retries),
                         ("--keep-memory", args.keep_memory or None)):
@@ -228,10 +255,12 @@ def _cmd_estimate(args) -> int:
         with status(f"estimating {args.model} on {target}"):
             factor = _step_factor(args, db, target)
             prof = estimate_profile(args.model, args.batch_size, db, target, args.overlap,
-                                    args.dtype or "float32", factor if args.step_factor else False)
+                                    args.dtype or "float32", factor if args.step_factor else False,
+                                    args.autocast)
     save_profile(prof, args.output, overwrite=args.force)
     info = prof.extra["estimated"]
-    say(f"wrote {args.output}: {prof.job.model} on {target} in {info['dtype']}, batch {prof.job.batch_size}, "
+    precision = f"autocast {info['autocast']}" if info.get("autocast") else info["dtype"]
+    say(f"wrote {args.output}: {prof.job.model} on {target} in {precision}, batch {prof.job.batch_size}, "
         f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms; "
         f"{info['time_fraction_measured']:.0%} of it from measurements, "
         f"{info['time_fraction_estimated']:.0%} estimated, "
@@ -240,6 +269,8 @@ def _cmd_estimate(args) -> int:
         f"it so on a CPU)")
     if info["dtype"] != "float32":
         say(_precision_line(prof, info["dtype"]))
+    if info.get("autocast"):
+        say(_autocast_line(prof, info))
     if factor:
         say(_step_factor_line(factor, args.step_factor))
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off

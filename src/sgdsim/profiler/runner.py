@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from .memory import os_cost_of
 from .messages import first_line
 from .recorder import LayerSequenceChanged, Recorder, find_layers, synced_clock
-from .spec import Workload, call_model
+from .spec import Workload
 
 LR = 1e-3  # plain SGD; the value only has to keep the random-data training finite
 
@@ -100,7 +100,7 @@ def _measured_steps(work, rec, owner, opt, clock, steps, tick):
 
 def _plain_step(work: Workload, opt, clock) -> float:
     t0 = clock()
-    loss = _checked_loss(work, work.loss_fn(call_model(work.model, work.inputs), work.target))
+    loss = _checked_loss(work, work.forward()[1])
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
@@ -122,8 +122,8 @@ def _profiled_step(work: Workload, rec: Recorder, owner, clock, discover=False):
     try:
         t0 = clock()
         rec.begin_step(discover)
-        output = call_model(work.model, work.inputs)
-        loss = _checked_loss(work, work.loss_fn(output, work.target))
+        output, loss = work.forward()
+        loss = _checked_loss(work, loss)
         rec.end_forward(loss, output)
         rec.start_backward()
         loss.backward()

@@ -32,6 +32,20 @@ class Workload:
     target: object
     loss_fn: object
     loss_label: str
+    # "bfloat16" or "float16": the forward and the loss run under torch.autocast in that
+    # precision (mixed precision, as torch.amp trains: parameters and gradients stay float32)
+    autocast: str | None = None
+
+    def forward(self) -> tuple:
+        """(the model's output, the loss): the step's forward, under autocast when the
+        workload asks for it."""
+        if self.autocast is None:
+            output = call_model(self.model, self.inputs)
+            return output, self.loss_fn(output, self.target)
+        device_type = next(self.model.parameters()).device.type
+        with torch.autocast(device_type, dtype=getattr(torch, self.autocast)):
+            output = call_model(self.model, self.inputs)
+            return output, self.loss_fn(output, self.target)
 
     def to(self, device) -> "Workload":
         self.model = self.model.to(device)

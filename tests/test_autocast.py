@@ -1,0 +1,170 @@
+"""Mixed precision (torch.autocast): a step traced without data gives each call the precision
+real autocast gives it, its casts priced from the ReLU estimators they resemble, and the
+profiler times such a step; conflicting options are one line and exit code 2."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sqlalchemy")
+
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from sgdsim.cli import main  # noqa: E402
+from sgdsim.ops.collect import call_dtype  # noqa: E402
+from sgdsim.ops.estimate import CAST_BACKWARD_SHARE, Timed, _casts  # noqa: E402
+from sgdsim.ops.graph import trace_model  # noqa: E402
+from sgdsim.ops.roofline import CAST, cast_work  # noqa: E402
+from sgdsim.ops.template import Call, TSpec, _Named  # noqa: E402
+from sgdsim.ops.trace import SKIP  # noqa: E402
+from sgdsim.profiler.spec import load_workload  # noqa: E402
+
+MLP = "zoo:mlp?width=32&depth=2&inputs=16&classes=4"
+CNN = "zoo:small-cnn"
+PARAM_BYTES = 4 * (16 * 32 + 32 + 32 * 4 + 4)  # Linear(16, 32), Linear(32, 4): float32
+
+
+class _Forward(TorchDispatchMode):
+    """(function, its floating-point tensors' dtypes) of every call made, as the tracer keys them."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: collections.Counter = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if str(func) not in SKIP:
+            floats = tuple(str(a.dtype).removeprefix("torch.") for a in args
+                           if isinstance(a, torch.Tensor) and a.is_floating_point())
+            self.seen[(str(func), floats)] += 1
+        return out
+
+
+def _real_forward(spec: str, batch: int) -> collections.Counter:
+    """The forward and loss of a real step on this CPU under autocast, as dispatched."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        work = load_workload(spec, batch)
+    work.autocast = "bfloat16"
+    mode = _Forward()
+    with mode:
+        work.forward()
+    return mode.seen
+
+
+def _traced(spec: str, batch: int) -> collections.Counter:
+    step = trace_model(spec, batch, "bfloat16")
+    return collections.Counter(
+        (c.func, tuple(t.dtype for t in c.tensors() if t.dtype.startswith(("float", "bfloat"))))
+        for c in step.calls)
+
+
+@pytest.mark.parametrize("spec,batch", [(MLP, 8), (CNN, 4)])
+def test_the_traced_step_has_real_autocasts_calls_and_precisions(spec, batch):
+    """The oracle is PyTorch itself: the same model's forward run for real under autocast."""
+    assert _traced(spec, batch) == _real_forward(spec, batch)
+
+
+def test_under_autocast_products_run_in_bfloat16_and_the_loss_in_float32():
+    calls = trace_model(MLP, 8, "bfloat16").calls
+    by_func = collections.defaultdict(set)
+    for c in calls:
+        by_func[c.func].add(call_dtype(c))
+    assert by_func["aten.addmm.default"] == {"bfloat16"}
+    assert by_func["aten.nll_loss_forward.default"] == {"float32"}
+    casts = [c for c in calls if c.func == CAST]
+    # every weight and bias cast to bfloat16 once (depth 2: two linears), the input once
+    to_half = [c for c in casts if dict(c.kwargs)["dtype"] == _Named("torch.bfloat16")]
+    assert len(to_half) == 2 * 2 + 1 and all(c.tensors()[0].dtype == "float32" for c in to_half)
+    # without autocast the same model has no cast at all
+    assert not [c for c in trace_model(MLP, 8).calls if c.func == CAST]
+
+
+def test_a_cast_moves_its_elements_in_both_types_and_back():
+    cast = Call(CAST, (TSpec.dense((10, 30), "float32", True),), (("dtype", _Named("torch.bfloat16")),))
+    work = cast_work(cast)
+    assert work.fwd_bytes == 300 * (4 + 2) and work.bwd_bytes == work.fwd_bytes and work.fwd_flops == 0
+    frozen = Call(CAST, (TSpec.dense((10, 30), "float32", False),), (("dtype", _Named("torch.bfloat16")),))
+    assert cast_work(frozen).bwd_bytes == 0
+
+
+class _Relu:
+    def __init__(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+
+    def predict(self, params):
+        n = np.array([p["numel"] for p in params], float)
+        return self.fwd * n, self.bwd * n
+
+
+def test_a_cast_is_priced_as_the_mean_of_a_relu_in_its_two_types():
+    cast = Call(CAST, (TSpec.dense((1000,), "float32", True),), (("dtype", _Named("torch.bfloat16")),))
+    estimators = {("relu", "float32"): _Relu(4e-9, 9e-9), ("relu", "bfloat16"): _Relu(2e-9, 3e-9)}
+    timed = Timed(np.zeros(1), np.zeros(1), ["unknown"])
+    _casts([cast], [0], estimators, None, "dev", timed)
+    assert timed.fwd[0] == pytest.approx(1000 * 3e-9)
+    assert timed.bwd[0] == pytest.approx(1000 * 6e-9 * CAST_BACKWARD_SHARE)
+    assert timed.source == ["cast"] and timed.casts_by_roofline == 0
+
+
+def test_a_profile_estimated_under_autocast_prices_its_casts_and_says_so(tmp_path, capsys):
+    from sgdsim.profile.io import load_profile
+    db = str(tmp_path / "ops.sqlite")
+    for dtype in ("float32", "bfloat16"):
+        assert main(["ops", "measure", "--grid", "relu", "--samples", "12", "--repeats", "2", "--precision", "0",
+                     "--dtype", dtype, "--db", db, "--seed", "3", "--quiet"]) == 0
+    assert main(["ops", "measure", "--model", MLP, "--batch-size", "8", "--autocast", "bfloat16", "--repeats", "2",
+                 "--precision", "0", "--no-step", "--db", db, "--quiet"]) == 0
+    assert main(["ops", "train", "--db", db, "--budget", "1", "--op", "relu", "--quiet"]) == 0
+    out = tmp_path / "amp.json"
+    assert main(["profile", MLP, "--batch-size", "8", "--estimate", "--db", db, "--autocast", "bfloat16",
+                 "-o", str(out)]) == 0
+    prof = load_profile(str(out))
+    info = prof.extra["estimated"]
+    assert info["autocast"] == "bfloat16" and info["dtype"] == "float32"
+    assert info["time_fraction_measured"] == pytest.approx(1.0)  # every call, casts included, measured
+    assert prof.model_bytes() == PARAM_BYTES  # float32 parameters
+    assert "--autocast bfloat16" in prof.job.source
+    err = " ".join(capsys.readouterr().err.split())
+    assert "in autocast bfloat16" in err and "mixed precision" in err
+    # a batch never measured: its casts are priced from the ReLU rows, the rest estimated or roofline
+    assert main(["profile", MLP, "--batch-size", "64", "--estimate", "--db", db, "--autocast", "bfloat16",
+                 "-o", str(tmp_path / "amp64.json")]) == 0
+    info = load_profile(str(tmp_path / "amp64.json")).extra["estimated"]
+    assert info["calls_by_source"]["cast"] >= 1 and info["casts_by_roofline"] == 0
+
+
+def test_a_measured_profile_runs_its_forward_under_autocast():
+    from sgdsim.profiler.api import profile_model
+    run = profile_model(MLP, 8, steps=2, warmup=1, threads=1, autocast="bfloat16")
+    assert run.profile.extra["profiler"]["autocast"] == "bfloat16"
+    assert run.profile.job.source.endswith("--autocast bfloat16")
+    assert run.profile.model_bytes() == PARAM_BYTES
+    work = load_workload(MLP, 8)
+    work.autocast = "bfloat16"
+    output, loss = work.forward()
+    assert output.dtype == torch.bfloat16 and loss.dtype == torch.float32
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["profile", MLP, "--batch-size", "4", "--estimate", "--autocast", "bfloat16", "--dtype", "bfloat16"],
+     "give one of them"),
+    (["profile", MLP, "--batch-size", "4", "--estimate", "--autocast", "bfloat16", "--step-factor"],
+     "not under autocast"),
+    (["ops", "measure", "--grid", "relu", "--autocast", "bfloat16"], "--autocast applies to --model"),
+    (["profile", "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=100", "--autocast", "bfloat16"],
+     "--autocast does not apply"),
+])
+def test_conflicting_autocast_options_are_one_line_and_exit_2(argv, needle, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = ["--db", str(tmp_path / "ops.sqlite")] if argv[0] == "ops" else []
+    try:  # argparse's own errors exit; sgdsim's return 2
+        code = main(argv + db + ["-o", str(tmp_path / "x.json")] if argv[0] == "profile" else argv + db)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
