@@ -21,7 +21,13 @@ For every (model, batch):
   during the steps differs from the phases its rows were timed in.
 
     python examples/ops/estimate_models.py --models-db M.sqlite --grid-db G.sqlite \
-        --out docs/validation/ops/models [--models zoo:mlp,zoo:resnet50]
+        --out docs/validation/ops/models [--models zoo:mlp,zoo:resnet50] [--autocast bfloat16]
+
+With ``--autocast``, mixed precision: the steps measured and estimated under torch.autocast,
+the models' database from ``ops measure --model M --autocast ...``, the estimator column
+pricing the casts by their rule (``estimate._casts``) rather than by the database, and a
+column of the casts' estimated over measured sum; no step factor, no reference (the
+references are float32's).
 
 Writes models.csv, models.md and models.png under --out. Run on a quiet machine.
 """
@@ -38,9 +44,10 @@ import torch
 from sgdsim.ops import reference
 from sgdsim.ops.collect import this_device
 from sgdsim.ops.db import open_db
-from sgdsim.ops.estimate import estimate_profile, time_calls
+from sgdsim.ops.estimate import estimate_profile, load_estimators, time_calls
 from sgdsim.ops.graph import trace_model
 from sgdsim.ops.optypes import OTHER_NAME
+from sgdsim.ops.roofline import CAST
 from sgdsim.ops.step_factor import device_factor, profile_step_s as step_of
 from sgdsim.profiler.api import profile_model
 
@@ -54,23 +61,28 @@ CASES = [("zoo:mlp", (32, 256)), ("zoo:small-cnn", (32, 128)),
 class GridOnly:
     """Typed calls never hit (the estimators answer); untyped calls from the model database."""
 
-    def __init__(self, models_db, grid_db):
-        self.models, self.grid = models_db, grid_db
+    def __init__(self, models_db, grid_db, casts: bool = True):
+        self.models, self.grid, self.casts = models_db, grid_db, casts
 
     def lookup(self, device, keys):
-        hits = self.models.lookup(device, [k for k in keys if k[0] == OTHER_NAME])
-        return {k: v for k, v in hits.items() if k[0] == OTHER_NAME}
+        """``casts`` False: autocast's casts are not hits either (their rule prices them)."""
+        wanted = {k for k in keys if k[0] == OTHER_NAME and (self.casts or CAST not in k[1])}
+        hits = self.models.lookup(device, wanted)
+        return {k: v for k, v in hits.items() if k in wanted}
 
     def load(self, **kw):
         return self.models.load(**kw)
+
+    def devices(self):
+        return self.models.devices()
 
     def load_estimators(self, device):
         return self.grid.load_estimators(device)
 
 
-def type_shares(spec, batch, models_db, device) -> dict[str, float]:
+def type_shares(spec, batch, models_db, device, autocast=None) -> dict[str, float]:
     """Each typed operator's share of the step's time, from the model's own calls."""
-    timed = time_calls(trace_model(spec, batch).calls, models_db, device, {})
+    timed = time_calls(trace_model(spec, batch, autocast).calls, models_db, device, {})
     t = timed.fwd + timed.bwd
     total = float(t.sum())
     shares: dict[str, float] = {}
@@ -91,7 +103,8 @@ def _now(refs: dict) -> dict[str, list[float]]:
     return out
 
 
-def measure_steps(steps: int, runs: int, cases, refs: dict, keep_memory: bool = False) -> dict:
+def measure_steps(steps: int, runs: int, cases, refs: dict, keep_memory: bool = False,
+                  autocast=None) -> dict:
     """{(spec, batch): [(plain step seconds, {op: reference seconds}, (bytes faulted in, kernel
     seconds) per plain step), one per run]}; every case once per round; ``refs``: {op:
     Reference} timed around each step (may be empty); ``keep_memory``: glibc keeps freed memory
@@ -102,7 +115,7 @@ def measure_steps(steps: int, runs: int, cases, refs: dict, keep_memory: bool = 
             for b in batches:
                 before = _now(refs)
                 run = profile_model(spec, b, steps=steps, warmup=2, threads=1,
-                                    keep_memory=keep_memory)
+                                    keep_memory=keep_memory, autocast=autocast)
                 after = _now(refs)
                 now = {op: float(np.median(before[op] + after[op])) for op in refs}
                 notes = run.profile.extra["profiler"]
@@ -125,16 +138,28 @@ def steady_ms(measured: list, shares: dict, means: dict[str, float]) -> float:
                             for t, now, _ in measured])) * 1e3
 
 
+def cast_ratio(spec, batch, models_db, grid_db, device, autocast) -> float:
+    """The casts' sum by their rule over their sum measured exactly (NaN without autocast)."""
+    if not autocast:
+        return float("nan")
+    casts = [c for c in trace_model(spec, batch, autocast).calls if c.func == CAST]
+    exact = time_calls(casts, models_db, device, {})
+    rule = time_calls(casts, GridOnly(models_db, grid_db, casts=False), device,
+                      load_estimators(grid_db, device))
+    return float((rule.fwd + rule.bwd).sum() / (exact.fwd + exact.bwd).sum())
+
+
 def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: dict,
-             means: tuple[dict, dict]) -> dict:
+             means: tuple[dict, dict], autocast=None) -> dict:
     steps = [m[0] for m in measured]
     real = float(np.median(steps))
     faulted = float(np.median([m[2][0] for m in measured]))
     kernel = float(np.median([m[2][1] / m[0] for m in measured]))
-    exact = estimate_profile(spec, batch, models_db, device, step_factor=False)
-    est = estimate_profile(spec, batch, GridOnly(models_db, grid_db), device, step_factor=False)
+    exact = estimate_profile(spec, batch, models_db, device, step_factor=False, autocast=autocast)
+    est = estimate_profile(spec, batch, GridOnly(models_db, grid_db, casts=not autocast), device,
+                           step_factor=False, autocast=autocast)
     info = est.extra["estimated"]
-    factor = device_factor(models_db, device, "float32", leave_out=spec)
+    factor = None if autocast else device_factor(models_db, device, "float32", leave_out=spec)
     return {"model": spec, "batch": batch, "measured_ms": real * 1e3,
             "measured_min_ms": min(steps) * 1e3, "measured_max_ms": max(steps) * 1e3,
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,
@@ -143,14 +168,16 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
             "untyped_share": info["time_fraction_measured"] + info["time_fraction_fallback"],
             "steady_models_ms": steady_ms(measured, shares, means[0]),
             "steady_grid_ms": steady_ms(measured, shares, means[1]),
-            "faulted_MB": faulted / 1e6, "kernel_share": kernel}
+            "faulted_MB": faulted / 1e6, "kernel_share": kernel,
+            "casts_rule_over_measured": cast_ratio(spec, batch, models_db, grid_db, device, autocast)}
 
 
 def render(rows, seconds) -> str:
     lines = ["| model | batch | measured step ms, median (range) | exact (database) ms | error | "
              "estimator ms | error | scaled by the other models' step factor | error | untyped share | "
-             "over the reference: exact | estimator | kernel share of the step (MB faulted in) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "over the reference: exact | estimator | kernel share of the step (MB faulted in) | "
+             "casts: rule / measured |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         e1 = r["exact_ms"] / r["measured_ms"] - 1
         e2 = r["estimator_ms"] / r["measured_ms"] - 1
@@ -161,7 +188,8 @@ def render(rows, seconds) -> str:
                      f"{r['exact_ms']:.2f} | {e1:+.1%} | {r['estimator_ms']:.2f} | {e2:+.1%} | "
                      f"{r['factor']:.3f}: {r['scaled_ms']:.2f} | {r['scaled_ms'] / r['measured_ms'] - 1:+.1%} | "
                      f"{r['untyped_share']:.1%} | {s1:+.1%} | {s2:+.1%} | "
-                     f"{r['kernel_share']:.0%} ({r['faulted_MB']:.0f}) |")
+                     f"{r['kernel_share']:.0%} ({r['faulted_MB']:.0f}) | "
+                     f"{r['casts_rule_over_measured']:.2f} |")
     spread = max(r["measured_max_ms"] / r["measured_min_ms"] for r in rows)
 
     def mean(num, den):
@@ -210,7 +238,10 @@ def main() -> None:
                     help="glibc keeps freed memory while the steps run (sgdsim profile --keep-memory)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not time the types' reference calls around the steps")
+    ap.add_argument("--autocast", choices=("bfloat16", "float16"), default=None,
+                    help="mixed precision (implies --no-reference: the references are float32's)")
     args = ap.parse_args()
+    args.no_reference = args.no_reference or args.autocast is not None
     wanted = None if args.models is None else set(args.models.split(","))
     cases = [c for c in CASES if wanted is None or c[0] in wanted]
     if not cases:
@@ -220,16 +251,16 @@ def main() -> None:
     device = this_device(1).name
     t0, rows = time.perf_counter(), []
     with open_db(args.models_db, create=False) as mdb, open_db(args.grid_db, create=False) as gdb:
-        shares = {(spec, b): type_shares(spec, b, mdb, device)
+        shares = {(spec, b): type_shares(spec, b, mdb, device, args.autocast)
                   for spec, batches in cases for b in batches}
         refs = {} if args.no_reference else {
             op: reference.Reference(op, "float32") for op in sorted(set().union(*shares.values()))}
-        measured = measure_steps(args.steps, args.runs, cases, refs, args.keep_memory)
+        measured = measure_steps(args.steps, args.runs, cases, refs, args.keep_memory, args.autocast)
         means = mean_refs(mdb, device), mean_refs(gdb, device)
         for spec, batches in cases:
             for b in batches:
                 rows.append(run_case(spec, b, mdb, gdb, device, measured[(spec, b)],
-                                     shares[(spec, b)], means))
+                                     shares[(spec, b)], means, args.autocast))
                 print(rows[-1], flush=True)
     with open(os.path.join(args.out, "models.csv"), "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
