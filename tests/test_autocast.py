@@ -14,6 +14,8 @@ pytest.importorskip("sqlalchemy")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from sgdsim.cli import main  # noqa: E402
+from sgdsim.ops.db import open_db  # noqa: E402
+from sgdsim.ops.step_factor import profile_step_s as step_of  # noqa: E402
 from sgdsim.ops.collect import call_dtype  # noqa: E402
 from sgdsim.ops.estimate import CAST_BACKWARD_SHARE, Timed, _casts  # noqa: E402
 from sgdsim.ops.graph import trace_model  # noqa: E402
@@ -135,6 +137,20 @@ def test_a_profile_estimated_under_autocast_prices_its_casts_and_says_so(tmp_pat
                  "-o", str(tmp_path / "amp64.json")]) == 0
     info = load_profile(str(tmp_path / "amp64.json")).extra["estimated"]
     assert info["calls_by_source"]["cast"] >= 1 and info["casts_by_roofline"] == 0
+    # the step factor of steps timed under autocast, stored apart from float32's
+    argv = ["profile", MLP, "--batch-size", "8", "--estimate", "--db", db, "--autocast", "bfloat16",
+            "--step-factor", "-o", str(tmp_path / "scaled.json")]
+    assert main(argv) == 2 and "autocast-bfloat16" in capsys.readouterr().err
+    assert main(["ops", "measure", "--model", MLP, "--batch-size", "8", "--autocast", "bfloat16",
+                 "--db", db, "--quiet"]) == 0
+    with open_db(db, create=False) as handle:
+        steps = handle.load_steps()
+    assert [s["dtype"] for s in steps] == ["autocast-bfloat16"]
+    assert main(argv) == 0
+    scaled = load_profile(str(tmp_path / "scaled.json"))
+    factor = scaled.extra["estimated"]["step_factor"]
+    assert factor["steps"] == 1 and factor["factor"] == pytest.approx(steps[0]["step_s"] / steps[0]["calls_s"])
+    assert step_of(scaled) == pytest.approx(step_of(prof) * factor["factor"], rel=1e-6)
 
 
 def test_a_measured_profile_runs_its_forward_under_autocast():
@@ -152,8 +168,8 @@ def test_a_measured_profile_runs_its_forward_under_autocast():
 @pytest.mark.parametrize("argv,needle", [
     (["profile", MLP, "--batch-size", "4", "--estimate", "--autocast", "bfloat16", "--dtype", "bfloat16"],
      "give one of them"),
-    (["profile", MLP, "--batch-size", "4", "--estimate", "--autocast", "bfloat16", "--step-factor"],
-     "not under autocast"),
+    (["profile", MLP, "--batch-size", "4", "--estimate", "--dtype", "bfloat16", "--step-factor"],
+     "not in bfloat16 throughout"),
     (["ops", "measure", "--grid", "relu", "--autocast", "bfloat16"], "--autocast applies to --model"),
     (["profile", "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=100", "--autocast", "bfloat16"],
      "--autocast does not apply"),
@@ -161,6 +177,10 @@ def test_a_measured_profile_runs_its_forward_under_autocast():
 def test_conflicting_autocast_options_are_one_line_and_exit_2(argv, needle, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     db = ["--db", str(tmp_path / "ops.sqlite")] if argv[0] == "ops" else []
+    if "--step-factor" in argv:  # checked against the database's steps: one with none
+        assert main(["ops", "measure", "--grid", "relu", "--samples", "1", "--repeats", "2",
+                     "--precision", "0", "--db", str(tmp_path / "ops.sqlite"), "--quiet"]) == 0
+        db = ["--db", str(tmp_path / "ops.sqlite")]
     try:  # argparse's own errors exit; sgdsim's return 2
         code = main(argv + db + ["-o", str(tmp_path / "x.json")] if argv[0] == "profile" else argv + db)
     except SystemExit as exc:

@@ -24,10 +24,10 @@ For every (model, batch):
         --out docs/validation/ops/models [--models zoo:mlp,zoo:resnet50] [--autocast bfloat16]
 
 With ``--autocast``, mixed precision: the steps measured and estimated under torch.autocast,
-the models' database from ``ops measure --model M --autocast ...``, the estimator column
-pricing the casts by their rule (``estimate._casts``) rather than by the database, and a
-column of the casts' estimated over measured sum; no step factor, no reference (the
-references are float32's).
+the models' database from ``ops measure --model M --autocast ...`` (its steps timed under
+autocast: the step factor's), the estimator column pricing the casts by their rule
+(``estimate._casts``) rather than by the database, and a column of the casts' estimated over
+measured sum; no reference (the references are float32's).
 
 Writes models.csv, models.md and models.png under --out. Run on a quiet machine.
 """
@@ -48,7 +48,7 @@ from sgdsim.ops.estimate import estimate_profile, load_estimators, time_calls
 from sgdsim.ops.graph import trace_model
 from sgdsim.ops.optypes import OTHER_NAME
 from sgdsim.ops.roofline import CAST
-from sgdsim.ops.step_factor import device_factor, profile_step_s as step_of
+from sgdsim.ops.step_factor import device_factor, precision_key, profile_step_s as step_of
 from sgdsim.profiler.api import profile_model
 
 REF_SAMPLES = 5  # reference samples per type before and after each measured step
@@ -159,7 +159,7 @@ def run_case(spec, batch, models_db, grid_db, device, measured: list, shares: di
     est = estimate_profile(spec, batch, GridOnly(models_db, grid_db, casts=not autocast), device,
                            step_factor=False, autocast=autocast)
     info = est.extra["estimated"]
-    factor = None if autocast else device_factor(models_db, device, "float32", leave_out=spec)
+    factor = device_factor(models_db, device, precision_key("float32", autocast), leave_out=spec)
     return {"model": spec, "batch": batch, "measured_ms": real * 1e3,
             "measured_min_ms": min(steps) * 1e3, "measured_max_ms": max(steps) * 1e3,
             "exact_ms": step_of(exact) * 1e3, "estimator_ms": step_of(est) * 1e3,

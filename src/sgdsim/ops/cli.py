@@ -125,19 +125,19 @@ def cmd_measure(args) -> int:
 def _time_step(args, db, device: str) -> None:
     """The model's step timed whole beside its calls' sum: the device's step factor."""
     from ..progress import Progress, say
-    from .step_factor import device_factor
+    from .step_factor import device_factor, precision_key
     from .step_timing import STEPS, WARMUP, time_step
 
-    if args.dtype != "float32" or args.autocast:
-        what = f"autocast {args.autocast}" if args.autocast else args.dtype
-        say(f"its step is not timed: step factors are float32's, not {what} "
-            f"('sgdsim profile {args.model} --autocast ...' times such a step)")
+    if args.dtype != "float32":
+        say(f"its step is not timed: the profiler runs float32 or autocast, not {args.dtype} "
+            f"throughout (no step factor)")
         return
     with Progress(WARMUP - 1 + STEPS, f"timing {args.model}'s step (pairs of steps)") as bar:
         step_s, calls_s = time_step(args.model, args.batch_size, db, device, args.threads,
-                                    args.device, bar.advance)
-    db.save_step(device, args.model, args.batch_size, args.dtype, step_s, calls_s)
-    factor = device_factor(db, device, args.dtype)
+                                    args.device, bar.advance, args.autocast)
+    key = precision_key(args.dtype, args.autocast)
+    db.save_step(device, args.model, args.batch_size, key, step_s, calls_s)
+    factor = device_factor(db, device, key)
     say(f"its step: {step_s * 1e3:.2f} ms against its calls' {calls_s * 1e3:.2f} ms "
         f"({step_s / calls_s:.3f}x); sgdsim profile --estimate --step-factor scales by this "
         f"device's {factor.line()}")

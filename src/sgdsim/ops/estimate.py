@@ -19,7 +19,7 @@ from .estimator.terms import StaleTerms, unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import CAST, Roofline, cast_work, fit_roofline, work_of
-from .step_factor import StepFactor, device_factor
+from .step_factor import StepFactor, device_factor, precision_key
 
 
 @dataclass
@@ -194,7 +194,7 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     step = trace_model(spec, batch_size, autocast, _kind(db, device) if autocast else "cpu")
     estimators = load_estimators(db, device)
     if step_factor is True:
-        step_factor = device_factor(db, device, dtype)
+        step_factor = device_factor(db, device, precision_key(dtype, autocast))
     scale = step_factor.factor if step_factor else 1.0
 
     def typed(calls):

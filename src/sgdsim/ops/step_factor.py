@@ -50,6 +50,13 @@ def factor_of(rows: list[dict]) -> StepFactor | None:
     return StepFactor(factor, min(ratios), max(ratios), len(ratios), spread)
 
 
+def precision_key(dtype: str, autocast: str | None = None) -> str:
+    """The precision a timed step is stored under: its dtype, or "autocast-bfloat16" for a
+    step under autocast (mixed precision costs a step more beyond its calls than float32:
+    1.07-1.19x against 1.01-1.08x on run 59's EPYC, docs/ops-runs.md)."""
+    return f"autocast-{autocast}" if autocast else dtype
+
+
 def device_factor(db, device: str, dtype: str, leave_out: str | None = None) -> StepFactor | None:
     """The factor of ``device``'s steps in ``dtype``; ``leave_out``: a model whose own steps
     do not count (to judge an estimate of it on steps it is not among)."""

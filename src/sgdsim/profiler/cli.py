@@ -157,17 +157,18 @@ def _measure(args):
 def _step_factor(args, db, target: str):
     """The device's step factor (None if no step was timed there); asked for, it must exist."""
     from ..ops.db import mask
-    from ..ops.step_factor import device_factor
+    from ..ops.step_factor import device_factor, precision_key
 
-    dtype = args.dtype or "float32"
+    dtype = precision_key(args.dtype or "float32", args.autocast)
     factor = device_factor(db, target, dtype)
-    if args.step_factor and dtype != "float32":
-        raise ConfigError(f"--step-factor: steps are timed in float32 only (the profiler's type), "
-                          f"not {dtype}: leave out --step-factor or --dtype")
+    if args.step_factor and dtype not in ("float32", f"autocast-{args.autocast}"):
+        raise ConfigError(f"--step-factor: steps are timed in float32 or under autocast, "
+                          f"not in {dtype} throughout: leave out --step-factor or --dtype")
     if args.step_factor and factor is None:
         db_flag = f" --db {shlex.quote(mask(args.db))}" if args.db else ""
+        how = f" --autocast {args.autocast}" if args.autocast else ""
         raise ConfigError(f"--step-factor: no model step timed on {target} in {dtype}; sgdsim ops "
-                          f"measure --model zoo:resnet50 --batch-size 4{db_flag}, run there, times one")
+                          f"measure --model zoo:resnet50 --batch-size 4{how}{db_flag}, run there, times one")
     return factor
 
 
@@ -242,9 +243,6 @@ def _cmd_estimate(args) -> int:
     if args.autocast and args.dtype not in (None, "float32"):
         raise ConfigError(f"--autocast {args.autocast} and --dtype {args.dtype}: autocast is mixed "
                           f"precision, --dtype the whole step in one type; give one of them")
-    if args.step_factor and args.autocast:
-        raise ConfigError("--step-factor: steps are timed in float32 only (the profiler's type), "
-                          "not under autocast: leave out --step-factor or --autocast")
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
                         ("--device", args.device), ("--retries", args.retries),
                         ("--keep-memory", args.keep_memory or None)):
