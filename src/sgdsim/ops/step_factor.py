@@ -53,7 +53,7 @@ def factor_of(rows: list[dict]) -> StepFactor | None:
 def precision_key(dtype: str, autocast: str | None = None) -> str:
     """The precision a timed step is stored under: its dtype, or "autocast-bfloat16" for a
     step under autocast (mixed precision costs a step more beyond its calls than float32:
-    1.07-1.19x against 1.01-1.08x on run 59's EPYC, docs/ops-runs.md)."""
+    1.07-1.19x against 0.99-1.09x on run 59's EPYC, docs/ops-runs.md)."""
     return f"autocast-{autocast}" if autocast else dtype
 
 

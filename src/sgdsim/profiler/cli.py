@@ -172,12 +172,30 @@ def _step_factor(args, db, target: str):
     return factor
 
 
-def _step_factor_line(factor, applied: bool) -> str:
+# what an autocast step cost beyond its calls, held out (docs/ops-runs.md, runs 59 and 60)
+AUTOCAST_UNSCALED = ("unscaled, autocast estimates ran 8-20 % below the steps on an AMD EPYC, "
+                     "scaled by the other models' autocast step factor within 13 % (docs/ops-runs.md, "
+                     "runs 59-60)")
+
+
+def _step_factor_line(factor, applied: bool, autocast: str | None = None) -> str:
     """Whether the times were scaled by what a step costs on the device beyond its calls."""
     if applied:
         return "the times are scaled by the device's " + factor.line()
+    if autocast:
+        return f"not scaled by the device's autocast {factor.line()}: --step-factor does ({AUTOCAST_UNSCALED})"
     return (f"not scaled by the device's {factor.line()}: --step-factor does (not the default: "
             f"held out, it put ResNet-50 out of 15 %, docs/ops-runs.md, run 30)")
+
+
+def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) -> str:
+    """No autocast step timed on the device: how to time one, and why it matters."""
+    from ..ops.db import mask
+
+    db_flag = f" --db {shlex.quote(mask(db))}" if db else ""
+    return (f"{AUTOCAST_UNSCALED}; no autocast step is timed on this device: sgdsim ops measure "
+            f"--model {shlex.quote(model)} --batch-size {batch} --autocast {autocast}{db_flag} times "
+            f"one there, then --step-factor scales by it")
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
@@ -270,7 +288,9 @@ def _cmd_estimate(args) -> int:
     if info.get("autocast"):
         say(_autocast_line(prof, info))
     if factor:
-        say(_step_factor_line(factor, args.step_factor))
+        say(_step_factor_line(factor, args.step_factor, args.autocast))
+    elif args.autocast:
+        say(_autocast_steps_line(args.model, args.batch_size, args.autocast, args.db))
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
         say(_roofline_line(info, args.db, target))
     unknown = info["calls_by_source"].get("unknown", 0)
