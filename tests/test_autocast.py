@@ -190,3 +190,17 @@ def test_conflicting_autocast_options_are_one_line_and_exit_2(argv, needle, tmp_
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+class _Stated:
+    def __init__(self, error):
+        self.stats = {"validation_error": error}
+
+
+def test_a_cast_priced_as_a_relu_errs_as_the_relu_estimator_does():
+    from sgdsim.ops.estimate import step_error_rel
+    estimators = {("relu", "float32"): _Stated(0.07), ("addmm", "bfloat16"): _Stated(0.2)}
+    timed = Timed(np.array([1.0, 3.0]), np.zeros(2), ["cast", "estimated"], ops=["other", "addmm"])
+    assert step_error_rel(timed, estimators) == pytest.approx((1 * 0.07 + 3 * 0.2) / 4)
+    timed.casts_by_roofline = 1  # a type had no ReLU estimator: the roofline's error (none fitted: 100 %)
+    assert step_error_rel(timed, estimators) == pytest.approx((1 * 1.0 + 3 * 0.2) / 4)

@@ -29,8 +29,8 @@ class Timed:
     fwd: np.ndarray
     bwd: np.ndarray
     # "measured" (exact hit), "estimated", "roofline" (a type with neither), "cast" (autocast's
-    # casts, by the roofline's memory rate), "fallback" (an untyped call: its function's
-    # median) or "unknown" (0 s)
+    # casts not measured: ``_casts``), "fallback" (an untyped call: its function's median) or
+    # "unknown" (0 s)
     source: list[str]
     roofline_types: dict[str, int] = field(default_factory=dict)  # type -> calls, if any
     roofline: Roofline | None = None  # the fit those calls were timed by
@@ -270,12 +270,15 @@ FALLBACK_ERROR_REL = 0.5  # an untyped call timed by its function's median: a st
 def step_error_rel(timed: Timed, estimators: dict) -> float:
     """How far the estimated step may be off, time-weighted over its calls: 0 for an exact
     row, the estimator's own validation error for an estimate, the roofline's median error
-    for a roofline time, ``FALLBACK_ERROR_REL`` for an untyped call's median. A linear
-    average (errors of one type are alike, not independent, so they are not let cancel)."""
+    for a roofline time (a cast's: the ReLU estimator's, ``_casts``), ``FALLBACK_ERROR_REL``
+    for an untyped call's median. A linear average (errors of one type are alike, not
+    independent, so they are not let cancel)."""
     by_type = {op: est.stats.get("validation_error", 0.0) for (op, _), est in estimators.items()}
     roof = timed.roofline.error["fwd"]["median"] if timed.roofline and timed.roofline.error else None
-    per_source = {"roofline": 1.0 if roof is None else roof, "cast": 1.0 if roof is None else roof,
-                  "fallback": FALLBACK_ERROR_REL}
+    roof = 1.0 if roof is None else roof
+    # a cast priced as a ReLU errs as the ReLU estimator does; by the roofline, as the roofline
+    cast = by_type.get("relu", roof) if timed.casts_by_roofline == 0 else roof
+    per_source = {"roofline": roof, "cast": cast, "fallback": FALLBACK_ERROR_REL}
 
     def error(source: str, op: str) -> float:  # measured and unknown (0 s) calls: 0
         return by_type.get(op, 0.0) if source == "estimated" else per_source.get(source, 0.0)

@@ -250,12 +250,8 @@ def _check_output(path: str, force: bool) -> None:
     check_output_path(path, force, exists_error=ProfileError)
 
 
-def _cmd_estimate(args) -> int:
-    from ..ops.estimate import estimate_profile, pick_target
-    from ..ops.db import open_db
-    from ..profile.io import save_profile
-    from ..progress import say, status
-
+def _check_estimate_args(args) -> None:
+    """Options that an estimate cannot take, or not together: before the database is opened."""
     if not args.estimate:
         raise ConfigError("--db, --target, --dtype and --step-factor apply to --estimate; without it the model runs here")
     if args.autocast and args.dtype not in (None, "float32"):
@@ -266,6 +262,15 @@ def _cmd_estimate(args) -> int:
                         ("--keep-memory", args.keep_memory or None)):
         if value is not None:
             raise ConfigError(f"{flag} applies to a measured profile; --estimate runs nothing")
+
+
+def _cmd_estimate(args) -> int:
+    from ..ops.estimate import estimate_profile, pick_target
+    from ..ops.db import open_db
+    from ..profile.io import save_profile
+    from ..progress import say, status
+
+    _check_estimate_args(args)
     with open_db(args.db, create=False) as db:
         target = pick_target(db, args.target, args.threads)
         with status(f"estimating {args.model} on {target}"):
