@@ -26,6 +26,7 @@ CASES = [
     ("examples/lab/stagger_phases.py", [MISSING], MISSING),
     ("examples/lab/stagger_phases.py", ["README.md"], "not a runs file"),
     ("examples/ops/prior_cv.py", [MISSING], MISSING),
+    ("examples/ops/estimate_models.py", ["--models-db", MISSING, "--grid-db", MISSING, "--out", "o"], MISSING),
     ("examples/ops/ensemble_cv.py", [MISSING], MISSING),
     ("examples/ops/ensemble_calls.py", [MISSING, MISSING, "--ops", "conv2d"], MISSING),
     ("examples/ops/reference_window.py", [], "usage"),

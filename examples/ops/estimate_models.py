@@ -41,6 +41,7 @@ import time
 import numpy as np
 import torch
 
+from run_main import run_main  # beside this script
 from sgdsim.ops import reference
 from sgdsim.ops.collect import this_device
 from sgdsim.ops.db import open_db
@@ -274,4 +275,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
