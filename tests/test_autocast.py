@@ -134,6 +134,8 @@ def test_a_profile_estimated_under_autocast_prices_its_casts_and_says_so(tmp_pat
     assert "in autocast bfloat16" in err and "mixed precision" in err
     # no autocast step timed on the device: the estimate says it runs low and how to time one
     assert "no autocast step is timed on this device" in err and "--autocast bfloat16" in err
+    # the commands it says to run next name the database it was given
+    assert f"--batch-size 8 --autocast bfloat16 --db {db}" in err
     # a batch never measured: its casts are priced from the ReLU rows, the rest estimated or roofline
     assert main(["profile", MLP, "--batch-size", "64", "--estimate", "--db", db, "--autocast", "bfloat16",
                  "-o", str(tmp_path / "amp64.json")]) == 0

@@ -156,7 +156,6 @@ def _measure(args):
 
 def _step_factor(args, db, target: str):
     """The device's step factor (None if no step was timed there); asked for, it must exist."""
-    from ..ops.db import mask
     from ..ops.step_factor import device_factor, precision_key
 
     dtype = precision_key(args.dtype or "float32", args.autocast)
@@ -165,7 +164,7 @@ def _step_factor(args, db, target: str):
         raise ConfigError(f"--step-factor: steps are timed in float32 or under autocast, "
                           f"not in {dtype} throughout: leave out --step-factor or --dtype")
     if args.step_factor and factor is None:
-        db_flag = f" --db {shlex.quote(mask(args.db))}" if args.db else ""
+        db_flag = _db_flag(args.db)
         how = f" --autocast {args.autocast}" if args.autocast else ""
         raise ConfigError(f"--step-factor: no model step timed on {target} in {dtype}; sgdsim ops "
                           f"measure --model zoo:resnet50 --batch-size 4{how}{db_flag}, run there, times one")
@@ -190,9 +189,8 @@ def _step_factor_line(factor, applied: bool, autocast: str | None = None) -> str
 
 def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) -> str:
     """No autocast step timed on the device: how to time one, and why it matters."""
-    from ..ops.db import mask
 
-    db_flag = f" --db {shlex.quote(mask(db))}" if db else ""
+    db_flag = _db_flag(db)
     return (f"{AUTOCAST_UNSCALED}; no autocast step is timed on this device: sgdsim ops measure "
             f"--model {shlex.quote(model)} --batch-size {batch} --autocast {autocast}{db_flag} times "
             f"one there, then --step-factor scales by it")
@@ -200,10 +198,9 @@ def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
     """Which types came from the device's roofline, how far off it is there, what to run."""
-    from ..ops.db import mask
 
     roof, names = info["roofline"], ",".join(info["roofline_types"])
-    db_flag = f" --db {shlex.quote(mask(db))}" if db else ""
+    db_flag = _db_flag(db)
     off = ", ".join(f"{e['median']:.0%} {d} (90th percentile {e['p90']:.0%})"
                     for d, e in (("forward", roof["error"]["fwd"]),
                                  ("backward", roof["error"]["bwd"])) if e["rows"])
@@ -225,6 +222,13 @@ def _precision_line(prof, dtype: str) -> str:
     return (f"its calls are priced all in {dtype} (no casts), while the network carries its "
             f"parameters and gradients as float32 ({prof.model_bytes() / 1e6:.2f} MB of gradients "
             f"a step), as mixed precision keeps them; sent as {dtype} they would be half")
+
+
+def _db_flag(db: str | None) -> str:
+    """``--db DB`` as a command to run next needs it (the password masked), or nothing."""
+    from ..ops.db import mask
+
+    return f" --db {shlex.quote(mask(db))}" if db else ""
 
 
 def _dtype_flag(info: dict) -> str:
@@ -302,11 +306,11 @@ def _cmd_estimate(args) -> int:
     if unknown:
         say(f"{unknown} untyped call(s) (views, copies...) had no measurement to go by and "
             f"count as 0 s: sgdsim ops measure --model {shlex.quote(args.model)} --batch-size "
-            f"{args.batch_size}{_dtype_flag(info)} measures them")
+            f"{args.batch_size}{_dtype_flag(info)}{_db_flag(args.db)} measures them")
     if info["outside_training"]:
         what = "; ".join(f"{op}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''}"
                          for op, v in sorted(info["outside_training"].items()))
         say(f"estimated outside what the estimators were trained on (guesses): "
             f"{what}; sgdsim ops measure --model {shlex.quote(args.model)} --batch-size {args.batch_size}"
-            f"{_dtype_flag(info)} measures these calls")
+            f"{_dtype_flag(info)}{_db_flag(args.db)} measures these calls")
     return 0
