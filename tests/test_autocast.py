@@ -206,3 +206,21 @@ def test_a_cast_priced_as_a_relu_errs_as_the_relu_estimator_does():
     assert step_error_rel(timed, estimators) == pytest.approx((1 * 0.07 + 3 * 0.2) / 4)
     timed.casts_by_roofline = 1  # a type had no ReLU estimator: the roofline's error (none fitted: 100 %)
     assert step_error_rel(timed, estimators) == pytest.approx((1 * 1.0 + 3 * 0.2) / 4)
+
+
+TINY_GPT2 = "zoo:gpt2?n_layer=1&n_embd=32&n_head=2&seq_len=8&vocab_size=100"
+TINY_VIT = "zoo:vit-base?num_hidden_layers=1&hidden_size=32&num_attention_heads=2&intermediate_size=64&image_size=32&patch_size=8"
+
+
+def test_the_fake_tensor_trace_builds_the_model_the_meta_trace_builds():
+    """The same parameters, shared ones kept shared (GPT-2's head is its embedding), the same
+    layers owning them; ViT, whose own initialisation reads values, builds (on the meta device,
+    where that initialisation is skipped, then moved)."""
+    for spec in (TINY_GPT2, TINY_VIT):
+        fake, meta = trace_model(spec, 2, "bfloat16"), trace_model(spec, 2)
+        assert [tuple(p.shape) for p in fake.work.model.parameters()] == \
+            [tuple(p.shape) for p in meta.work.model.parameters()]
+        assert sorted(fake.discovered[0]) == sorted(meta.discovered[0])
+    gpt2 = trace_model(TINY_GPT2, 2, "bfloat16").work.model
+    assert gpt2.lm_head.weight is gpt2.transformer.wte.weight
+    assert all(isinstance(p, torch.nn.Parameter) and p.requires_grad for p in gpt2.parameters())

@@ -52,10 +52,10 @@ def trace_model(spec: str, batch_size: int, autocast: str | None = None,
     from ..profiler.runner import _discover
     from ..profiler.spec import load_workload
 
-    where = _fake_mode(device_type) if autocast else None
-    with _entered(where), torch.device(device_type if where else "meta"), torch.random.fork_rng(devices=[]):
+    with torch.device("meta"), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         work = load_workload(spec, batch_size)
+    where = _on_fake_tensors(work, device_type) if autocast else None
     work.autocast = autocast
     model = work.model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -76,15 +76,37 @@ def trace_model(spec: str, batch_size: int, autocast: str | None = None,
     return TracedStep(work, rec, tracer, discovered, list(tracer.calls), where)
 
 
-def _fake_mode(device_type: str):
+def _on_fake_tensors(work, device_type: str):
+    """The model built on the meta device, as every trace builds it (its own initialisation
+    skips meta tensors; run on fake ones, ViT's truncated normal reads values), then its
+    parameters, buffers and batch moved to fake tensors of ``device_type``, shared parameters
+    kept shared (GPT-2's head is its embedding); returns their mode."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from ..profiler.spec import map_tensors
 
     if device_type == "cuda" and not torch.backends.cuda.is_built():
         raise ConfigError(f"autocast on a CUDA device follows CUDA's autocast rules, which this "
                           f"PyTorch build ({torch.__version__}, CPU only) cannot trace: estimate "
                           f"it where PyTorch is built with CUDA (no GPU needed)")
-    return FakeTensorMode()
+    users: dict[int, list] = {}  # a parameter -> every (module, name) that holds it
+    for module in work.model.modules():
+        for name, p in module._parameters.items():
+            if p is not None:
+                users.setdefault(id(p), []).append((module, name))
+    mode = FakeTensorMode(allow_non_fake_inputs=True)  # the meta tensors it replaces
+
+    def fake(t):
+        return torch.empty_like(t, device=device_type)
+    with mode:
+        work.model.to_empty(device=device_type)
+        work.inputs, work.target = map_tensors(work.inputs, fake), map_tensors(work.target, fake)
+    for held in users.values():
+        first, name = held[0]
+        for module, other in held[1:]:
+            module._parameters[other] = first._parameters[name]
+    return mode
 
 
 def _entered(where):
