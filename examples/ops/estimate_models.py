@@ -48,9 +48,10 @@ from sgdsim.ops.db import open_db
 from sgdsim.ops.estimate import estimate_profile, load_estimators, time_calls
 from sgdsim.ops.graph import trace_model
 from sgdsim.ops.optypes import OTHER_NAME
+from sgdsim.ops.records import params_from_key
 from sgdsim.ops.roofline import CAST
 from sgdsim.ops.step_factor import device_factor, precision_key, profile_step_s as step_of
-from sgdsim.profiler.api import profile_model
+from sgdsim.profiler.api import AUTOCAST, profile_model
 
 REF_SAMPLES = 5  # reference samples per type before and after each measured step
 
@@ -67,7 +68,8 @@ class GridOnly:
 
     def lookup(self, device, keys):
         """``casts`` False: autocast's casts are not hits either (their rule prices them)."""
-        wanted = {k for k in keys if k[0] == OTHER_NAME and (self.casts or CAST not in k[1])}
+        wanted = {k for k in keys if k[0] == OTHER_NAME
+                  and (self.casts or params_from_key(k[1]).get("fn") != CAST)}
         hits = self.models.lookup(device, wanted)
         return {k: v for k, v in hits.items() if k in wanted}
 
@@ -239,7 +241,7 @@ def main() -> None:
                     help="glibc keeps freed memory while the steps run (sgdsim profile --keep-memory)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not time the types' reference calls around the steps")
-    ap.add_argument("--autocast", choices=("bfloat16", "float16"), default=None,
+    ap.add_argument("--autocast", choices=AUTOCAST, default=None,
                     help="mixed precision (implies --no-reference: the references are float32's)")
     args = ap.parse_args()
     args.no_reference = args.no_reference or args.autocast is not None

@@ -11,6 +11,7 @@ from .timing_env import timing_settings, torch_module as _torch
 
 from ..cli.common import Parser
 from ..errors import ConfigError
+from ..profiler.api import AUTOCAST, check_autocast
 
 BATCH = 20  # records per transaction: a kill loses at most this many measurements
 
@@ -72,7 +73,7 @@ def _measure_parser(sub) -> None:
     q.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     q.add_argument("--dtype", default="float32", choices=DTYPES,
                    help="floating-point type of the timed tensors (default float32)")
-    q.add_argument("--autocast", default=None, choices=("bfloat16", "float16"),
+    q.add_argument("--autocast", default=None, choices=AUTOCAST,
                    help="with --model: its calls as the step runs them under torch.autocast in "
                         "this type (mixed precision), its casts included (default: none)")
     q.add_argument("--remeasure", action="store_true",
@@ -197,9 +198,7 @@ def _check_measure(args) -> None:
         raise ConfigError("--batch-size applies to --model; a grid samples its own shapes")
     if args.autocast and not args.model:
         raise ConfigError("--autocast applies to --model (a grid's calls are timed in --dtype)")
-    if args.autocast and args.dtype != "float32":
-        raise ConfigError(f"--autocast {args.autocast} and --dtype {args.dtype}: autocast is mixed "
-                          f"precision, --dtype the whole step in one type; give one of them")
+    check_autocast(args.autocast, args.dtype)
     if args.grid and not args.step:
         raise ConfigError("--no-step applies to --model: a grid has no step to time")
     try:

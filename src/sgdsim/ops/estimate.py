@@ -18,7 +18,7 @@ from .estimator.features import unseen_modes
 from .estimator.terms import StaleTerms, unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
-from .roofline import CAST, Roofline, cast_work, fit_roofline, work_of
+from .roofline import CAST, Roofline, cast_types, cast_work, fit_roofline, work_of
 from .step_factor import StepFactor, device_factor, precision_key
 
 
@@ -114,10 +114,7 @@ def _casts(calls, idx, estimators, db, device, timed: Timed) -> None:
     the roofline of its bytes."""
     for i in idx:
         c = calls[i]
-        src = c.tensors()[0].dtype if c.tensors() else "float32"
-        dst = dict(c.kwargs).get("dtype")
-        dst = dst.text.removeprefix("torch.") if dst is not None else src
-        pair = [estimators.get(("relu", d)) for d in (src, dst)]
+        pair = [estimators.get(("relu", d)) for d in cast_types(c)]
         if None in pair:
             timed.roofline = timed.roofline or fit_roofline(db, device, getattr(db, "shown", "DB"))
             timed.fwd[i], timed.bwd[i] = timed.roofline.times_s(cast_work(c))
@@ -186,12 +183,11 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     given factor."""
     from ..profile.model import Job
     from ..profiler.build import build_profile
+    from ..profiler.api import check_autocast
     from ..profiler.runner import _summarise
     from .graph import layer_times, trace_model
 
-    if autocast and dtype != "float32":
-        raise ConfigError(f"autocast {autocast} leaves each call in the precision autocast gives "
-                          f"it: it takes float32 as the step's type, not {dtype}")
+    check_autocast(autocast, dtype)
     step = trace_model(spec, batch_size, autocast, _kind(db, device) if autocast else "cpu")
     estimators = load_estimators(db, device)
     if step_factor is True:

@@ -73,14 +73,19 @@ def work_of(call: Call, op: str, params: dict) -> Work:
 CAST = "aten._to_copy.default"  # autocast's casts (and .to(dtype)): a read and a write
 
 
+def cast_types(call: Call) -> tuple[str, str]:
+    """(the type a cast reads, the type it writes): its input's, and its ``dtype`` argument
+    (the input's own when it has none: a copy)."""
+    src = call.tensors()[0].dtype if call.tensors() else "float32"
+    dst = dict(call.kwargs).get("dtype")
+    return src, dst.text.removeprefix("torch.") if dst is not None else src
+
+
 def cast_work(call: Call) -> Work:
     """A cast reads its input and writes it in the other type; its backward casts the
     gradient back (as much again) when the input needs one."""
     n = sum(t.numel for t in call.tensors())
-    src = item_bytes(call.tensors()[0].dtype) if call.tensors() else 4
-    dst = dict(call.kwargs).get("dtype")
-    out = item_bytes(dst.text.removeprefix("torch.")) if dst is not None else src
-    moved = float(n * (src + out))
+    moved = float(n * sum(item_bytes(t) for t in cast_types(call)))
     return Work(0.0, moved, 0.0, moved if call.needs_grad else 0.0)
 
 

@@ -132,12 +132,16 @@ def _check_numbers(batch_size, steps, warmup, threads) -> None:
         raise ConfigError(f"threads must be a positive integer, got {threads!r}")
 
 
-AUTOCAST = ("bfloat16", "float16")
+AUTOCAST = ("bfloat16", "float16")  # the types torch.autocast runs a forward in (--autocast)
 
 
-def check_autocast(autocast) -> None:
+def check_autocast(autocast, dtype: str | None = None) -> None:
+    """``autocast`` one of ``AUTOCAST`` or None, and not beside a whole-step ``dtype``."""
     if autocast is not None and autocast not in AUTOCAST:
         raise ConfigError(f"autocast runs the forward in {' or '.join(AUTOCAST)}, got {autocast!r}")
+    if autocast and dtype not in (None, "float32"):
+        raise ConfigError(f"--autocast {autocast} and --dtype {dtype}: autocast is mixed "
+                          f"precision, --dtype the whole step in one type; give one of them")
 
 
 def _import_torch():

@@ -9,6 +9,7 @@ import shlex
 
 from ..errors import ConfigError, ProfileError
 from ..outputs import check_output_path
+from .api import AUTOCAST, check_autocast
 
 
 def register(subparsers):
@@ -36,7 +37,7 @@ def register(subparsers):
                    help="glibc's malloc keeps freed memory, as a caching allocator (PyTorch's on "
                         "a GPU, jemalloc, tcmalloc) does: the steps do not pay the kernel to "
                         "fault in again what they freed (docs/profiler.md)")
-    p.add_argument("--autocast", default=None, choices=("bfloat16", "float16"),
+    p.add_argument("--autocast", default=None, choices=AUTOCAST,
                    help="mixed precision: the forward and the loss under torch.autocast in this "
                         "type, parameters, gradients and the update float32 (as torch.amp "
                         "trains); with --estimate, each call in the precision autocast gives it "
@@ -160,7 +161,7 @@ def _step_factor(args, db, target: str):
 
     dtype = precision_key(args.dtype or "float32", args.autocast)
     factor = device_factor(db, target, dtype)
-    if args.step_factor and dtype not in ("float32", f"autocast-{args.autocast}"):
+    if args.step_factor and args.dtype not in (None, "float32"):
         raise ConfigError(f"--step-factor: steps are timed in float32 or under autocast, "
                           f"not in {dtype} throughout: leave out --step-factor or --dtype")
     if args.step_factor and factor is None:
@@ -258,9 +259,7 @@ def _check_estimate_args(args) -> None:
     """Options that an estimate cannot take, or not together: before the database is opened."""
     if not args.estimate:
         raise ConfigError("--db, --target, --dtype and --step-factor apply to --estimate; without it the model runs here")
-    if args.autocast and args.dtype not in (None, "float32"):
-        raise ConfigError(f"--autocast {args.autocast} and --dtype {args.dtype}: autocast is mixed "
-                          f"precision, --dtype the whole step in one type; give one of them")
+    check_autocast(args.autocast, args.dtype)
     for flag, value in (("--steps", args.steps), ("--warmup", args.warmup),
                         ("--device", args.device), ("--retries", args.retries),
                         ("--keep-memory", args.keep_memory or None)):

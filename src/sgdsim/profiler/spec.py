@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,11 +40,9 @@ class Workload:
     def forward(self) -> tuple:
         """(the model's output, the loss): the step's forward, under autocast when the
         workload asks for it."""
-        if self.autocast is None:
-            output = call_model(self.model, self.inputs)
-            return output, self.loss_fn(output, self.target)
-        device_type = next(self.model.parameters()).device.type
-        with torch.autocast(device_type, dtype=getattr(torch, self.autocast)):
+        mixed = None if self.autocast is None else torch.autocast(
+            next(self.model.parameters()).device.type, dtype=getattr(torch, self.autocast))
+        with mixed or nullcontext():
             output = call_model(self.model, self.inputs)
             return output, self.loss_fn(output, self.target)
 
