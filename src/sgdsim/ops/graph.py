@@ -7,6 +7,7 @@ step with per-call durations and returns what the hooks charged to each layer.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -65,7 +66,7 @@ def trace_model(spec: str, batch_size: int, autocast: str | None = None,
     tracer = Tracer(rec)
     rec.clock = tracer.clock
     try:
-        with _entered(where), tracer.active():
+        with where or nullcontext(), tracer.active():
             discovered = _discover(work, rec, params, tracer.clock)
     except ConfigError:
         raise
@@ -109,17 +110,12 @@ def _on_fake_tensors(work, device_type: str):
     return mode
 
 
-def _entered(where):
-    from contextlib import nullcontext
-
-    return where if where is not None else nullcontext()
-
 
 def layer_times(step: TracedStep, durations: list[float]) -> list[float]:
     """Seconds charged to each layer instance when call i takes ``durations[i]``."""
     from ..profiler.runner import _profiled_step
 
     step.tracer.replay(durations)
-    with _entered(step.where), step.tracer.active():
+    with step.where or nullcontext(), step.tracer.active():
         _, fwd, _, _ = _profiled_step(step.work, step.rec, None, step.tracer.clock)
     return list(fwd)

@@ -190,7 +190,6 @@ def _step_factor_line(factor, applied: bool, autocast: str | None = None) -> str
 
 def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) -> str:
     """No autocast step timed on the device: how to time one, and why it matters."""
-
     db_flag = _db_flag(db)
     return (f"{AUTOCAST_UNSCALED}; no autocast step is timed on this device: sgdsim ops measure "
             f"--model {shlex.quote(model)} --batch-size {batch} --autocast {autocast}{db_flag} times "
@@ -199,7 +198,6 @@ def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
     """Which types came from the device's roofline, how far off it is there, what to run."""
-
     roof, names = info["roofline"], ",".join(info["roofline_types"])
     db_flag = _db_flag(db)
     off = ", ".join(f"{e['median']:.0%} {d} (90th percentile {e['p90']:.0%})"
@@ -213,7 +211,7 @@ def _roofline_line(info: dict, db: str | None, target: str) -> str:
             + (f" ({' and '.join(roof['unmeasured'])} unmeasured: no such calls)"
                if roof["unmeasured"] else "")
             + f"; measure and train them on that device: sgdsim ops measure --grid {names} "
-            f"--samples 30{_dtype_flag(info)}{db_flag}, then sgdsim ops train{db_flag} --op {names} "
+            f"--samples 30{_precision_flag(info)}{db_flag}, then sgdsim ops train{db_flag} --op {names} "
             f"--device {shlex.quote(target)}")
 
 
@@ -232,7 +230,8 @@ def _db_flag(db: str | None) -> str:
     return f" --db {shlex.quote(mask(db))}" if db else ""
 
 
-def _dtype_flag(info: dict) -> str:
+def _precision_flag(info: dict) -> str:
+    """The flag that gives a command to run next the estimate's precision."""
     if info.get("autocast"):
         return f" --autocast {info['autocast']}"
     return f" --dtype {info['dtype']}" if info["dtype"] != "float32" else ""
@@ -305,11 +304,11 @@ def _cmd_estimate(args) -> int:
     if unknown:
         say(f"{unknown} untyped call(s) (views, copies...) had no measurement to go by and "
             f"count as 0 s: sgdsim ops measure --model {shlex.quote(args.model)} --batch-size "
-            f"{args.batch_size}{_dtype_flag(info)}{_db_flag(args.db)} measures them")
+            f"{args.batch_size}{_precision_flag(info)}{_db_flag(args.db)} measures them")
     if info["outside_training"]:
         what = "; ".join(f"{op}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''}"
                          for op, v in sorted(info["outside_training"].items()))
         say(f"estimated outside what the estimators were trained on (guesses): "
             f"{what}; sgdsim ops measure --model {shlex.quote(args.model)} --batch-size {args.batch_size}"
-            f"{_dtype_flag(info)}{_db_flag(args.db)} measures these calls")
+            f"{_precision_flag(info)}{_db_flag(args.db)} measures these calls")
     return 0
