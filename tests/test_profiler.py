@@ -379,6 +379,35 @@ def test_bad_specs(spec, message):
         _run(spec)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["zoo:nope"], "unknown zoo model 'nope'"),
+    (["missing_dir/missing.py:build"], "does not exist"),
+    pytest.param(["zoo:mlp", "--device", "cuda"], "CUDA is not available",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="needs no CUDA")),
+])
+def test_refused_profile_says_one_line(tmp_path, capsys, argv, message):
+    """A refused measurement is one line on stderr: the "profiling ..." notice comes only once
+    the model is built on its device."""
+    from sgdsim.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["profile", *argv, "--batch-size", "2", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and err[0].startswith("sgdsim: error:")
+    assert not out.exists()
+
+
+def test_profile_notice_after_model_is_built(tmp_path, capsys):
+    from sgdsim.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["profile", "zoo:mlp", "--batch-size", "2", "--steps", "1", "--warmup", "1",
+                 "--threads", "1", "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("profiling zoo:mlp, batch 2: 1 warm-up and 1 measured steps")
+    assert out.exists()
+
+
 @pytest.mark.parametrize("kw, message", [
     (dict(batch_size=0), "batch size"), (dict(steps=0), "steps"), (dict(warmup=-1), "warmup"),
     (dict(threads=0), "threads"), (dict(device="tpu"), "device must be"),

@@ -44,14 +44,17 @@ class ProfileRun:
 def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
                   device: str = "cpu", threads: int | None = None,
                   overlap: bool = True, retries: int = 1, on_note=None,
-                  tick=None, keep_memory: bool = False, autocast: str | None = None) -> ProfileRun:
+                  tick=None, keep_memory: bool = False, autocast: str | None = None,
+                  on_start=None) -> ProfileRun:
     """Run ``warmup`` + ``steps`` training steps of MODEL ``spec`` with and without hooks.
 
     ``spec``: ``zoo:NAME[?key=value&...]``, ``path/to/file.py:fn`` or ``package.module:fn``
     (``fn`` returns ``(model, (inputs, target), loss_fn)``). The profile has one profiled step
     per measured step that did not stall (``quality.py``), and the DAG of the PipeDream importer
     with ``overlap``. A measurement that looks busy is taken again up to ``retries`` times and
-    the quietest kept; ``on_note(line)`` hears why; ``tick()`` follows each pair of steps.
+    the quietest kept; ``on_note(line)`` hears why; ``tick()`` follows each pair of steps;
+    ``on_start()`` once the model is built on its device, before its first step (so a notice
+    that measuring begins comes after every check of the spec and the device).
     ``keep_memory``: glibc keeps freed memory from here on, for the rest of the process
     (``memory.keep_freed_memory``), so the steps do not fault freed memory in again.
     ``autocast``: "bfloat16" or "float16", the forward and loss under torch.autocast (mixed
@@ -76,7 +79,7 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
         with torch.random.fork_rng(devices=[]):  # seed our random data, not the caller's RNG
             torch.manual_seed(0)
             measured, (kept, dropped), quality, work = _measure_quietest(
-                torch, (spec, autocast), batch_size, dev, (steps, warmup, retries), (on_note, tick))
+                torch, (spec, autocast), batch_size, dev, (steps, warmup, retries), (on_note, tick, on_start))
         used_threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(old_threads)
@@ -103,10 +106,12 @@ def _measure_quietest(torch, model, batch_size, dev, counts, hooks):
     from .runner import measure
     from .spec import load_workload
 
-    (spec, autocast), (steps, warmup, retries), (on_note, tick) = model, counts, hooks
+    (spec, autocast), (steps, warmup, retries), (on_note, tick, on_start) = model, counts, hooks
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None
     work = load_workload(spec, batch_size).to(dev)
     work.autocast = autocast
+    if on_start is not None:
+        on_start()
     attempts = []
     for attempt in range(retries + 1):
         watch = CpuWatch().start()

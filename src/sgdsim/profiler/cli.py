@@ -130,12 +130,14 @@ def _measure(args):
     from .api import profile_model
 
     retries = 1 if args.retries is None else args.retries
-    if retries < 0:  # before the "profiling ..." line: nothing starts that is refused
+    if retries < 0:
         raise ConfigError(f"--retries must be an integer >= 0, got {retries}")
     pairs = max(args.warmup - 1, 0) + args.steps
-    say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
-        f"{args.steps} measured steps, each with and without hooks")
     first: list[float] = []
+
+    def start() -> None:  # once the model and the device passed their checks: a refusal is one line
+        say(f"profiling {args.model}, batch {args.batch_size}: {args.warmup} warm-up and "
+            f"{args.steps} measured steps, each with and without hooks")
     with Progress(pairs, f"profiling {args.model} (pairs of steps)") as bar:
         def note(line: str) -> None:
             say(line)
@@ -152,7 +154,7 @@ def _measure(args):
         return profile_model(args.model, args.batch_size, steps=args.steps, warmup=args.warmup,
                              device=args.device, threads=args.threads, overlap=args.overlap,
                              retries=retries, on_note=note, tick=tick,
-                             keep_memory=args.keep_memory, autocast=args.autocast)
+                             keep_memory=args.keep_memory, autocast=args.autocast, on_start=start)
 
 
 def _step_factor(args, db, target: str):
