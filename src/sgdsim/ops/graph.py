@@ -11,11 +11,17 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..profiler.api import needs_scaler
 from .optypes import classify
 from .template import Call, TSpec
 from .trace import Tracer
 
 UPDATE_FUNC = "aten.add_.Tensor"  # plain SGD: p.add_(grad, alpha=-lr), one call per parameter
+# float16's gradient scaler divides each gradient by the loss scale before the update
+# (profiler/scaler.py): priced as the in-place multiply it is, one read and one write of the
+# gradient; its inf check rides on that pass. On this CPU the amp kernel itself took
+# 0.4-2.4x an in-place multiply (1 k-39 M elements; docs/ops.md, "Mixed precision").
+UNSCALE_FUNC = "aten.mul_.Scalar"
 
 
 @dataclass
@@ -31,14 +37,17 @@ class TracedStep:
         return [classify(c) for c in self.calls]
 
     def update_calls(self) -> dict[int, list[Call]]:
-        """Per layer instance: the optimizer's calls on its parameters."""
+        """Per layer instance: the optimizer's calls on its parameters (after float16's
+        unscale of their gradients)."""
         owner = self.discovered[0]
-        return {idx: [_update_call(p) for p in ps] for idx, ps in owner.items()}
+        scaled = needs_scaler(self.work.autocast)
+        return {idx: [c for p in ps for c in _update_calls(p, scaled)] for idx, ps in owner.items()}
 
 
-def _update_call(param) -> Call:
+def _update_calls(param, scaled: bool) -> list[Call]:
     spec = TSpec.dense(tuple(param.shape), str(param.dtype).removeprefix("torch."))
-    return Call(UPDATE_FUNC, (spec, spec), (("alpha", -1e-3),))
+    unscale = [Call(UNSCALE_FUNC, (spec, 2.0 ** -16))] if scaled else []
+    return unscale + [Call(UPDATE_FUNC, (spec, spec), (("alpha", -1e-3),))]
 
 
 def trace_model(spec: str, batch_size: int, autocast: str | None = None,

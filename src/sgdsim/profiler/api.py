@@ -58,7 +58,8 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     ``keep_memory``: glibc keeps freed memory from here on, for the rest of the process
     (``memory.keep_freed_memory``), so the steps do not fault freed memory in again.
     ``autocast``: "bfloat16" or "float16", the forward and loss under torch.autocast (mixed
-    precision: parameters, gradients and the update stay float32).
+    precision: parameters, gradients and the update stay float32); float16 with a gradient
+    scaler as torch.amp.GradScaler runs it (``scaler.py``).
     """
     _check_numbers(batch_size, steps, warmup, threads)
     check_autocast(autocast)
@@ -91,6 +92,7 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
     extra = {"profiler": {**_notes(measured, spec, (steps, warmup, used_threads), profiled, plain),
                           **_os_notes(measured, keep_memory), "autocast": autocast,
+                          "grad_scaler": needs_scaler(autocast),
                           "quality": {**quality.to_json(), "dropped_steps": dropped}}}
     return ProfileRun(profile=build_profile(kept, job, overlap, extra),
                       profiled_step_s=profiled, plain_step_s=plain, quality=quality)
@@ -138,6 +140,11 @@ def _check_numbers(batch_size, steps, warmup, threads) -> None:
 
 
 AUTOCAST = ("bfloat16", "float16")  # the types torch.autocast runs a forward in (--autocast)
+SCALED = ("float16",)  # those trained with a gradient scaler (scaler.py: float16's range)
+
+
+def needs_scaler(autocast: str | None) -> bool:
+    return autocast in SCALED
 
 
 def check_autocast(autocast, dtype: str | None = None) -> None:

@@ -9,7 +9,7 @@ import shlex
 
 from ..errors import ConfigError, ProfileError
 from ..outputs import check_output_path
-from .api import AUTOCAST, check_autocast
+from .api import AUTOCAST, check_autocast, needs_scaler
 
 
 def register(subparsers):
@@ -105,7 +105,8 @@ def cmd_profile(args) -> int:
     say(f"wrote {args.output}: {prof.job.model}, {layers} layers, {prof.n_ops} ops, "
           f"{prof.model_bytes() / 1e6:.2f} MB of parameters, batch {prof.job.batch_size}, "
           f"forward+backward {prof.mean_compute_s() * 1e3:.2f} ms"
-          + (f", forward under autocast {args.autocast}" if args.autocast else ""))
+          + (f", forward under autocast {args.autocast}" if args.autocast else "")
+          + (", gradients scaled as torch.amp.GradScaler does" if needs_scaler(args.autocast) else ""))
     say(run.overhead_line())
     from .memory import kernel_note
 
@@ -175,8 +176,8 @@ def _step_factor(args, db, target: str):
 
 
 # what an autocast step cost beyond its calls, held out (docs/ops-runs.md, runs 59 and 60)
-AUTOCAST_UNSCALED = ("unscaled, autocast estimates ran 8-20 % below the steps on an AMD EPYC, "
-                     "scaled by the other models' autocast step factor within 13 % (docs/ops-runs.md, "
+AUTOCAST_UNSCALED = ("without that factor, bfloat16 autocast estimates ran 8-20 % below the steps on an "
+                     "AMD EPYC, with the other models' autocast step factor within 13 % (docs/ops-runs.md, "
                      "runs 59-60)")
 
 
@@ -247,8 +248,10 @@ def _autocast_line(prof, info: dict) -> str:
         how += f" ({roof} by the device's roofline of their bytes: no ReLU estimator in a type)"
     priced = (f"; {casts} cast(s) not measured as such ({info['time_fraction_cast']:.0%} of the "
               f"step) {how}" if casts else "")
+    scaler = (", each gradient unscaled before it (float16's gradient scaler, priced as an in-place "
+              "multiply)" if needs_scaler(info["autocast"]) else "")
     return (f"mixed precision: each call in the precision autocast ({info['autocast']}) gives it, "
-            f"its casts included{priced}; parameters, gradients and the update float32, the "
+            f"its casts included{priced}; parameters, gradients and the update float32{scaler}; the "
             f"network carrying {prof.model_bytes() / 1e6:.2f} MB of gradients a step")
 
 

@@ -17,6 +17,8 @@ from ..errors import ConfigError
 from .memory import os_cost_of
 from .messages import first_line
 from .recorder import LayerSequenceChanged, Recorder, find_layers, synced_clock
+from .api import needs_scaler
+from .scaler import LossScale
 from .spec import Workload
 
 LR = 1e-3  # plain SGD; the value only has to keep the random-data training finite
@@ -52,34 +54,38 @@ def measure(work: Workload, steps: int, warmup: int, sync=None, tick=None) -> Me
     if not params:
         raise ConfigError(f"model {work.name} has no trainable parameters: nothing to train")
     opt = torch.optim.SGD(params, lr=LR)
+    # float16 trains with a gradient scaler, both kinds of step alike (scaler.py)
+    scaler = LossScale(params[0].device) if needs_scaler(work.autocast) else None
     rec = Recorder(find_layers(model), params, sync)
     try:
-        _plain_step(work, opt, clock)
+        _plain_step(work, (opt, scaler), clock)
     except ConfigError:
         raise
     except Exception as exc:  # the user's model, batch or loss does not run: say so in one line
         raise ConfigError(f"model {work.name} fails on its example batch: "
                           f"{type(exc).__name__}: {first_line(exc)}") from None
-    owner, unused, ready = _discover(work, rec, params, clock)
+    owner, unused, ready = _discover(work, rec, params, clock, scaler)
     for _ in range(max(warmup - 1, 0)):
-        _plain_step(work, opt, clock)
-        _profiled_step(work, rec, owner, clock)
+        _plain_step(work, (opt, scaler), clock)
+        _profiled_step(work, rec, (owner, scaler), clock)
         tick()
-    prof, plain, times, os_use = _measured_steps(work, rec, owner, opt, clock, steps, tick)
+    prof, plain, times, os_use = _measured_steps(work, rec, (owner, opt, scaler), clock, steps, tick)
     m = _summarise(work, rec, (owner, unused, ready), times, prof, plain)
     m.plain_faulted_bytes, m.plain_kernel_s = os_use
     return m
 
 
-def _measured_steps(work, rec, owner, opt, clock, steps, tick):
+def _measured_steps(work, rec, trains, clock, steps, tick):
     """``steps`` pairs of one plain and one profiled step; with each plain step's cost to the
-    OS, as (bytes faulted in, kernel seconds) lists."""
+    OS, as (bytes faulted in, kernel seconds) lists. ``trains``: (the parameters' owners, the
+    optimizer, the loss scale or None)."""
+    owner, opt, scaler = trains
     plain, prof, fwd, bwd, upd = [], [], [], [], []
     faulted: list[int] = []
     kernel: list[float] = []
 
     def plain_step() -> None:
-        step_s, fresh, kernel_s = os_cost_of(lambda: _plain_step(work, opt, clock))
+        step_s, fresh, kernel_s = os_cost_of(lambda: _plain_step(work, (opt, scaler), clock))
         plain.append(step_s)
         faulted.append(fresh)
         kernel.append(kernel_s)
@@ -87,7 +93,7 @@ def _measured_steps(work, rec, owner, opt, clock, steps, tick):
     for i in range(steps):
         if i % 2 == 0:  # alternate which kind goes first, so neither always follows the other
             plain_step()
-        step_s, f, b, u = _profiled_step(work, rec, owner, clock)
+        step_s, f, b, u = _profiled_step(work, rec, (owner, scaler), clock)
         if i % 2 == 1:
             plain_step()
         prof.append(step_s)
@@ -98,11 +104,22 @@ def _measured_steps(work, rec, owner, opt, clock, steps, tick):
     return prof, plain, (fwd, bwd, upd), (faulted, kernel)
 
 
-def _plain_step(work: Workload, opt, clock) -> float:
+def _plain_step(work: Workload, optimizer, clock) -> float:
+    """The user's step. ``optimizer``: (torch's optimizer, the loss scale or None); with a
+    scale, as ``GradScaler`` steps an optimizer (one unscale of every gradient, the update
+    skipped on an overflow)."""
+    opt, scaler = optimizer
     t0 = clock()
     loss = _checked_loss(work, work.forward()[1])
-    loss.backward()
-    opt.step()
+    if scaler is None:
+        loss.backward()
+        opt.step()
+    else:
+        scaler.scaled(loss).backward()
+        scaler.unscale([p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None])
+        if not scaler.overflowed():
+            opt.step()
+        scaler.update()
     opt.zero_grad(set_to_none=True)
     return clock() - t0
 
@@ -116,19 +133,23 @@ def _checked_loss(work: Workload, loss):
     return loss
 
 
-def _profiled_step(work: Workload, rec: Recorder, owner, clock, discover=False):
-    """One step with hooks: (step seconds, fwd per layer, bwd per layer, upd per layer)."""
+def _profiled_step(work: Workload, rec: Recorder, update, clock, discover=False):
+    """One step with hooks: (step seconds, fwd per layer, bwd per layer, upd per layer).
+    ``update``: (the parameters' owners, the loss scale or None); None: no update."""
+    owner, scaler = update if update is not None else (None, None)
     rec.install()
     try:
         t0 = clock()
         rec.begin_step(discover)
         output, loss = work.forward()
         loss = _checked_loss(work, loss)
+        if scaler is not None:  # the scaling multiply is charged to the loss
+            loss = scaler.scaled(loss)
         rec.end_forward(loss, output)
         rec.start_backward()
         loss.backward()
         rec.end_backward()
-        upd = _timed_update(owner, len(rec.keys), clock) if owner is not None else None
+        upd = _timed_update(owner, len(rec.keys), clock, scaler) if owner is not None else None
         step_s = clock() - t0
     except LayerSequenceChanged as exc:
         raise ConfigError(f"model {work.name} calls its layers differently from step to step "
@@ -138,7 +159,7 @@ def _profiled_step(work: Workload, rec: Recorder, owner, clock, discover=False):
     return step_s, rec.fwd, rec.bwd, upd
 
 
-def _discover(work: Workload, rec: Recorder, params, clock):
+def _discover(work: Workload, rec: Recorder, params, clock, scaler=None):
     """The first profiled step finds the layers and their DAG; then which layer owns each
     parameter (its first call), how many got no gradient, and the gradient-ready order."""
     _profiled_step(work, rec, None, clock, discover=True)
@@ -152,26 +173,33 @@ def _discover(work: Workload, rec: Recorder, params, clock):
             if id(p) in grads and id(p) not in seen:
                 seen.add(id(p))
                 owner.setdefault(idx, []).append(p)
-    with torch.no_grad():  # the discovery step still trains: apply its update
-        for p in params:
-            if p.grad is not None:
-                p.add_(p.grad, alpha=-LR)
-            p.grad = None
+    _timed_update({0: params}, 1, clock, scaler)  # the discovery step still trains
     return owner, len(params) - len(seen), _ready_order(rec.ready, params, owner)
 
 
-def _timed_update(owner: dict[int, list], n_layers: int, clock) -> list[float]:
-    """SGD applied layer by layer (p -= lr * grad, as torch.optim.SGD without momentum)."""
+def _timed_update(owner: dict[int, list], n_layers: int, clock, scaler=None) -> list[float]:
+    """SGD applied layer by layer (p -= lr * grad, as torch.optim.SGD without momentum).
+    With a loss scale, each layer's gradients are unscaled first (charged to its update);
+    the overflow check and the scale's update are in the step, no layer's."""
     upd = [0.0] * n_layers
+    skip = False
     with torch.no_grad():
+        if scaler is not None:
+            for idx, ps in owner.items():
+                t0 = clock()
+                scaler.unscale([p.grad for p in ps if p.grad is not None])
+                upd[idx] = clock() - t0
+            skip = scaler.overflowed()
         for idx, ps in owner.items():
             t0 = clock()
             for p in ps:
-                if p.grad is not None:
+                if p.grad is not None and not skip:
                     p.add_(p.grad, alpha=-LR)
-            upd[idx] = clock() - t0
+            upd[idx] += clock() - t0
             for p in ps:
                 p.grad = None
+        if scaler is not None:
+            scaler.update()
     return upd
 
 
