@@ -77,26 +77,11 @@ def _onednn_terms(p, dtype: str, cache_bytes: float) -> list[float]:
     oh, ow = _positions(p)
     g = float(grad(p["gi"]))
     m = float(macs(p))
-    pad = _padding_macs(p, m)
     out = float(p["n"]) * p["cout"] * oh * ow
     inp = float(p["n"]) * p["cin"] * p["h"] * p["w"]
     wt = float(p["cout"]) * (p["cin"] // p["groups"]) * p["kh"] * p["kw"]
-    return [1.0, g, m, m * g, pad, pad * g, out, inp, inp * g, wt,
+    return [1.0, g, m, m * g, out, inp, inp * g, wt,
             *(beyond_cache(e, 1, dtype, cache_bytes) for e in (inp, out, wt))]
-
-
-BLOCK = 16  # oneDNN's channel block for float32 on AVX-512 (nChw16c)
-
-
-def _padding_macs(p, m: float) -> float:
-    """The multiply-adds oneDNN spends on channels it pads to whole blocks of ``BLOCK``: its
-    blocked layouts hold the output's and the input's channels in blocks (an image's 3 input
-    channels excepted: read as they are). Only for ungrouped convolutions."""
-    if p["groups"] != 1:
-        return 0.0
-    cout = -(-p["cout"] // BLOCK) * BLOCK
-    cin = p["cin"] if p["cin"] <= 4 else -(-p["cin"] // BLOCK) * BLOCK
-    return m * (cout * cin) / (p["cout"] * p["cin"]) - m
 
 
 def _paths(p, dtype: str, cache_bytes: float, products) -> list[float]:
@@ -160,8 +145,7 @@ _EXAMPLE = {"n": 1, "cin": 1, "h": 1, "w": 1, "cout": 1, "kh": 1, "kw": 1, "sh":
 _ONEDNN_TERMS = len(_onednn_terms(_EXAMPLE, "float32", 1.0))
 _PRODUCT_TERMS = len(gemm_terms(_per_image(_EXAMPLE)[0], "float32", 1.0))  # the backward's too
 
-# revision 2: its per-image products' wide-output rate from 8,192 positions, not 4,097 (run 56);
-# 3: oneDNN's multiply-adds on channels padded to whole blocks (run 61)
+# revision 2: its per-image products' wide-output rate from 8,192 positions, not 4,097 (run 56)
 CONV2D = OpType("conv2d", (FUNC,), frozenset({"n", "cin", "h", "w", "cout", "kh", "kw"}),
                 params_of, build, sample, "2-D convolution, any stride, padding and groups", conv_terms,
-                conv_backward_terms, merged_terms=_onednn_terms, terms_revision=3)
+                conv_backward_terms, merged_terms=_onednn_terms, terms_revision=2)
