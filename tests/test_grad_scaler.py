@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sgdsim.profiler.runner import LR, _plain_step, _timed_update  # noqa: E402
-from sgdsim.profiler.api import needs_scaler  # noqa: E402
+from sgdsim.profiler.precision import needs_scaler  # noqa: E402
 from sgdsim.profiler.scaler import INIT_SCALE, LossScale  # noqa: E402
 from sgdsim.profiler.spec import load_workload  # noqa: E402
 

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..profiler.api import needs_scaler
+from ..profiler.precision import needs_scaler
 from .optypes import classify
 from .template import Call, TSpec
 from .trace import Tracer

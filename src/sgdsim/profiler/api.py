@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..profile.model import Job, Profile
+from .precision import AUTOCAST, needs_scaler
 
 if TYPE_CHECKING:
     from .quality import Quality
@@ -139,12 +140,6 @@ def _check_numbers(batch_size, steps, warmup, threads) -> None:
         raise ConfigError(f"threads must be a positive integer, got {threads!r}")
 
 
-AUTOCAST = ("bfloat16", "float16")  # the types torch.autocast runs a forward in (--autocast)
-SCALED = ("float16",)  # those trained with a gradient scaler (scaler.py: float16's range)
-
-
-def needs_scaler(autocast: str | None) -> bool:
-    return autocast in SCALED
 
 
 def check_autocast(autocast, dtype: str | None = None) -> None:

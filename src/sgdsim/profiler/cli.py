@@ -9,7 +9,8 @@ import shlex
 
 from ..errors import ConfigError, ProfileError
 from ..outputs import check_output_path
-from .api import AUTOCAST, check_autocast, needs_scaler
+from .api import AUTOCAST, check_autocast
+from .precision import needs_scaler
 
 
 def register(subparsers):

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from .memory import os_cost_of
 from .messages import first_line
 from .recorder import LayerSequenceChanged, Recorder, find_layers, synced_clock
-from .api import needs_scaler
+from .precision import needs_scaler
 from .scaler import LossScale
 from .spec import Workload
 
