@@ -149,3 +149,15 @@ def test_a_measured_profile_says_whether_it_scaled(autocast, scaled):
     run = profile_model(MLP, 8, steps=2, warmup=1, threads=1, autocast=autocast)
     assert run.profile.extra["profiler"]["grad_scaler"] is scaled
     assert run.profile.extra["profiler"]["autocast"] == autocast
+
+
+def test_the_profilers_whole_run_trains_as_grad_scaler():
+    """measure(): a plain step, the discovery step, then pairs of plain and profiled steps,
+    every one of them a GradScaler step (the discovery step's loss scaled too): the weights
+    after it are the reference's after as many steps, to the bit."""
+    from sgdsim.profiler.runner import measure
+
+    work = _workload((1.0,) * 6)
+    measure(work, steps=2, warmup=1)  # 1 plain + 1 discovery + 2 pairs
+    ref_weights, _ = _reference((1.0,) * 6)
+    assert all(torch.equal(p.detach(), r) for p, r in zip(work.model.parameters(), ref_weights))

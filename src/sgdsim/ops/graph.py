@@ -126,5 +126,5 @@ def layer_times(step: TracedStep, durations: list[float]) -> list[float]:
 
     step.tracer.replay(durations)
     with step.where or nullcontext(), step.tracer.active():
-        _, fwd, _, _ = _profiled_step(step.work, step.rec, None, step.tracer.clock)
+        _, fwd, _, _ = _profiled_step(step.work, step.rec, (None, None), step.tracer.clock)
     return list(fwd)

@@ -54,18 +54,14 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     per measured step that did not stall (``quality.py``), and the DAG of the PipeDream importer
     with ``overlap``. A measurement that looks busy is taken again up to ``retries`` times and
     the quietest kept; ``on_note(line)`` hears why; ``tick()`` follows each pair of steps;
-    ``on_start()`` once the model is built on its device, before its first step (so a notice
-    that measuring begins comes after every check of the spec and the device).
+    ``on_start()`` comes once the model is built on its device (every check passed).
     ``keep_memory``: glibc keeps freed memory from here on, for the rest of the process
     (``memory.keep_freed_memory``), so the steps do not fault freed memory in again.
     ``autocast``: "bfloat16" or "float16", the forward and loss under torch.autocast (mixed
-    precision: parameters, gradients and the update stay float32); float16 with a gradient
-    scaler as torch.amp.GradScaler runs it (``scaler.py``).
+    precision: parameters, gradients, update float32); float16 with GradScaler's scaling.
     """
-    _check_numbers(batch_size, steps, warmup, threads)
+    _check_numbers(batch_size, steps, warmup, threads, retries)
     check_autocast(autocast)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
     torch = _import_torch()
     from .build import build_profile
 
@@ -88,12 +84,11 @@ def profile_model(spec: str, batch_size: int, steps: int = 30, warmup: int = 5,
     job = Job(model=work.name, batch_size=batch_size, framework=f"pytorch {torch.__version__}",
               device=_device_name(torch, dev, used_threads), overlap=overlap,
               source=f"sgdsim profile {spec}" + (f" --autocast {autocast}" if autocast else ""))
-    # Medians: on a shared machine a few steps stall for a scheduler time slice, and the
-    # overhead figure should measure the hooks, not those stalls.
+    # medians: the overhead figure measures the hooks, not steps a scheduler's slice stalled
     profiled, plain = median(measured.profiled_steps_s), median(measured.plain_steps_s)
     extra = {"profiler": {**_notes(measured, spec, (steps, warmup, used_threads), profiled, plain),
-                          **_os_notes(measured, keep_memory), "autocast": autocast,
-                          "grad_scaler": needs_scaler(autocast),
+                          **_os_notes(measured, keep_memory),
+                          "autocast": autocast, "grad_scaler": needs_scaler(autocast),
                           "quality": {**quality.to_json(), "dropped_steps": dropped}}}
     return ProfileRun(profile=build_profile(kept, job, overlap, extra),
                       profiled_step_s=profiled, plain_step_s=plain, quality=quality)
@@ -130,7 +125,7 @@ def _measure_quietest(torch, model, batch_size, dev, counts, hooks):
     return m, kept, q, work
 
 
-def _check_numbers(batch_size, steps, warmup, threads) -> None:
+def _check_numbers(batch_size, steps, warmup, threads, retries=0) -> None:
     for name, value, low in (("batch size", batch_size, 1), ("steps", steps, 1),
                              ("warmup", warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -138,6 +133,8 @@ def _check_numbers(batch_size, steps, warmup, threads) -> None:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):
         raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
 
 
 

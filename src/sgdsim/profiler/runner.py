@@ -135,8 +135,8 @@ def _checked_loss(work: Workload, loss):
 
 def _profiled_step(work: Workload, rec: Recorder, update, clock, discover=False):
     """One step with hooks: (step seconds, fwd per layer, bwd per layer, upd per layer).
-    ``update``: (the parameters' owners, the loss scale or None); None: no update."""
-    owner, scaler = update if update is not None else (None, None)
+    ``update``: (the parameters' owners, the loss scale or None); owners None: no update."""
+    owner, scaler = update
     rec.install()
     try:
         t0 = clock()
@@ -162,7 +162,7 @@ def _profiled_step(work: Workload, rec: Recorder, update, clock, discover=False)
 def _discover(work: Workload, rec: Recorder, params, clock, scaler=None):
     """The first profiled step finds the layers and their DAG; then which layer owns each
     parameter (its first call), how many got no gradient, and the gradient-ready order."""
-    _profiled_step(work, rec, None, clock, discover=True)
+    _profiled_step(work, rec, (None, scaler), clock, discover=True)  # its loss scaled too
     owner: dict[int, list] = {}  # layer instance -> its parameters (first call that uses them)
     seen: set[int] = set()
     grads = {id(p) for p in params if p.grad is not None}
