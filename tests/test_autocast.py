@@ -155,6 +155,18 @@ def test_a_profile_estimated_under_autocast_prices_its_casts_and_says_so(tmp_pat
     factor = scaled.extra["estimated"]["step_factor"]
     assert factor["steps"] == 1 and factor["factor"] == pytest.approx(steps[0]["step_s"] / steps[0]["calls_s"])
     assert step_of(scaled) == pytest.approx(step_of(prof) * factor["factor"], rel=1e-6)
+    # with autocast steps timed on the device, an autocast estimate is scaled by default (runs
+    # 60 and 62); --no-step-factor leaves it as its calls sum
+    capsys.readouterr()
+    default = tmp_path / "default.json"
+    assert main(argv[:-3] + ["-o", str(default)]) == 0
+    assert step_of(load_profile(str(default))) == pytest.approx(step_of(scaled), rel=1e-9)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "scaled by the device's autocast step factor" in err and "the default under --autocast" in err
+    unscaled = tmp_path / "unscaled.json"
+    assert main(argv[:-3] + ["--no-step-factor", "-o", str(unscaled)]) == 0
+    assert load_profile(str(unscaled)).extra["estimated"]["step_factor"] is None
+    assert step_of(load_profile(str(unscaled))) == pytest.approx(step_of(prof), rel=1e-9)
 
 
 def test_a_measured_profile_runs_its_forward_under_autocast():
@@ -175,6 +187,7 @@ def test_a_measured_profile_runs_its_forward_under_autocast():
     (["profile", MLP, "--batch-size", "4", "--estimate", "--dtype", "bfloat16", "--step-factor"],
      "not in bfloat16 throughout"),
     (["ops", "measure", "--grid", "relu", "--autocast", "bfloat16"], "--autocast applies to --model"),
+    (["profile", MLP, "--batch-size", "4", "--no-step-factor"], "apply to --estimate"),
     (["profile", "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=100", "--autocast", "bfloat16"],
      "--autocast does not apply"),
 ])

@@ -84,7 +84,7 @@ def _measure_parser(sub) -> None:
     q.add_argument("--no-step", dest="step", action="store_false",
                    help="with --model: do not time its step whole (by default it is, after its "
                         "calls, and stored: what a step costs beyond its calls, which "
-                        "'profile --estimate --step-factor' scales by)")
+                        "'profile --estimate --step-factor' scales by; under --autocast by default)")
     add_db_argument(q)
 
 
@@ -141,7 +141,7 @@ def _time_step(args, db, device: str) -> None:
     factor = device_factor(db, device, key)
     say(f"its step: {step_s * 1e3:.2f} ms against its calls' {calls_s * 1e3:.2f} ms "
         f"({step_s / calls_s:.3f}x); sgdsim profile --estimate --step-factor scales by this "
-        f"device's {factor.line()}")
+        f"device's {factor.line()}" + (" (an --autocast estimate by default)" if args.autocast else ""))
 
 
 def _plan(args, status):

@@ -1,7 +1,8 @@
 """What a training step costs on a device beyond its calls: the median, over the model steps
 timed there (``ops measure --model``), of the step timed whole over the sum of its calls' rows.
 ``profile --estimate --step-factor`` scales an estimate for that device by it: not the
-default, since held out on run 30 it moved ResNet-50 out of 15 % (docs/ops-runs.md).
+default in float32, since held out on run 30 it moved ResNet-50 out of 15 %; under autocast
+the default when autocast steps are timed (runs 60 and 62, docs/ops-runs.md).
 
 Timed one type at a time, the calls leave out what runs between them (Python, autograd's graph,
 the optimizer's loop) and the caches their neighbours leave: on the committed step tables a

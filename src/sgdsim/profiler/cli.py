@@ -5,6 +5,7 @@ Registered in ``sgdsim.cli.COMMANDS``; ConfigError/ProfileError print one line a
 from __future__ import annotations
 
 
+import argparse
 import shlex
 
 from ..errors import ConfigError, ProfileError
@@ -73,10 +74,12 @@ def _add_estimate_args(p) -> None:
     est.add_argument("--dtype", default=None, choices=("float32", "float16", "bfloat16"),
                      help="--estimate: the floating-point type the step runs in (its calls are "
                           "looked up and estimated in it; default float32)")
-    est.add_argument("--step-factor", action="store_true",
+    est.add_argument("--step-factor", action=argparse.BooleanOptionalAction, default=None,
                      help="--estimate: scale the times by the device's step factor, the median "
                           "of its model steps timed whole over their calls' sum (sgdsim ops "
-                          "measure --model times them; not the default, docs/ops.md §4)")
+                          "measure --model times them). Default: on under --autocast when the "
+                          "device has autocast steps timed (runs 60, 62), off otherwise (run 30); "
+                          "docs/ops.md §4")
 
 
 def cmd_profile(args) -> int:
@@ -94,7 +97,7 @@ def cmd_profile(args) -> int:
             raise ProfileError(f"{flag} applies to a large model's block (gpt:..., llama:... or a config.json)")
     if args.batch_size is None:
         raise ProfileError("--batch-size is required: the per-worker mini-batch to profile")
-    if args.estimate or args.db or args.target or args.dtype or args.step_factor:
+    if args.estimate or args.db or args.target or args.dtype or args.step_factor is not None:
         return _cmd_estimate(args)
     args.steps = 30 if args.steps is None else args.steps
     args.warmup = 5 if args.warmup is None else args.warmup
@@ -160,7 +163,9 @@ def _measure(args):
 
 
 def _step_factor(args, db, target: str):
-    """The device's step factor (None if no step was timed there); asked for, it must exist."""
+    """(the device's step factor or None if no step was timed there, whether it scales the
+    estimate). Asked for, it must exist; unasked, an autocast estimate takes its own (runs 60
+    and 62: within 13 % with it, 6-20 % low without), float32 none (run 30)."""
     from ..ops.step_factor import device_factor, precision_key
 
     dtype = precision_key(args.dtype or "float32", args.autocast)
@@ -173,17 +178,22 @@ def _step_factor(args, db, target: str):
         how = f" --autocast {args.autocast}" if args.autocast else ""
         raise ConfigError(f"--step-factor: no model step timed on {target} in {dtype}; sgdsim ops "
                           f"measure --model zoo:resnet50 --batch-size 4{how}{db_flag}, run there, times one")
-    return factor
+    if args.step_factor is None:
+        return factor, bool(args.autocast) and factor is not None
+    return factor, args.step_factor
 
 
-# what an autocast step cost beyond its calls, held out (docs/ops-runs.md, runs 59 and 60)
-AUTOCAST_UNSCALED = ("without that factor, bfloat16 autocast estimates ran 8-20 % below the steps on an "
+# what an autocast step cost beyond its calls, held out (docs/ops-runs.md, runs 59, 60 and 62)
+AUTOCAST_UNSCALED = ("without that factor, bfloat16 autocast estimates ran 6-20 % below the steps on an "
                      "AMD EPYC, with the other models' autocast step factor within 13 % (docs/ops-runs.md, "
-                     "runs 59-60)")
+                     "runs 59-62)")
 
 
 def _step_factor_line(factor, applied: bool, autocast: str | None = None) -> str:
     """Whether the times were scaled by what a step costs on the device beyond its calls."""
+    if applied and autocast:
+        return (f"the times are scaled by the device's autocast {factor.line()}: the default under "
+                f"--autocast, --no-step-factor leaves it out ({AUTOCAST_UNSCALED})")
     if applied:
         return "the times are scaled by the device's " + factor.line()
     if autocast:
@@ -197,7 +207,7 @@ def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) 
     db_flag = _db_flag(db)
     return (f"{AUTOCAST_UNSCALED}; no autocast step is timed on this device: sgdsim ops measure "
             f"--model {shlex.quote(model)} --batch-size {batch} --autocast {autocast}{db_flag} times "
-            f"one there, then --step-factor scales by it")
+            f"one there, and an estimate here is then scaled by it")
 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
@@ -282,9 +292,9 @@ def _cmd_estimate(args) -> int:
     with open_db(args.db, create=False) as db:
         target = pick_target(db, args.target, args.threads)
         with status(f"estimating {args.model} on {target}"):
-            factor = _step_factor(args, db, target)
+            factor, applied = _step_factor(args, db, target)
             prof = estimate_profile(args.model, args.batch_size, db, target, args.overlap,
-                                    args.dtype or "float32", factor if args.step_factor else False,
+                                    args.dtype or "float32", factor if applied else False,
                                     args.autocast)
     save_profile(prof, args.output, overwrite=args.force)
     info = prof.extra["estimated"]
@@ -301,7 +311,7 @@ def _cmd_estimate(args) -> int:
     if info.get("autocast"):
         say(_autocast_line(prof, info))
     if factor:
-        say(_step_factor_line(factor, args.step_factor, args.autocast))
+        say(_step_factor_line(factor, applied, args.autocast))
     elif args.autocast:
         say(_autocast_steps_line(args.model, args.batch_size, args.autocast, args.db))
     if info["roofline_types"]:  # no measurement, no estimator: a roofline, and how far off
