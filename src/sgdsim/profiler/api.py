@@ -137,8 +137,6 @@ def _check_numbers(batch_size, steps, warmup, threads, retries=0) -> None:
         raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
 
 
-
-
 def check_autocast(autocast, dtype: str | None = None) -> None:
     """``autocast`` one of ``AUTOCAST`` or None, and not beside a whole-step ``dtype``."""
     if autocast is not None and autocast not in AUTOCAST:
