@@ -167,6 +167,11 @@ def test_a_profile_estimated_under_autocast_prices_its_casts_and_says_so(tmp_pat
     assert main(argv[:-3] + ["--no-step-factor", "-o", str(unscaled)]) == 0
     assert load_profile(str(unscaled)).extra["estimated"]["step_factor"] is None
     assert step_of(load_profile(str(unscaled))) == pytest.approx(step_of(prof), rel=1e-9)
+    from sgdsim.ops.estimate import estimate_profile
+    with open_db(db, create=False) as handle:  # the Python API's default is the command's
+        device = handle.devices()[0].name
+        api = estimate_profile(MLP, 8, handle, device, autocast="bfloat16")
+    assert step_of(api) == pytest.approx(step_of(scaled), rel=1e-9)
 
 
 def test_a_measured_profile_runs_its_forward_under_autocast():

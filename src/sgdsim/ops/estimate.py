@@ -19,7 +19,7 @@ from .estimator.terms import StaleTerms, unfitted_calls
 from .optypes import OTHER_NAME, classify
 from .records import params_key
 from .roofline import CAST, Roofline, cast_types, cast_work, fit_roofline, work_of
-from .step_factor import StepFactor, device_factor, precision_key
+from .step_factor import StepFactor, applies_by_default, device_factor, precision_key
 
 
 @dataclass
@@ -173,14 +173,14 @@ def load_estimators(db, device: str) -> dict:
 
 
 def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool = True,
-                     dtype: str = "float32", step_factor: bool | StepFactor | None = False,
+                     dtype: str = "float32", step_factor: bool | StepFactor | None = None,
                      autocast: str | None = None):
     """The profile ``sgdsim profile SPEC`` would write on ``device``, without running there;
     its floating-point calls in ``dtype`` (traced in float32, then converted), or, with
     ``autocast``, each in the precision torch.autocast gives it (traced so). Every time is
     scaled by ``step_factor``: True, the device's from its timed steps (``step_factor.py``;
-    none timed: 1); False or None, not scaled (the default: run 30, docs/ops-runs.md); or a
-    given factor."""
+    none timed: 1); False, not scaled; None (the default), True under autocast and False in
+    float32 (``step_factor.applies_by_default``: runs 30, 60 and 62); or a given factor."""
     from ..profile.model import Job
     from ..profiler.build import build_profile
     from ..profiler.api import check_autocast
@@ -190,6 +190,8 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     check_autocast(autocast, dtype)
     step = trace_model(spec, batch_size, autocast, _kind(db, device) if autocast else "cpu")
     estimators = load_estimators(db, device)
+    if step_factor is None:
+        step_factor = applies_by_default(autocast)
     if step_factor is True:
         step_factor = device_factor(db, device, precision_key(dtype, autocast))
     scale = step_factor.factor if step_factor else 1.0

@@ -166,7 +166,7 @@ def _step_factor(args, db, target: str):
     """(the device's step factor or None if no step was timed there, whether it scales the
     estimate). Asked for, it must exist; unasked, an autocast estimate takes its own (runs 60
     and 62: within 13 % with it, 6-20 % low without), float32 none (run 30)."""
-    from ..ops.step_factor import device_factor, precision_key
+    from ..ops.step_factor import applies_by_default, device_factor, precision_key
 
     dtype = precision_key(args.dtype or "float32", args.autocast)
     factor = device_factor(db, target, dtype)
@@ -179,7 +179,7 @@ def _step_factor(args, db, target: str):
         raise ConfigError(f"--step-factor: no model step timed on {target} in {dtype}; sgdsim ops "
                           f"measure --model zoo:resnet50 --batch-size 4{how}{db_flag}, run there, times one")
     if args.step_factor is None:
-        return factor, bool(args.autocast) and factor is not None
+        return factor, applies_by_default(args.autocast) and factor is not None
     return factor, args.step_factor
 
 
