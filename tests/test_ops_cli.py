@@ -83,6 +83,7 @@ def test_the_stored_step_is_timed_beside_its_calls_sum(measured, capsys):
     rc, io = _run(["ops", "stats", "--db", measured], capsys)
     line = next(x for x in io.out.splitlines() if "zoo:mlp?width=32" in x)
     assert rc == 0 and f"{timed['step_s'] / timed['calls_s']:.3f}" in line.split()
+    assert "float32" in line.split()  # its precision: float32's and autocast's factors differ
 
 
 def test_without_a_timed_step_no_factor_is_asked_for_and_the_estimate_is_the_calls_sum(tmp_path, capsys):

@@ -116,11 +116,12 @@ def cmd_stats(args) -> int:
         for line in next_steps(flagged, args.db, len({s["device"] for s in stats}) > 1):
             print(line)
     if steps:  # what a whole step costs beyond its calls (the step factor estimates are scaled by)
-        print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'step ms':>9} {'calls ms':>9} "
-              f"{'ratio':>6}  measured")
+        # precision: float32's steps and autocast's give factors of their own (step_factor.py)
+        print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'precision':<18} {'step ms':>9} "
+              f"{'calls ms':>9} {'ratio':>6}  measured")
         for r in steps:
             print(f"{_cut(r['device'], 40):<40} {_cut(r['model'], 36):<36} {r['batch_size']:>5} "
-                  f"{r['step_s'] * 1e3:>9.2f} {r['calls_s'] * 1e3:>9.2f} "
+                  f"{r['dtype']:<18} {r['step_s'] * 1e3:>9.2f} {r['calls_s'] * 1e3:>9.2f} "
                   f"{r['step_s'] / r['calls_s']:>6.3f}  {_when(r['measured_at'])}")
     return 0
 
