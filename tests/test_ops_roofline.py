@@ -54,19 +54,19 @@ def test_flops_and_bytes_of_calls_by_hand():
     assert sdpa.fwd_flops == 4 * 2 * 3 * 5 * 7 * 8
 
 
-def roofline_rows():
+def roofline_rows(device=DEV):
     """Rows timed exactly by the known roofline: six calls that cost the fixed cost alone
     (its 10th percentile), relu (memory bound) and mm (FLOP bound) of many sizes."""
     rows = []
     for numel in [1, 2, 3, 4, 5, 6, 10 ** 4, 3 * 10 ** 4, 10 ** 5, 3 * 10 ** 5, 10 ** 6]:
         moved = 8 * numel  # 4 bytes read, 4 written
         rows.append(rec("relu", {"numel": numel, "gi": 1}, FIXED_FWD_S + moved / B_BPS,
-                        FIXED_BWD_S + 2 * moved / B_BPS))
+                        FIXED_BWD_S + 2 * moved / B_BPS, device))
     for m, k, n in MMS:
         flops = 2 * m * k * n  # far above its bytes / B: FLOP bound
         rows.append(rec("mm", {"m": m, "k": k, "n": n, "tb": 0, "ga": 1, "gb": 1},
                         FIXED_FWD_S + flops / F_FLOPS_PER_S,
-                        FIXED_BWD_S + 2 * flops / F_FLOPS_PER_S))
+                        FIXED_BWD_S + 2 * flops / F_FLOPS_PER_S, device))
     return rows
 
 
@@ -184,3 +184,31 @@ def test_the_estimate_names_roofline_types_their_share_error_and_what_to_run(db,
     names = ",".join(info["roofline_types"])
     assert f"sgdsim ops measure --grid {names} --samples 30 --db {path}" in line
     assert f"sgdsim ops train --db {path} --op {names} --device {DEV.name}" in line
+
+
+def test_an_autocast_estimate_names_one_grid_command_a_precision(db, tmp_path, capsys):
+    """Under autocast the calls the roofline stood in for are of two types; a grid is measured
+    in one (``--dtype``; ``--autocast`` is a model's), so the estimate names a command for each."""
+    pytest.importorskip("torch")
+    import shlex
+
+    from sgdsim.cli import build_parser, main
+    from sgdsim.profile.io import load_profile
+
+    cpu = Device("test-cpu", "cpu", "pytorch test", "")  # autocast traces for a CPU here
+    db.upsert(roofline_rows(cpu))
+    out, path = tmp_path / "amp.json", str(tmp_path / "ops.sqlite")
+    rc = main(["profile", "zoo:mlp?width=32&depth=2&inputs=16&classes=4", "--batch-size", "8",
+               "--estimate", "--db", path, "--target", cpu.name, "--autocast", "bfloat16", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    grids = load_profile(str(out)).extra["estimated"]["roofline_grids"]
+    assert "addmm" in grids["bfloat16"] and "eltwise" in grids["float32"]  # products; the updates
+    line = " ".join(next(x for x in err.splitlines() if "neither measured nor estimated" in x).split())
+    todo = line.split("measure and train them on that device: ")[1].split(", then sgdsim ops train")[0]
+    commands = todo.split("; ")
+    assert len(commands) == 2 and all("--autocast" not in c for c in commands)
+    for cmd in commands:
+        args = build_parser().parse_args(shlex.split(cmd)[1:])
+        precision = "bfloat16" if "--dtype bfloat16" in cmd else "float32"
+        assert sorted(args.grid.split(",")) == grids[precision] and args.db == path

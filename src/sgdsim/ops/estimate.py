@@ -33,6 +33,8 @@ class Timed:
     # "unknown" (0 s)
     source: list[str]
     roofline_types: dict[str, int] = field(default_factory=dict)  # type -> calls, if any
+    # dtype -> those types in it: the grids to measure (autocast's are of both types)
+    roofline_grids: dict[str, set] = field(default_factory=dict)
     roofline: Roofline | None = None  # the fit those calls were timed by
     # per operator type, values outside its estimator's training (a mode never seen,
     # "groups=32", or a size above the largest): those estimates are guesses; the user is told
@@ -142,6 +144,7 @@ def _roofline(calls, keyed, idx, db, device, fit, timed: Timed) -> None:
     for i in idx:
         timed.fwd[i], timed.bwd[i] = fit.times_s(work_of(calls[i], keyed[i][0], keyed[i][1]))
         timed.source[i] = "roofline"
+        timed.roofline_grids.setdefault(keyed[i][2], set()).add(keyed[i][0])
     timed.roofline_types, timed.roofline = dict(types), fit
 
 
@@ -210,6 +213,8 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
             upd[idx] += float(f)
         for op, n in timed_upd.roofline_types.items():  # the optimizer's, named with the rest
             timed.roofline_types[op] = timed.roofline_types.get(op, 0) + n
+        for dt, ops in timed_upd.roofline_grids.items():
+            timed.roofline_grids.setdefault(dt, set()).update(ops)
         timed.roofline = timed.roofline or timed_upd.roofline
     fwd, bwd, upd = ([t * scale for t in ts] for ts in (fwd, bwd, upd))
     total = sum(fwd) + sum(bwd)
@@ -255,6 +260,7 @@ def _provenance(spec, device, step, timed: Timed, estimators) -> dict:
             # types with neither a measurement nor an estimator (calls, optimizer's included),
             # and the roofline that timed them, with its error on this device's measured rows
             "roofline_types": dict(sorted(timed.roofline_types.items())),
+            "roofline_grids": {dt: sorted(ops) for dt, ops in sorted(timed.roofline_grids.items())},
             "roofline": timed.roofline.as_dict() if timed.roofline else None,
             "estimators": sorted(f"{op}/{dt}" for op, dt in estimators),
             "step_error_rel": step_error_rel(timed, estimators),

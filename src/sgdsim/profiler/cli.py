@@ -224,9 +224,16 @@ def _roofline_line(info: dict, db: str | None, target: str) -> str:
             f"calls measured there"
             + (f" ({' and '.join(roof['unmeasured'])} unmeasured: no such calls)"
                if roof["unmeasured"] else "")
-            + f"; measure and train them on that device: sgdsim ops measure --grid {names} "
-            f"--samples 30{_precision_flag(info)}{db_flag}, then sgdsim ops train{db_flag} --op {names} "
-            f"--device {shlex.quote(target)}")
+            + f"; measure and train them on that device: {_grid_commands(info, db_flag)}, then "
+            f"sgdsim ops train{db_flag} --op {names} --device {shlex.quote(target)}")
+
+
+def _grid_commands(info: dict, db_flag: str) -> str:
+    """``ops measure --grid`` for each type the roofline stood in for, one command a precision
+    (a grid is measured in one type: under autocast the calls are of two)."""
+    grids = info.get("roofline_grids") or {info["dtype"]: list(info["roofline_types"])}
+    return "; ".join(f"sgdsim ops measure --grid {','.join(ops)} --samples 30"
+                     f"{f' --dtype {dt}' if dt != 'float32' else ''}{db_flag}" for dt, ops in grids.items())
 
 
 def _precision_line(prof, dtype: str) -> str:
