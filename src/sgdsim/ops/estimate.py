@@ -204,18 +204,7 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     timed = time_calls(typed(step.calls), db, device, estimators)
     fwd = layer_times(step, list(timed.fwd))
     bwd = layer_times(step, list(timed.bwd))
-    updates = step.update_calls()
-    upd = [0.0] * len(fwd)
-    if updates:
-        flat = [(idx, c) for idx, cs in updates.items() for c in cs]
-        timed_upd = time_calls(typed(c for _, c in flat), db, device, estimators, timed.roofline)
-        for (idx, _), f in zip(flat, timed_upd.fwd):
-            upd[idx] += float(f)
-        for op, n in timed_upd.roofline_types.items():  # the optimizer's, named with the rest
-            timed.roofline_types[op] = timed.roofline_types.get(op, 0) + n
-        for dt, ops in timed_upd.roofline_grids.items():
-            timed.roofline_grids.setdefault(dt, set()).update(ops)
-        timed.roofline = timed.roofline or timed_upd.roofline
+    upd = _update_times(step, typed, (db, device, estimators), timed, len(fwd))
     fwd, bwd, upd = ([t * scale for t in ts] for ts in (fwd, bwd, upd))
     total = sum(fwd) + sum(bwd)
     measured = _summarise(step.work, step.rec, step.discovered, ([fwd], [bwd], [upd]),
@@ -227,6 +216,25 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     info = _provenance(spec, device, step, timed, estimators)
     extra = {"estimated": info | {"dtype": dtype, "autocast": autocast, **_scaled(info, step_factor)}}
     return build_profile(measured, job, overlap, extra)
+
+
+def _update_times(step, typed, where, timed: Timed, layers: int) -> list[float]:
+    """Each layer's optimizer calls, timed; the types the roofline stood in for among them are
+    named with the step's (``timed``)."""
+    db, device, estimators = where
+    upd = [0.0] * layers
+    flat = [(idx, c) for idx, cs in step.update_calls().items() for c in cs]
+    if not flat:
+        return upd
+    timed_upd = time_calls(typed(c for _, c in flat), db, device, estimators, timed.roofline)
+    for (idx, _), f in zip(flat, timed_upd.fwd):
+        upd[idx] += float(f)
+    for op, n in timed_upd.roofline_types.items():
+        timed.roofline_types[op] = timed.roofline_types.get(op, 0) + n
+    for dt, ops in timed_upd.roofline_grids.items():
+        timed.roofline_grids.setdefault(dt, set()).update(ops)
+    timed.roofline = timed.roofline or timed_upd.roofline
+    return upd
 
 
 def _kind(db, device: str) -> str:
