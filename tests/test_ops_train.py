@@ -196,3 +196,28 @@ def test_the_plan_line_says_how_long_training_takes():
     assert _plan_line(17, 0, "cpu", 10.0).endswith("each fitted from its physical terms, in under a second")
     two = _plan_line(5, 2, "cpu", 10.0)
     assert "3 fitted from their physical terms, 2 searched for 10 s each" in two and two.endswith("in all")
+
+
+def test_too_few_rows_in_a_precision_name_that_precision_to_measure(tmp_path, capsys):
+    """A database of bfloat16 rows only: more of them is a bfloat16 grid, not a float32 one."""
+    path = str(tmp_path / "bf16.sqlite")
+    with open_db(path) as db:
+        db.upsert([replace(relu(n), dtype="bfloat16") for n in (64, 128, 256)])
+    assert main(["ops", "train", "--db", path]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"sgdsim ops measure --grid all --samples 30 --dtype bfloat16 --db {path}" in err
+
+
+def test_a_type_that_fails_in_a_precision_is_named_with_that_precisions_grid(tmp_path, capsys):
+    """gelu fails in float32 and in bfloat16 (8 measurements and 4 bounds each): what to run
+    next is a grid in each precision, one command each."""
+    path = str(tmp_path / "two.sqlite")
+    sizes = [2 ** k for k in range(6, 14)]
+    rows = [gelu(n) for n in sizes] + [gelu(n + 1, fwd_bound=True) for n in sizes[:4]]
+    with open_db(path) as db:
+        db.upsert(rows + [replace(r, dtype="bfloat16") for r in rows])
+    assert main(["ops", "train", "--db", path, "--budget", "1"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert (f"Measure more of gelu (sgdsim ops measure --grid gelu --samples 30 --dtype bfloat16 "
+            f"--db {path}; sgdsim ops measure --grid gelu --samples 30 --db {path})") in err

@@ -66,14 +66,16 @@ def _groups(db, args):
             groups[(r.op, r.dtype)].append(r)
     small = sorted(f"{op} ({len(rs)})" for (op, _), rs in groups.items() if len(rs) < MIN_ROWS)
     small += sorted(f"{op} (0)" for op in (wanted or set()) - {op for op, _ in groups})
+    dtypes = sorted({dt for _, dt in groups}) or ["float32"]  # the precisions measured: more of them
     groups = {k: v for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
     if not groups:
         from .stats_hint import db_flag
 
         few = f": rows a type {', '.join(small)}" if small else ""
+        runs = "; ".join(f"sgdsim ops measure --grid {args.op} --samples 30"
+                         f"{f' --dtype {dt}' if dt != 'float32' else ''}{db_flag(args.db)}" for dt in dtypes)
         raise ConfigError(f"nothing to train on {device!r}{few}; every operator type needs "
-                          f">= {MIN_ROWS} measurements (sgdsim ops measure --grid {args.op} "
-                          f"--samples 30{db_flag(args.db)})")
+                          f">= {MIN_ROWS} measurements ({runs})")
     return device, groups, REGISTRY, small
 
 
@@ -100,7 +102,7 @@ def cmd_train(args) -> int:
     from .optypes import type_rng
 
     failed: list[str] = []
-    vague: list[str] = []  # failed types whose message does not say what to run
+    vague: list[tuple[str, str]] = []  # failed (type, dtype)s whose message does not say what to run
     set_aside: list[str] = []
     with open_db(args.db, create=False) as db:
         device, groups, registry, small = _groups(db, args)
@@ -123,7 +125,7 @@ def cmd_train(args) -> int:
                 except ConfigError as exc:
                     failed.append(f"{op}/{dtype} ({exc})")
                     if not isinstance(exc, MissingParams):
-                        vague.append(op)
+                        vague.append((op, dtype))
                     print(f"{op:<12} {dtype:<9} {len(rows):>5}  not trained: {exc}", flush=True)
                     bar.advance()
                     continue
@@ -168,9 +170,13 @@ def _summary(device: str, trained: int, failures: tuple[list[str], list[str]], s
     if set_aside:
         say(f"rows set aside (a time below the timer's resolution, stored as a bound): {', '.join(set_aside)}")
     if failed:
-        vague = list(dict.fromkeys(vague))  # one type may fail in several dtypes
-        hint = (f" Measure more of {', '.join(vague)} (sgdsim ops measure --grid {','.join(vague)} "
-                f"--samples 30{where}), then train again." if vague else "")
+        by_dtype: dict[str, list[str]] = {}  # a grid is measured in one precision
+        for op, dtype in vague:
+            by_dtype.setdefault(dtype, []).append(op)
+        runs = "; ".join(f"sgdsim ops measure --grid {','.join(ops)} --samples 30"
+                         f"{f' --dtype {dt}' if dt != 'float32' else ''}{where}" for dt, ops in by_dtype.items())
+        names = ", ".join(dict.fromkeys(op for op, _ in vague))
+        hint = f" Measure more of {names} ({runs}), then train again." if vague else ""
         say(f"not trained: {'; '.join(failed)}.{hint} Until then an estimate falls back to a "
             f"roofline for each")
     if not trained:
