@@ -101,3 +101,19 @@ def test_a_steps_file_missing_a_column_is_named(tmp_path):
                     "cpu,cpu,,,zoo:a,4,float32,1.0\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="missing column.s. calls_s, measured_at"):
         run("import", str(path), "--db", str(tmp_path / "o.sqlite"))
+
+
+def test_a_database_of_steps_alone_lists_them(stepdb, tmp_path, capsys):
+    """Steps imported into an empty database: ops stats has no rows to show, and shows the
+    steps, each with its precision (an autocast step's factor is kept apart from float32's)."""
+    with open_db(stepdb) as db:
+        db.save_step(DEV.name, "zoo:c", 2, "autocast-bfloat16", 1.1, 1.0)
+    out, other = str(tmp_path / "steps.csv"), str(tmp_path / "other.sqlite")
+    assert run("export", out, "--steps", "--db", stepdb) == 0
+    assert run("import", out, "--db", other) == 0
+    capsys.readouterr()
+    assert run("stats", "--db", other) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "no measurements yet (sgdsim ops measure)"
+    assert sum("zoo:" in x for x in lines) == 4
+    assert "autocast-bfloat16" in next(x for x in lines if "zoo:c" in x).split()

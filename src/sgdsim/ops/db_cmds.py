@@ -91,8 +91,9 @@ def cmd_stats(args) -> int:
                     for (op, dt), text in db.load_estimators(d.name).items()}
         retests = db.load_retests()
         steps = db.load_steps()
-    if not stats:
+    if not stats:  # a database may hold steps alone (ops import of a steps file)
         print("no measurements yet (sgdsim ops measure)")
+        _print_steps(steps)
         return 0
     print(f"{'device':<40} {'op':<12} {'dtype':<9} {'rows':>6} {'median fwd µs':>14} "
           f"{'estimator':>9} {'retest':>7} {'ratio':>6}  last measured")
@@ -115,15 +116,21 @@ def cmd_stats(args) -> int:
               "(docs/ops.md §5)")
         for line in next_steps(flagged, args.db, len({s["device"] for s in stats}) > 1):
             print(line)
-    if steps:  # what a whole step costs beyond its calls (the step factor estimates are scaled by)
-        # precision: float32's steps and autocast's give factors of their own (step_factor.py)
-        print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'precision':<18} {'step ms':>9} "
-              f"{'calls ms':>9} {'ratio':>6}  measured")
-        for r in steps:
-            print(f"{_cut(r['device'], 40):<40} {_cut(r['model'], 36):<36} {r['batch_size']:>5} "
-                  f"{r['dtype']:<18} {r['step_s'] * 1e3:>9.2f} {r['calls_s'] * 1e3:>9.2f} "
-                  f"{r['step_s'] / r['calls_s']:>6.3f}  {_when(r['measured_at'])}")
+    _print_steps(steps)
     return 0
+
+
+def _print_steps(steps: list[dict]) -> None:
+    """What a whole step costs beyond its calls (the step factor estimates are scaled by), by
+    precision: float32's steps and autocast's give factors of their own (step_factor.py)."""
+    if not steps:
+        return
+    print(f"\n{'device':<40} {'model step timed':<36} {'batch':>5} {'precision':<18} {'step ms':>9} "
+          f"{'calls ms':>9} {'ratio':>6}  measured")
+    for r in steps:
+        print(f"{_cut(r['device'], 40):<40} {_cut(r['model'], 36):<36} {r['batch_size']:>5} "
+              f"{r['dtype']:<18} {r['step_s'] * 1e3:>9.2f} {r['calls_s'] * 1e3:>9.2f} "
+              f"{r['step_s'] / r['calls_s']:>6.3f}  {_when(r['measured_at'])}")
 
 
 def cmd_export(args) -> int:
