@@ -141,7 +141,8 @@ def _time_step(args, db, device: str) -> None:
     factor = device_factor(db, device, key)
     say(f"its step: {step_s * 1e3:.2f} ms against its calls' {calls_s * 1e3:.2f} ms "
         f"({step_s / calls_s:.3f}x); sgdsim profile --estimate --step-factor scales by this "
-        f"device's {factor.line()}" + ("; an --autocast estimate takes it by default" if args.autocast else ""))
+        + (f"device's autocast {factor.line()}; an --autocast estimate takes it by default" if args.autocast
+           else f"device's {factor.line()}"))
 
 
 def _plan(args, status):
