@@ -51,7 +51,8 @@ from sgdsim.ops.optypes import OTHER_NAME
 from sgdsim.ops.records import params_from_key
 from sgdsim.ops.roofline import CAST
 from sgdsim.ops.step_factor import device_factor, precision_key, profile_step_s as step_of
-from sgdsim.profiler.api import AUTOCAST, profile_model
+from sgdsim.profiler.api import profile_model
+from sgdsim.profiler.precision import AUTOCAST
 
 REF_SAMPLES = 5  # reference samples per type before and after each measured step
 

@@ -11,7 +11,7 @@ from .timing_env import timing_settings, torch_module as _torch
 
 from ..cli.common import Parser
 from ..errors import ConfigError
-from ..profiler.api import AUTOCAST, check_autocast
+from ..profiler.precision import AUTOCAST, check_autocast
 
 BATCH = 20  # records per transaction: a kill loses at most this many measurements
 

@@ -186,7 +186,7 @@ def estimate_profile(spec: str, batch_size: int, db, device: str, overlap: bool 
     float32 (``step_factor.applies_by_default``: runs 30, 60 and 62); or a given factor."""
     from ..profile.model import Job
     from ..profiler.build import build_profile
-    from ..profiler.api import check_autocast
+    from ..profiler.precision import check_autocast
     from ..profiler.runner import _summarise
     from .graph import layer_times, trace_model
 

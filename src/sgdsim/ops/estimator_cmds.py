@@ -69,11 +69,10 @@ def _groups(db, args):
     dtypes = sorted({dt for _, dt in groups}) or ["float32"]  # the precisions measured: more of them
     groups = {k: v for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
     if not groups:
-        from .stats_hint import db_flag
+        from .stats_hint import grid_commands
 
         few = f": rows a type {', '.join(small)}" if small else ""
-        runs = "; ".join(f"sgdsim ops measure --grid {args.op} --samples 30"
-                         f"{f' --dtype {dt}' if dt != 'float32' else ''}{db_flag(args.db)}" for dt in dtypes)
+        runs = grid_commands({dt: [args.op] for dt in dtypes}, args.db)
         raise ConfigError(f"nothing to train on {device!r}{few}; every operator type needs "
                           f">= {MIN_ROWS} measurements ({runs})")
     return device, groups, REGISTRY, small
@@ -164,17 +163,16 @@ def _summary(device: str, trained: int, failures: tuple[list[str], list[str]], s
              db: str | None) -> None:
     """``failures``: every failed type's line, and the types whose line does not say what to run."""
     from ..progress import say
+    from .stats_hint import grid_commands
 
     failed, vague = failures
-    where = f" --db {db}" if db else ""
     if set_aside:
         say(f"rows set aside (a time below the timer's resolution, stored as a bound): {', '.join(set_aside)}")
     if failed:
-        by_dtype: dict[str, list[str]] = {}  # a grid is measured in one precision
+        by_dtype: dict[str, list[str]] = {}
         for op, dtype in vague:
             by_dtype.setdefault(dtype, []).append(op)
-        runs = "; ".join(f"sgdsim ops measure --grid {','.join(ops)} --samples 30"
-                         f"{f' --dtype {dt}' if dt != 'float32' else ''}{where}" for dt, ops in by_dtype.items())
+        runs = grid_commands(by_dtype, db)
         names = ", ".join(dict.fromkeys(op for op, _ in vague))
         hint = f" Measure more of {names} ({runs}), then train again." if vague else ""
         say(f"not trained: {'; '.join(failed)}.{hint} Until then an estimate falls back to a "

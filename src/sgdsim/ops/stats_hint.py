@@ -35,9 +35,23 @@ def _threads_flag(device: str) -> str:
 
 
 def db_flag(db: str | None) -> str:
-    """`` --db DB`` for a command printed as a next step (quoted: it runs as printed), or
-    nothing for the default database."""
-    return f" --db {shlex.quote(db)}" if db else ""
+    """`` --db DB`` for a command printed as a next step (quoted: it runs as printed; a URL's
+    password masked: never printed back), or nothing for the default database."""
+    from .db import mask
+
+    return f" --db {shlex.quote(mask(db))}" if db else ""
+
+
+def dtype_flag(dtype: str) -> str:
+    """`` --dtype D`` for a grid in another precision than float32, the default."""
+    return "" if dtype == "float32" else f" --dtype {dtype}"
+
+
+def grid_commands(grids: dict[str, list[str]], db: str | None) -> str:
+    """``ops measure --grid`` for each precision's types ({dtype: types}): one command a
+    precision, since a grid is timed in one type."""
+    return "; ".join(f"sgdsim ops measure --grid {','.join(ops)} --samples 30{dtype_flag(dt)}{db_flag(db)}"
+                     for dt, ops in grids.items())
 
 
 def next_steps(flagged: list[dict], db: str | None, several_devices: bool = False) -> list[str]:
@@ -52,7 +66,7 @@ def next_steps(flagged: list[dict], db: str | None, several_devices: bool = Fals
     for (device, dtype), fs in groups.items():
         names = [f["op"] for f in fs]
         ops = ",".join(names)
-        dt = "" if dtype == "float32" else f" --dtype {dtype}"
+        dt = dtype_flag(dtype)
         dev = f" --device {shlex.quote(device)}" if several_devices else ""
         on = timing_flags(device)
         lines += textwrap.wrap(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..profile.model import Job, Profile
-from .precision import AUTOCAST, needs_scaler
+from .precision import check_autocast, needs_scaler
 
 if TYPE_CHECKING:
     from .quality import Quality
@@ -135,15 +135,6 @@ def _check_numbers(batch_size, steps, warmup, threads, retries=0) -> None:
         raise ConfigError(f"threads must be a positive integer, got {threads!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
-
-
-def check_autocast(autocast, dtype: str | None = None) -> None:
-    """``autocast`` one of ``AUTOCAST`` or None, and not beside a whole-step ``dtype``."""
-    if autocast is not None and autocast not in AUTOCAST:
-        raise ConfigError(f"autocast runs the forward in {' or '.join(AUTOCAST)}, got {autocast!r}")
-    if autocast and dtype not in (None, "float32"):
-        raise ConfigError(f"--autocast {autocast} and --dtype {dtype}: autocast is mixed "
-                          f"precision, --dtype the whole step in one type; give one of them")
 
 
 def _import_torch():

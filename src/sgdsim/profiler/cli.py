@@ -10,8 +10,7 @@ import shlex
 
 from ..errors import ConfigError, ProfileError
 from ..outputs import check_output_path
-from .api import AUTOCAST, check_autocast
-from .precision import needs_scaler
+from .precision import AUTOCAST, check_autocast, needs_scaler
 
 
 def register(subparsers):
@@ -212,7 +211,11 @@ def _autocast_steps_line(model: str, batch: int, autocast: str, db: str | None) 
 
 def _roofline_line(info: dict, db: str | None, target: str) -> str:
     """Which types came from the device's roofline, how far off it is there, what to run."""
+    from ..ops.stats_hint import grid_commands
+
     roof, names = info["roofline"], ",".join(info["roofline_types"])
+    # the types in each precision: under autocast the calls are of two (older profiles: one)
+    grids = info.get("roofline_grids") or {info["dtype"]: list(info["roofline_types"])}
     db_flag = _db_flag(db)
     off = ", ".join(f"{e['median']:.0%} {d} (90th percentile {e['p90']:.0%})"
                     for d, e in (("forward", roof["error"]["fwd"]),
@@ -224,16 +227,8 @@ def _roofline_line(info: dict, db: str | None, target: str) -> str:
             f"calls measured there"
             + (f" ({' and '.join(roof['unmeasured'])} unmeasured: no such calls)"
                if roof["unmeasured"] else "")
-            + f"; measure and train them on that device: {_grid_commands(info, db_flag)}, then "
+            + f"; measure and train them on that device: {grid_commands(grids, db)}, then "
             f"sgdsim ops train{db_flag} --op {names} --device {shlex.quote(target)}")
-
-
-def _grid_commands(info: dict, db_flag: str) -> str:
-    """``ops measure --grid`` for each type the roofline stood in for, one command a precision
-    (a grid is measured in one type: under autocast the calls are of two)."""
-    grids = info.get("roofline_grids") or {info["dtype"]: list(info["roofline_types"])}
-    return "; ".join(f"sgdsim ops measure --grid {','.join(ops)} --samples 30"
-                     f"{f' --dtype {dt}' if dt != 'float32' else ''}{db_flag}" for dt, ops in grids.items())
 
 
 def _precision_line(prof, dtype: str) -> str:
@@ -245,10 +240,11 @@ def _precision_line(prof, dtype: str) -> str:
 
 
 def _db_flag(db: str | None) -> str:
-    """``--db DB`` as a command to run next needs it (the password masked), or nothing."""
-    from ..ops.db import mask
+    """``ops.stats_hint.db_flag``, imported when a next command is printed: a measured profile
+    never loads the operator database's modules."""
+    from ..ops.stats_hint import db_flag
 
-    return f" --db {shlex.quote(mask(db))}" if db else ""
+    return db_flag(db)
 
 
 def _precision_flag(info: dict) -> str:
