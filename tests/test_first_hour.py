@@ -193,3 +193,12 @@ def test_an_empty_value_is_an_error_not_the_default(argv, capsys, tmp_path, monk
     argv = [a if a != P else str(__import__("pathlib").Path(__file__).parents[1] / P) for a in argv]
     rc, out = _run(argv, capsys)
     assert rc == 2 and out.err.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_a_bucket_size_without_a_unit_is_refused(capsys):
+    """DDP's option counts MB (bucket_cap_mb=25); read as bytes, 25 would be 25-byte buckets,
+    a call per tensor: a bare number is refused in one line, as a bare duration is."""
+    sync = ["--arch", "allreduce", "--mode", "sync", "--steps", "2", "--warmup", "0", "--replications", "1"]
+    rc, out = _run(["predict", P, "--workers", "2", "--bucket-size", "25", *sync], capsys)
+    assert rc == 2 and out.err.count("\n") == 1 and "--bucket-size 25 has no unit" in out.err
+    assert _run(["predict", P, "--workers", "2", "--bucket-size", "25MB", *sync], capsys)[0] == 0

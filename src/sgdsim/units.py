@@ -147,8 +147,9 @@ def parse_duration_s(text: str | float) -> float:
     return _non_negative(value * _TIME[unit], "duration", text)
 
 
-def bare_duration(text: str) -> bool:
-    """A non-zero duration without a unit: ambiguous (papers quote ms, files hold s)."""
+def bare_number(text: str) -> bool:
+    """A non-zero number without a unit: ambiguous where the unit is a habit, not a rule (a
+    duration: papers quote ms, files hold s; a bucket: DDP's option counts MB)."""
     try:
         return float(text) != 0.0
     except ValueError:
@@ -157,9 +158,17 @@ def bare_duration(text: str) -> bool:
 
 def parse_duration_with_unit_s(text: str, option: str) -> float:
     """A duration the user must qualify: a bare number is refused rather than read as seconds."""
-    if bare_duration(text):
+    if bare_number(text):
         raise ConfigError(f"{option} {text} has no unit (write e.g. {text}ms or {text}s)")
     return parse_duration_s(text)
+
+
+def parse_size_with_unit_bytes(text: str | float, option: str) -> float:
+    """A size the user must qualify: a bare number in text is refused rather than read as bytes
+    (``--bucket-size 25`` meant as DDP's ``bucket_cap_mb=25`` would be 25-byte buckets)."""
+    if isinstance(text, str) and bare_number(text):
+        raise ConfigError(f"{option} {text} has no unit (write e.g. {text}MB or {text}MiB)")
+    return parse_size_bytes(text)
 
 
 def _positive(value: float, what: str, text) -> float:

@@ -17,7 +17,7 @@ from ..errors import ProfileError
 from ..tagged_json import read_tagged
 from ..profile.model import (COMM, DOWNLINK, MAX_BATCH_SIZE, MAX_DURATION_S, MAX_SIZE_BYTES, PS,
                              UPLINK, WORKER, Job, Op, Profile)
-from ..units import bare_duration, parse_duration_s, parse_size_bytes
+from ..units import bare_number, parse_duration_s, parse_size_bytes
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _build(fields: dict[str, str], where: str) -> CoarseProfile:
     if not (messages.isascii() and messages.isdigit() and len(messages) <= 7) or not 1 <= int(messages) <= 10**6:
         raise ProfileError(f"{where}: messages must be a positive integer, got {messages!r}")
     for key in ("fwd", "bwd", "update"):
-        if key in fields and bare_duration(fields[key]):
+        if key in fields and bare_number(fields[key]):
             raise ProfileError(f"{where}: {key}={fields[key]} has no unit (write e.g. "
                                f"{key}={fields[key]}ms or {key}={fields[key]}s)")
     for key, top in (("fwd", MAX_DURATION_S), ("bwd", MAX_DURATION_S), ("update", MAX_DURATION_S)):

@@ -277,13 +277,13 @@ def _warn_other_buckets(args, hw) -> None:
     """A file calibrated on a DDP run with buckets, used for a prediction with others (or one
     call per layer): the fitted CPU per byte explains another job's overlap. Said, not refused:
     comparing bucket sizes is a legitimate use."""
-    from ..units import format_size_bytes, parse_size_bytes
+    from ..units import format_size_bytes, parse_size_with_unit_bytes
 
     cal = hw.measured.get("calibration") if isinstance(hw.measured, dict) else None
     if not isinstance(cal, dict) or cal.get("arch") != args.arch or "collective" not in ARCHITECTURES[args.arch].options:
         return
     fitted = cal.get("bucket_size_bytes")
-    wanted = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
+    wanted = None if args.bucket_size is None else parse_size_with_unit_bytes(args.bucket_size, "--bucket-size")
     if fitted != wanted:
         def text(b):
             return "one call per layer" if b is None else f"DDP buckets of {format_size_bytes(b)}"

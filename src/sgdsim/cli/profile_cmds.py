@@ -168,10 +168,10 @@ def _calibrate_profile(args) -> int:
     from ..hardware import load_hardware, save_hardware
     from ..profile.io import load_profile
     from ..spec import Strategy
-    from ..units import parse_duration_with_unit_s, parse_size_bytes
+    from ..units import parse_duration_with_unit_s, parse_size_with_unit_bytes
 
     check_output_path(args.output, args.force)
-    bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
+    bucket = None if args.bucket_size is None else parse_size_with_unit_bytes(args.bucket_size, "--bucket-size")
     Strategy(arch=args.arch, mode=args.mode, bucket_size_bytes=bucket)  # checked before the work
     prof = load_profile(args.profile)
     if args.no_overlap:

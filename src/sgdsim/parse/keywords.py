@@ -72,7 +72,8 @@ from ..spec import (DEFAULT_RHO_THRESHOLD, Cluster, Contention, Control, Host, L
 from ..spec.control import LEVELS
 from ..spec.registries import DEFAULT_ARCH, DEFAULT_COLLECTIVE, DEFAULT_ORDER, DEFAULT_STREAMS, MODES
 from ..spec.two_way import check_busy
-from ..units import parse_bandwidth_Bps, parse_duration_s, parse_number, parse_size_bytes
+from ..units import (parse_bandwidth_Bps, parse_duration_s, parse_number, parse_size_bytes,
+                     parse_size_with_unit_bytes)
 
 # Every keyword and its default: the one list (``predict``'s docstring explains them).
 STRATEGY_KEYWORDS = dict(arch=DEFAULT_ARCH, mode=MODES[0], sharing=None, ps_count=None,
@@ -107,7 +108,7 @@ def specs(**keywords) -> tuple[Strategy, Cluster, Control]:
 def strategy(kw: dict) -> Strategy:
     return Strategy(arch=kw["arch"], mode=kw["mode"], sharing=kw["sharing"], ps_count=_int(kw["ps_count"], "--ps-count"),
                     streams=kw["streams"], window_bytes=parse_size_bytes(kw["window"]), order=kw["order"],
-                    collective=kw["collective"], bucket_size_bytes=_optional(parse_size_bytes, kw["bucket_size"]),
+                    collective=kw["collective"], bucket_size_bytes=_optional(_bucket_bytes, kw["bucket_size"]),
                     rho_threshold=_float(kw["rho_threshold"], "--rho-threshold"), overlap=kw["overlap"])
 
 
@@ -226,6 +227,10 @@ def _non_negative(value, what: str) -> float:
 
 def _int(value, what: str) -> int | None:
     return None if value is None else parse_number(value, what, lo=-_INT64, hi=_INT64, integer=True)
+
+
+def _bucket_bytes(value) -> float:
+    return parse_size_with_unit_bytes(value, "--bucket-size")
 
 
 def _optional(parse, value):

@@ -5,7 +5,7 @@ import math
 from dataclasses import replace
 
 from ..errors import ConfigError
-from ..units import parse_bandwidth_bps, parse_duration_s, parse_number, parse_size_bytes
+from ..units import parse_bandwidth_bps, parse_duration_s, parse_number, parse_size_with_unit_bytes
 from ..spec import COLLECTIVES
 from ..topology.model import fills_nodes
 from .llm_plan import PLAN_ONLY, add_llm_plan_arguments, run_llm_plan
@@ -141,7 +141,7 @@ def build_request(args):
     job = _job(args.profile, args.coarse, None)
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     hw = load_hardware(args.hardware) if args.hardware else None
-    bucket = None if args.bucket_size is None else parse_size_bytes(args.bucket_size)
+    bucket = None if args.bucket_size is None else parse_size_with_unit_bytes(args.bucket_size, "--bucket-size")
     strategies = candidates(names, args.max_ps, args.collective, bucket, overlap=not args.no_overlap)
     workers = whole_nodes(parse_workers(args.workers), args.gpus_per_node)
     if len(workers) > MAX_POINTS:
